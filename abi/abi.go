@@ -1,0 +1,280 @@
+package abi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+)
+
+// Version is the ABI version this package describes. A module declares the
+// version it was built for in its manifest ([Manifest.ABI]); a host refuses a
+// module whose version differs.
+const Version = 1
+
+// ImportModule is the Wasm import module name of the optional host functions
+// of ABI v1. A module that imports from "wasmtask_v<N>" for another N was
+// built for ABI v<N>.
+const ImportModule = "wasmtask_v1"
+
+// ImportModulePrefix is the prefix shared by the import modules of every ABI
+// version; the host uses it to recognise a module built for another version.
+const ImportModulePrefix = "wasmtask_v"
+
+// Names of the optional host functions in [ImportModule]. Signatures (Wasm
+// types) are documented in ABI.md.
+const (
+	FuncProgress = "progress" // (progress f64, total f64, msg_ptr i32, msg_len i32)
+	FuncStatus   = "status"   // (msg_ptr i32, msg_len i32)
+	FuncLog      = "log"      // (level i32, msg_ptr i32, msg_len i32)
+	FuncElicit   = "elicit"   // (req_ptr i32, req_len i32) -> i32
+	FuncReply    = "reply"    // (buf_ptr i32, buf_cap i32) -> i32
+)
+
+// ExportStart is the one export every ABI v1 module must have: it is a WASI
+// preview1 command and its entry point reads one [Request] from stdin.
+const ExportStart = "_start"
+
+// Elicit error codes: negative results of the elicit host function.
+const (
+	ElicitUnsupported int32 = -1 // the requestor cannot answer input requests
+	ElicitBadRequest  int32 = -2 // the request was not a valid ElicitRequest
+)
+
+// Log levels accepted by the log host function.
+const (
+	LogDebug   int32 = 0
+	LogInfo    int32 = 1
+	LogWarning int32 = 2
+	LogError   int32 = 3
+)
+
+// Methods of a [Request].
+const (
+	MethodDescribe = "describe"
+	MethodCall     = "call"
+)
+
+// Task support values of a tool, as in MCP's ToolExecution.taskSupport.
+const (
+	TaskForbidden = "forbidden"
+	TaskOptional  = "optional"
+	TaskRequired  = "required"
+)
+
+// Request is the single JSON document a module reads from stdin, followed by
+// end of file.
+type Request struct {
+	ABI       int             `json:"abi"`
+	Method    string          `json:"method"`              // MethodDescribe or MethodCall
+	Tool      string          `json:"tool,omitempty"`      // MethodCall only
+	Arguments json.RawMessage `json:"arguments,omitempty"` // MethodCall only: a JSON object
+}
+
+// Manifest is what a module writes to stdout when asked to describe itself.
+type Manifest struct {
+	ABI   int    `json:"abi"`
+	Name  string `json:"name,omitempty"` // module name, informational
+	Tools []Tool `json:"tools"`
+}
+
+// Tool declares one tool of a module.
+type Tool struct {
+	Name         string          `json:"name"`
+	Title        string          `json:"title,omitempty"`
+	Description  string          `json:"description,omitempty"`
+	InputSchema  json.RawMessage `json:"inputSchema,omitempty"`  // JSON Schema object; {"type":"object"} when absent
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"` // JSON Schema object, optional
+	Annotations  *Annotations    `json:"annotations,omitempty"`
+	TaskSupport  string          `json:"taskSupport,omitempty"` // forbidden (default), optional, required
+	Cache        *CacheHint      `json:"cache,omitempty"`
+	Grants       *Grants         `json:"grants,omitempty"` // sandbox grants the tool asks for
+}
+
+// Annotations are MCP tool annotations (hints, never trusted for security).
+type Annotations struct {
+	Title           string `json:"title,omitempty"`
+	ReadOnlyHint    *bool  `json:"readOnlyHint,omitempty"`
+	DestructiveHint *bool  `json:"destructiveHint,omitempty"`
+	IdempotentHint  *bool  `json:"idempotentHint,omitempty"`
+	OpenWorldHint   *bool  `json:"openWorldHint,omitempty"`
+}
+
+// CacheHint says whether a successful result may be reused for identical
+// arguments, and for how long.
+type CacheHint struct {
+	Cacheable bool  `json:"cacheable"`
+	TTLMillis int64 `json:"ttlMs,omitempty"`
+}
+
+// Grants are sandbox grants a tool asks for. Asking grants nothing: only the
+// operator's policy grants.
+type Grants struct {
+	Env       []string `json:"env,omitempty"`       // names of environment variables
+	Dirs      []Mount  `json:"dirs,omitempty"`      // directories to mount
+	MemoryMiB int      `json:"memoryMiB,omitempty"` // memory the tool expects to need
+	TimeoutMs int64    `json:"timeoutMs,omitempty"` // wall-clock time the tool expects to need
+	OutputKiB int      `json:"outputKiB,omitempty"` // result size the tool expects to produce
+}
+
+// Mount is a directory a tool asks to see, at GuestPath.
+type Mount struct {
+	GuestPath string `json:"guestPath"`
+	Write     bool   `json:"write,omitempty"`
+}
+
+// Result is what a module writes to stdout after a call: the same shape as an
+// MCP CallToolResult.
+type Result struct {
+	Content           []Content       `json:"content"`
+	StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
+	IsError           bool            `json:"isError,omitempty"`
+}
+
+// Content is one content block of a [Result].
+type Content struct {
+	Type     string `json:"type"`               // "text", "image" or "audio"
+	Text     string `json:"text,omitempty"`     // type text
+	Data     string `json:"data,omitempty"`     // type image/audio: base64
+	MIMEType string `json:"mimeType,omitempty"` // type image/audio
+}
+
+// ElicitRequest is the JSON a module passes to the elicit host function.
+type ElicitRequest struct {
+	Message         string          `json:"message"`
+	RequestedSchema json.RawMessage `json:"requestedSchema"` // flat JSON Schema object
+}
+
+// ElicitReply is the JSON the host hands back through the reply host function.
+type ElicitReply struct {
+	Action  string          `json:"action"` // accept, decline or cancel
+	Content json.RawMessage `json:"content,omitempty"`
+}
+
+// Errors returned by the decoders; wrapped with details.
+var (
+	ErrVersion  = errors.New("abi: version mismatch")
+	ErrManifest = errors.New("abi: invalid manifest")
+	ErrResult   = errors.New("abi: invalid result")
+)
+
+var toolName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+
+// DecodeManifest parses and validates a manifest written by a module. It
+// checks the version, that every tool has a valid, unique name, a valid task
+// support value, and input/output schemas that are JSON objects whose "type"
+// is "object" (MCP requires it). It does not compile the schemas.
+func DecodeManifest(b []byte) (*Manifest, error) {
+	var m Manifest
+	if err := strictUnmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrManifest, err)
+	}
+	if m.ABI != Version {
+		return nil, fmt.Errorf("%w: module declares ABI v%d, this host speaks v%d: rebuild the module against wasmtask abi v%d", ErrVersion, m.ABI, Version, Version)
+	}
+	if len(m.Tools) == 0 {
+		return nil, fmt.Errorf("%w: declares no tools", ErrManifest)
+	}
+	seen := make(map[string]bool, len(m.Tools))
+	for i := range m.Tools {
+		t := &m.Tools[i]
+		if !toolName.MatchString(t.Name) {
+			return nil, fmt.Errorf("%w: tool %d: invalid name %q (want 1-128 of A-Z a-z 0-9 _ . -)", ErrManifest, i, t.Name)
+		}
+		if seen[t.Name] {
+			return nil, fmt.Errorf("%w: duplicate tool name %q", ErrManifest, t.Name)
+		}
+		seen[t.Name] = true
+		switch t.TaskSupport {
+		case "":
+			t.TaskSupport = TaskForbidden
+		case TaskForbidden, TaskOptional, TaskRequired:
+		default:
+			return nil, fmt.Errorf("%w: tool %q: taskSupport %q is not forbidden, optional or required", ErrManifest, t.Name, t.TaskSupport)
+		}
+		if len(t.InputSchema) == 0 {
+			t.InputSchema = json.RawMessage(`{"type":"object"}`)
+		}
+		if err := checkObjectSchema(t.InputSchema); err != nil {
+			return nil, fmt.Errorf("%w: tool %q: inputSchema: %v", ErrManifest, t.Name, err)
+		}
+		if len(t.OutputSchema) > 0 {
+			if err := checkObjectSchema(t.OutputSchema); err != nil {
+				return nil, fmt.Errorf("%w: tool %q: outputSchema: %v", ErrManifest, t.Name, err)
+			}
+		}
+		if t.Cache != nil && t.Cache.TTLMillis < 0 {
+			return nil, fmt.Errorf("%w: tool %q: cache.ttlMs is negative", ErrManifest, t.Name)
+		}
+		if t.Grants != nil {
+			for _, d := range t.Grants.Dirs {
+				if !strings.HasPrefix(d.GuestPath, "/") {
+					return nil, fmt.Errorf("%w: tool %q: grants.dirs guestPath %q is not absolute", ErrManifest, t.Name, d.GuestPath)
+				}
+			}
+		}
+	}
+	return &m, nil
+}
+
+func checkObjectSchema(raw json.RawMessage) error {
+	var s map[string]any
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return fmt.Errorf("not a JSON object: %v", err)
+	}
+	if s == nil {
+		return errors.New("is null")
+	}
+	if t, _ := s["type"].(string); t != "object" {
+		return fmt.Errorf(`"type" is %v, want "object"`, s["type"])
+	}
+	return nil
+}
+
+// DecodeResult parses and validates the result a module wrote to stdout.
+func DecodeResult(b []byte) (*Result, error) {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return nil, fmt.Errorf("%w: the module wrote nothing to stdout", ErrResult)
+	}
+	var r Result
+	if err := strictUnmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrResult, err)
+	}
+	if r.Content == nil {
+		return nil, fmt.Errorf("%w: missing \"content\" array", ErrResult)
+	}
+	for i, c := range r.Content {
+		switch c.Type {
+		case "text":
+		case "image", "audio":
+			if c.Data == "" || c.MIMEType == "" {
+				return nil, fmt.Errorf("%w: content[%d]: %s needs data and mimeType", ErrResult, i, c.Type)
+			}
+		default:
+			return nil, fmt.Errorf("%w: content[%d]: unknown type %q (want text, image or audio)", ErrResult, i, c.Type)
+		}
+	}
+	if len(r.StructuredContent) > 0 {
+		var obj map[string]any
+		if err := json.Unmarshal(r.StructuredContent, &obj); err != nil || obj == nil {
+			return nil, fmt.Errorf("%w: structuredContent is not a JSON object", ErrResult)
+		}
+	}
+	return &r, nil
+}
+
+// strictUnmarshal decodes exactly one JSON value and refuses trailing data.
+func strictUnmarshal(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("trailing data after the JSON value")
+	}
+	return nil
+}
