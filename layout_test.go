@@ -1,0 +1,162 @@
+package wasmtask_test
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/wasmtask/wasmtask"
+
+// rule says which imports a directory's Go files may use. Standard library
+// imports (no dot in the first path element) are always allowed.
+type rule struct {
+	dir   string   // directory prefix, slash-separated, relative to the module root
+	allow []string // import path prefixes allowed besides the standard library
+	tests []string // extra prefixes allowed in _test.go files
+}
+
+// rules mirror the dependency table of the design: the contract is a leaf,
+// wazero and go-sdk each live in one internal package of host, and nothing
+// below host reaches up. The first matching (longest) prefix wins.
+var rules = []rule{
+	{dir: "abi", allow: []string{module + "/abi"}},
+	{dir: "taskengine", allow: []string{module + "/taskengine", "github.com/hashicorp/golang-lru/v2"}},
+	{dir: "plugins", allow: []string{module + "/plugins", module + "/abi", "github.com/fsnotify/fsnotify"}},
+	{dir: "host/internal/wasmrt", allow: []string{module + "/abi", module + "/host/internal/wasmrt", "github.com/tetratelabs/wazero", "github.com/google/jsonschema-go"}},
+	{dir: "host/internal/mcpserver", allow: []string{module + "/abi", module + "/taskengine", module + "/host/internal/mcpserver", "github.com/modelcontextprotocol/go-sdk", "github.com/google/jsonschema-go", "github.com/google/go-cmp"},
+		tests: []string{"golang.org/x/tools/txtar"}},
+	{dir: "host", allow: []string{module + "/abi", module + "/taskengine", module + "/plugins", module + "/host", "github.com/google/jsonschema-go"},
+		tests: []string{"github.com/google/go-cmp"}},
+	{dir: "cmd", allow: []string{module + "/host", module + "/abi"}},
+	{dir: "examples", allow: []string{module + "/abi"}, tests: []string{module + "/host"}},
+	{dir: "sandbox_test", allow: []string{module + "/host", module + "/abi", module + "/sandbox_test"}, tests: []string{"github.com/modelcontextprotocol/go-sdk", "github.com/google/go-cmp"}},
+	{dir: ".", allow: nil},
+}
+
+func ruleFor(dir string) *rule {
+	var best *rule
+	for i := range rules {
+		r := &rules[i]
+		if r.dir == "." || dir == r.dir || strings.HasPrefix(dir, r.dir+"/") {
+			if best == nil || best.dir == "." || len(r.dir) > len(best.dir) {
+				best = r
+			}
+		}
+	}
+	return best
+}
+
+func allowed(path string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if path == p || strings.HasPrefix(path, p+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// reachesInternal reports whether dir may not import path because path is
+// inside an internal directory that dir is not below.
+func reachesInternal(dir, path string) bool {
+	rel, ok := strings.CutPrefix(path, module+"/")
+	if !ok {
+		return false
+	}
+	i := strings.Index(rel+"/", "/internal/")
+	if i < 0 && !strings.HasPrefix(rel, "internal/") {
+		return false
+	}
+	parent := ""
+	if i >= 0 {
+		parent = rel[:i]
+	}
+	return parent != "" && dir != parent && !strings.HasPrefix(dir, parent+"/")
+}
+
+func permitted(dir, path string, r *rule, isTest bool) bool {
+	if reachesInternal(dir, path) {
+		return false
+	}
+	return isStd(path) || allowed(path, r.allow) || (isTest && allowed(path, r.tests))
+}
+
+func isStd(path string) bool {
+	first, _, _ := strings.Cut(path, "/")
+	return !strings.Contains(first, ".")
+}
+
+// TestLayering parses every Go file's import clause and fails on an import
+// the design's dependency table forbids.
+func TestLayering(t *testing.T) {
+	fset := token.NewFileSet()
+	checked := 0
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			name := d.Name()
+			if path != "." && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		dir := filepath.ToSlash(filepath.Dir(path))
+		r := ruleFor(dir)
+		isTest := strings.HasSuffix(path, "_test.go")
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			if permitted(dir, p, r, isTest) {
+				continue
+			}
+			t.Errorf("%s imports %q: not allowed for %s/ (allowed: stdlib, %v; tests also %v)", path, p, r.dir, r.allow, r.tests)
+		}
+		checked++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checked == 0 {
+		t.Fatal("no Go files checked")
+	}
+}
+
+// TestLayeringCatchesViolations proves the checker can fail.
+func TestLayeringCatchesViolations(t *testing.T) {
+	for _, tc := range []struct {
+		dir, imp string
+		isTest   bool
+		want     bool
+	}{
+		{"abi", "github.com/tetratelabs/wazero", false, false},
+		{"abi/guest", "encoding/json", false, true},
+		{"taskengine", "github.com/modelcontextprotocol/go-sdk/mcp", false, false},
+		{"taskengine", "github.com/hashicorp/golang-lru/v2", false, true},
+		{"plugins", module + "/host", false, false},
+		{"host", "github.com/tetratelabs/wazero", false, false},
+		{"host/internal/wasmrt", "github.com/tetratelabs/wazero/api", false, true},
+		{"host/internal/mcpserver", "github.com/tetratelabs/wazero", false, false},
+		{"cmd/wasmtask", module + "/host/internal/wasmrt", false, false},
+		{"examples/go/demo", module + "/host", false, false},
+		{"examples", module + "/host", true, true},
+	} {
+		r := ruleFor(tc.dir)
+		got := permitted(tc.dir, tc.imp, r, tc.isTest)
+		if got != tc.want {
+			t.Errorf("%s importing %s (test=%v): allowed=%v, want %v", tc.dir, tc.imp, tc.isTest, got, tc.want)
+		}
+	}
+}
