@@ -1,0 +1,162 @@
+package abi_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/wasmtask/wasmtask/abi"
+)
+
+func TestDecodeManifest(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		in      string
+		wantErr error  // nil = success
+		wantMsg string // substring of the error
+	}{
+		{"minimal", `{"abi":1,"tools":[{"name":"echo"}]}`, nil, ""},
+		{"full", `{"abi":1,"name":"demo","tools":[{"name":"slow","title":"Slow","description":"d",
+			"inputSchema":{"type":"object","properties":{"n":{"type":"integer"}}},
+			"outputSchema":{"type":"object"},"annotations":{"readOnlyHint":true},
+			"taskSupport":"optional","cache":{"cacheable":true,"ttlMs":1000},
+			"grants":{"env":["HOME"],"dirs":[{"guestPath":"/data"}],"memoryMiB":64}}]}`, nil, ""},
+		{"not json", `hello`, abi.ErrManifest, "invalid character"},
+		{"trailing data", `{"abi":1,"tools":[{"name":"a"}]} {}`, abi.ErrManifest, "trailing data"},
+		{"trailing brace", `{"abi":1,"tools":[{"name":"a"}]}}`, abi.ErrManifest, "trailing data"},
+		{"wrong version", `{"abi":2,"tools":[{"name":"a"}]}`, abi.ErrVersion, "declares ABI v2, this host speaks v1"},
+		{"missing version", `{"tools":[{"name":"a"}]}`, abi.ErrVersion, "ABI v0"},
+		{"no tools", `{"abi":1,"tools":[]}`, abi.ErrManifest, "declares no tools"},
+		{"empty name", `{"abi":1,"tools":[{"name":""}]}`, abi.ErrManifest, "invalid name"},
+		{"bad name", `{"abi":1,"tools":[{"name":"a b"}]}`, abi.ErrManifest, "invalid name"},
+		{"duplicate", `{"abi":1,"tools":[{"name":"a"},{"name":"a"}]}`, abi.ErrManifest, `duplicate tool name "a"`},
+		{"bad task support", `{"abi":1,"tools":[{"name":"a","taskSupport":"always"}]}`, abi.ErrManifest, "taskSupport"},
+		{"schema not object", `{"abi":1,"tools":[{"name":"a","inputSchema":[1]}]}`, abi.ErrManifest, "inputSchema: not a JSON object"},
+		{"schema wrong type", `{"abi":1,"tools":[{"name":"a","inputSchema":{"type":"string"}}]}`, abi.ErrManifest, `want "object"`},
+		{"schema null", `{"abi":1,"tools":[{"name":"a","inputSchema":null}]}`, abi.ErrManifest, "inputSchema"},
+		{"output schema wrong", `{"abi":1,"tools":[{"name":"a","outputSchema":{}}]}`, abi.ErrManifest, "outputSchema"},
+		{"negative cache ttl", `{"abi":1,"tools":[{"name":"a","cache":{"cacheable":true,"ttlMs":-1}}]}`, abi.ErrManifest, "negative"},
+		{"relative mount", `{"abi":1,"tools":[{"name":"a","grants":{"dirs":[{"guestPath":"data"}]}}]}`, abi.ErrManifest, "not absolute"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := abi.DecodeManifest([]byte(tc.in))
+			if tc.wantErr == nil {
+				if err != nil {
+					t.Fatalf("got error %v, want none", err)
+				}
+				for _, tool := range m.Tools {
+					if tool.TaskSupport == "" || len(tool.InputSchema) == 0 {
+						t.Errorf("tool %q: defaults not applied: taskSupport=%q inputSchema=%s", tool.Name, tool.TaskSupport, tool.InputSchema)
+					}
+				}
+				return
+			}
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("got error %v, want %v", err, tc.wantErr)
+			}
+			if !strings.Contains(err.Error(), tc.wantMsg) {
+				t.Errorf("got error %q, want it to contain %q", err, tc.wantMsg)
+			}
+		})
+	}
+}
+
+func TestDecodeManifestDefaults(t *testing.T) {
+	m, err := abi.DecodeManifest([]byte(`{"abi":1,"tools":[{"name":"a"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := m.Tools[0].TaskSupport, abi.TaskForbidden; got != want {
+		t.Errorf("taskSupport: got %q, want %q", got, want)
+	}
+	if got, want := string(m.Tools[0].InputSchema), `{"type":"object"}`; got != want {
+		t.Errorf("inputSchema: got %s, want %s", got, want)
+	}
+}
+
+func TestDecodeResult(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		in      string
+		wantMsg string // "" = success
+	}{
+		{"text", `{"content":[{"type":"text","text":"hi"}]}`, ""},
+		{"surrounding space", "\n {\"content\":[]} \n", ""},
+		{"structured", `{"content":[],"structuredContent":{"n":1},"isError":true}`, ""},
+		{"image", `{"content":[{"type":"image","data":"AA==","mimeType":"image/png"}]}`, ""},
+		{"empty", ``, "wrote nothing"},
+		{"garbage", `\x00\x01garbage`, "invalid character"},
+		{"two documents", `{"content":[]}{"content":[]}`, "trailing data"},
+		{"no content", `{"isError":false}`, `missing "content"`},
+		{"unknown type", `{"content":[{"type":"video"}]}`, `unknown type "video"`},
+		{"image without data", `{"content":[{"type":"image"}]}`, "needs data and mimeType"},
+		{"structured not object", `{"content":[],"structuredContent":[1]}`, "structuredContent is not a JSON object"},
+		{"wrong field type", `{"content":"text"}`, "cannot unmarshal"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := abi.DecodeResult([]byte(tc.in))
+			if tc.wantMsg == "" {
+				if err != nil {
+					t.Fatalf("got error %v, want none", err)
+				}
+				return
+			}
+			if !errors.Is(err, abi.ErrResult) {
+				t.Fatalf("got error %v, want ErrResult", err)
+			}
+			if !strings.Contains(err.Error(), tc.wantMsg) {
+				t.Errorf("got error %q, want it to contain %q", err, tc.wantMsg)
+			}
+		})
+	}
+}
+
+// FuzzDecodeManifest checks that any bytes give either a valid manifest or
+// an error wrapping a sentinel, and never panic.
+func FuzzDecodeManifest(f *testing.F) {
+	f.Add([]byte(`{"abi":1,"tools":[{"name":"echo","taskSupport":"optional","inputSchema":{"type":"object"}}]}`))
+	f.Add([]byte(`{"abi":2}`))
+	f.Add([]byte(`{"abi":1,"tools":[{"name":"a"},{"name":"a"}]}`))
+	f.Add([]byte(`null`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := abi.DecodeManifest(b)
+		if err != nil {
+			if !errors.Is(err, abi.ErrManifest) && !errors.Is(err, abi.ErrVersion) {
+				t.Fatalf("error %v wraps no sentinel", err)
+			}
+			return
+		}
+		seen := map[string]bool{}
+		for _, tool := range m.Tools {
+			if seen[tool.Name] {
+				t.Fatalf("duplicate %q accepted", tool.Name)
+			}
+			seen[tool.Name] = true
+			switch tool.TaskSupport {
+			case abi.TaskForbidden, abi.TaskOptional, abi.TaskRequired:
+			default:
+				t.Fatalf("taskSupport %q accepted", tool.TaskSupport)
+			}
+		}
+	})
+}
+
+// FuzzDecodeResult checks that guest output never panics the decoder and
+// that accepted results have content.
+func FuzzDecodeResult(f *testing.F) {
+	f.Add([]byte(`{"content":[{"type":"text","text":"hi"}],"isError":false}`))
+	f.Add([]byte(`{"content":[{"type":"image","data":"AA==","mimeType":"image/png"}],"structuredContent":{}}`))
+	f.Add([]byte("\x00\xff"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := abi.DecodeResult(b)
+		if err != nil {
+			if !errors.Is(err, abi.ErrResult) {
+				t.Fatalf("error %v does not wrap ErrResult", err)
+			}
+			return
+		}
+		if r.Content == nil {
+			t.Fatal("accepted a result without content")
+		}
+	})
+}
