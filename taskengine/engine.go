@@ -1,0 +1,449 @@
+package taskengine
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+)
+
+// Task is a snapshot of a task's state. It is a plain value, safe to keep and
+// to share; it never changes after it is returned.
+type Task struct {
+	ID, Owner                string
+	Status                   Status
+	StatusMessage            string
+	CreatedAt, LastUpdatedAt time.Time
+	TTL                      time.Duration // granted retention from CreatedAt; 0 = unlimited
+	PollInterval             time.Duration // suggested
+	Progress, Total          float64       // last progress report (Total 0 = unknown)
+	Meta                     any           // SubmitOptions.Meta, as given
+}
+
+// SubmitOptions are the per-task choices of the submitter.
+type SubmitOptions struct {
+	// TTL is the requested retention, measured from creation: 0 asks for
+	// Config.DefaultTTL, a negative value asks for unlimited (granted only
+	// when Config.MaxTTL is negative), anything is clamped to Config.MaxTTL.
+	TTL time.Duration
+	// Meta is opaque to the engine and returned in every [Task] snapshot
+	// (for example a progress token or a tool name).
+	Meta any
+}
+
+// Outcome is what work produced. The engine never looks inside Value.
+type Outcome struct {
+	Value  any   // what the work produced (opaque)
+	Err    error // a failure of the work itself; the task ends failed
+	Failed bool  // the work produced a value but the task should end failed (e.g. a tool error result)
+	Size   int64 // bytes this outcome holds, for MaxResultBytes accounting
+}
+
+// Work is a unit of work run as a task. ctx is the task's own context: it is
+// detached from whoever submitted the task, and it is done when the task is
+// cancelled, when its run time limit passes, or when the engine closes
+// ([context.Cause] tells which: [ErrCancelled], [context.DeadlineExceeded],
+// [ErrClosed]). Work should return promptly once ctx is done; the engine
+// already considers the task over by then and discards what it returns.
+type Work func(ctx context.Context, run *Run) Outcome
+
+// Stats is a snapshot of the engine's occupancy.
+type Stats struct {
+	Tasks       int   // retained tasks, running and finished
+	Running     int   // tasks whose work has not returned yet
+	ResultBytes int64 // sum of Outcome.Size over retained tasks
+}
+
+// Engine runs work as tasks and keeps their state and outcomes. All methods
+// are safe for concurrent use. The owner that creates an Engine must call
+// Close, which stops all work and waits for every goroutine of the engine.
+type Engine struct {
+	cfg     Config
+	cursors cursorCodec
+	closing chan struct{} // closed by Close; wakes waiters
+	wg      sync.WaitGroup
+
+	mu       sync.Mutex
+	closed   bool
+	seq      uint64                         // creation counter, orders tasks for List
+	running  map[taskKey]*task              // work not returned yet; never evicted
+	finished *simplelru.LRU[taskKey, *task] // work returned; evictable, recency-ordered
+	expiry   expiryHeap                     // every retained task with a TTL, soonest first
+	owners   map[string]*ownerIndex         // per owner: running count and tasks by seq
+	bytes    int64                          // sum of outcome.Size over finished
+}
+
+// taskKey indexes tasks by owner and ID together, so that a lookup with the
+// wrong owner is an ordinary miss: the same code path as an unknown ID.
+type taskKey struct{ owner, id string }
+
+// ownerIndex is an owner's share of the store.
+type ownerIndex struct {
+	running int     // tasks of this owner whose work has not returned
+	tasks   []*task // retained tasks in creation (seq) order
+}
+
+// task is the engine's record of one task. Fields below mu are guarded by
+// Engine.mu; the others are set at Submit and never change.
+type task struct {
+	key       taskKey
+	seq       uint64
+	meta      any
+	createdAt time.Time
+	ttl       time.Duration
+	expiresAt time.Time     // zero when the TTL is unlimited
+	done      chan struct{} // closed when the status becomes terminal
+
+	// ctx is the work's own context (not a request's); RequestInput watches
+	// it. cancel ends it with a cause. Both are dropped when work returns.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	// mu: Engine.mu
+	status    Status
+	msg       string
+	updatedAt time.Time
+	progress  float64
+	total     float64
+	outcome   Outcome
+	isRunning bool // work has not returned
+	heapIdx   int  // index in Engine.expiry, -1 when absent
+	inputs    []*inputWait
+	inputSeq  int
+	subs      []*Subscription
+}
+
+// New returns an engine with the limits of cfg.
+func New(cfg Config) (*Engine, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	finished, err := simplelru.NewLRU[taskKey, *task](cfg.MaxTasks, nil)
+	if err != nil {
+		return nil, fmt.Errorf("taskengine: %w", err)
+	}
+	return &Engine{
+		cfg:      cfg,
+		cursors:  newCursorCodec(),
+		closing:  make(chan struct{}),
+		running:  make(map[taskKey]*task),
+		finished: finished,
+		owners:   make(map[string]*ownerIndex),
+	}, nil
+}
+
+// Submit creates a task for owner and starts work on it in its own
+// goroutine. It returns at once with the new task, whose status is working.
+// It fails with ErrOwnerLimit, ErrFull or ErrClosed.
+func (e *Engine) Submit(owner string, opts SubmitOptions, work Work) (Task, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return Task{}, ErrClosed
+	}
+	now := time.Now()
+	e.expireLocked(now)
+	oi := e.owners[owner]
+	if oi != nil && oi.running >= e.cfg.MaxRunningPerOwner {
+		return Task{}, ErrOwnerLimit
+	}
+	if len(e.running)+e.finished.Len() >= e.cfg.MaxTasks {
+		_, oldest, ok := e.finished.GetOldest()
+		if !ok {
+			return Task{}, ErrFull
+		}
+		e.dropLocked(oldest)
+		oi = e.owners[owner] // dropping may have removed an empty index
+	}
+	if oi == nil {
+		oi = &ownerIndex{}
+		e.owners[owner] = oi
+	}
+
+	e.seq++
+	ttl := e.cfg.grantTTL(opts.TTL)
+	t := &task{
+		key:       taskKey{owner: owner, id: rand.Text()},
+		seq:       e.seq,
+		meta:      opts.Meta,
+		createdAt: now,
+		ttl:       ttl,
+		done:      make(chan struct{}),
+		status:    StatusWorking,
+		updatedAt: now,
+		isRunning: true,
+		heapIdx:   -1,
+	}
+	if ttl > 0 {
+		t.expiresAt = now.Add(ttl)
+		e.expiry.push(t)
+	}
+	base, cancel := context.WithCancelCause(context.Background())
+	ctx, release := base, context.CancelFunc(func() {})
+	if d := e.cfg.runTime(ttl); d > 0 {
+		ctx, release = context.WithDeadline(base, now.Add(d))
+	}
+	t.ctx, t.cancel = ctx, cancel
+	e.running[t.key] = t
+	oi.running++
+	oi.tasks = append(oi.tasks, t) // seq grows, so the slice stays sorted
+
+	// The deadline makes the task failed at once, even if work is slow to
+	// notice; the goroutine that context.AfterFunc starts is counted in wg.
+	e.wg.Add(1)
+	stopDeadline := context.AfterFunc(ctx, func() {
+		defer e.wg.Done()
+		e.onContextDone(t, ctx)
+	})
+	e.wg.Go(func() {
+		e.run(t, ctx, work, func() {
+			if stopDeadline() {
+				e.wg.Done()
+			}
+			release()
+			cancel(nil)
+		})
+	})
+	return e.snapshotLocked(t), nil
+}
+
+// run calls work and records its outcome. It turns a panic (or
+// runtime.Goexit) in work into a failure.
+func (e *Engine) run(t *task, ctx context.Context, work Work, cleanup func()) {
+	var out Outcome
+	returned := false
+	defer func() {
+		if !returned {
+			if r := recover(); r != nil {
+				out = Outcome{Err: fmt.Errorf("%w: %v", ErrPanic, r)}
+			} else {
+				out = Outcome{Err: fmt.Errorf("%w: work exited without returning", ErrPanic)}
+			}
+		}
+		cleanup()
+		e.workReturned(t, out)
+	}()
+	out = work(ctx, &Run{e: e, t: t})
+	returned = true
+}
+
+// onContextDone runs when the work's context ends. Cancel and Close make the
+// task terminal before they cancel, so a task still live here has passed its
+// run time limit.
+func (e *Engine) onContextDone(t *task, ctx context.Context) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if t.status.Terminal() {
+		return
+	}
+	e.finishLocked(t, StatusFailed, Outcome{Err: causeOf(ctx)}, time.Now())
+}
+
+// workReturned records what work returned and moves the task from running
+// to the finished LRU (or drops it if it has expired or the engine closed).
+func (e *Engine) workReturned(t *task, out Outcome) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now := time.Now()
+	if !t.status.Terminal() {
+		if out.Size > e.cfg.MaxResultBytes {
+			out = Outcome{Err: fmt.Errorf("%w: %d > %d bytes", ErrTooLarge, out.Size, e.cfg.MaxResultBytes)}
+		}
+		e.finishLocked(t, outcomeStatus(out), out, now)
+	}
+	t.isRunning = false
+	t.ctx, t.cancel = nil, nil
+	delete(e.running, t.key)
+	e.owners[t.key.owner].running--
+	if e.closed || t.expiredAt(now) {
+		e.forgetLocked(t)
+		return
+	}
+	for e.bytes+t.outcome.Size > e.cfg.MaxResultBytes {
+		_, oldest, ok := e.finished.GetOldest()
+		if !ok {
+			break // cannot happen: Size <= MaxResultBytes here
+		}
+		e.dropLocked(oldest)
+	}
+	e.finished.Add(t.key, t)
+	e.bytes += t.outcome.Size
+}
+
+// outcomeStatus is the terminal status of a task whose work returned out.
+func outcomeStatus(out Outcome) Status {
+	if out.Err != nil || out.Failed {
+		return StatusFailed
+	}
+	return StatusCompleted
+}
+
+// finishLocked makes a live task terminal with status to and outcome out.
+// When out carries an error, its text becomes the status message.
+func (e *Engine) finishLocked(t *task, to Status, out Outcome, now time.Time) {
+	if out.Err != nil {
+		t.msg = out.Err.Error()
+	}
+	out.Size = max(out.Size, 0)
+	t.outcome = out
+	if err := e.setStatusLocked(t, to, now); err != nil {
+		panic(err) // callers check Terminal first; reaching this is a bug
+	}
+}
+
+// setStatusLocked moves t to status to, refusing illegal transitions.
+// Reaching a terminal state closes done, drops pending input requests and
+// closes every subscription after it has received the final snapshot.
+func (e *Engine) setStatusLocked(t *task, to Status, now time.Time) error {
+	if !t.status.CanBecome(to) {
+		return fmt.Errorf("%w: %s to %s", ErrIllegalTransition, t.status, to)
+	}
+	t.status = to
+	t.updatedAt = now
+	if to.Terminal() {
+		close(t.done)
+		t.inputs = nil
+	}
+	e.notifyLocked(t)
+	return nil
+}
+
+// lookupLocked finds owner's task id. Unknown IDs, other owners' tasks and
+// expired tasks all give ErrNotFound from the same two map lookups.
+func (e *Engine) lookupLocked(owner, id string, now time.Time) (*task, error) {
+	if e.closed {
+		return nil, ErrClosed
+	}
+	e.expireLocked(now)
+	k := taskKey{owner: owner, id: id}
+	t, ok := e.running[k]
+	if !ok {
+		t, ok = e.finished.Get(k) // marks it recently used
+	}
+	if !ok || t.expiredAt(now) {
+		return nil, ErrNotFound
+	}
+	return t, nil
+}
+
+// Get returns a snapshot of owner's task id, or ErrNotFound.
+func (e *Engine) Get(owner, id string) (Task, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t, err := e.lookupLocked(owner, id, time.Now())
+	if err != nil {
+		return Task{}, err
+	}
+	return e.snapshotLocked(t), nil
+}
+
+// Wait blocks until owner's task id is terminal and returns its final
+// snapshot and exactly the Outcome its work produced (for a cancelled task,
+// Outcome.Err is ErrCancelled; for one that ran out of time it wraps
+// context.DeadlineExceeded). It returns early with ctx's error, with
+// ErrNotFound, or with ErrClosed when the engine closes. Waiters hold no
+// engine resources besides their own goroutine; any number may wait.
+func (e *Engine) Wait(ctx context.Context, owner, id string) (Task, Outcome, error) {
+	e.mu.Lock()
+	t, err := e.lookupLocked(owner, id, time.Now())
+	e.mu.Unlock()
+	if err != nil {
+		return Task{}, Outcome{}, err
+	}
+	select {
+	case <-t.done:
+	default:
+		select {
+		case <-t.done:
+		case <-ctx.Done():
+			return Task{}, Outcome{}, ctx.Err()
+		case <-e.closing:
+		}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return Task{}, Outcome{}, ErrClosed
+	}
+	// A waiter that was already waiting gets the outcome even if the task
+	// expired or was evicted the moment it ended.
+	return e.snapshotLocked(t), t.outcome, nil
+}
+
+// Cancel moves owner's live task id to cancelled, then cancels its work's
+// context (with cause ErrCancelled), and returns the cancelled snapshot.
+// Whatever the work returns afterwards is discarded. On a terminal task it
+// returns the current snapshot and ErrTerminal.
+func (e *Engine) Cancel(owner, id string) (Task, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t, err := e.lookupLocked(owner, id, time.Now())
+	if err != nil {
+		return Task{}, err
+	}
+	if t.status.Terminal() {
+		return e.snapshotLocked(t), ErrTerminal
+	}
+	e.finishLocked(t, StatusCancelled, Outcome{Err: ErrCancelled}, time.Now())
+	t.cancel(ErrCancelled)
+	return e.snapshotLocked(t), nil
+}
+
+// Stats returns the engine's current occupancy.
+func (e *Engine) Stats() Stats {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.expireLocked(time.Now())
+	return Stats{
+		Tasks:       len(e.running) + e.finished.Len(),
+		Running:     len(e.running),
+		ResultBytes: e.bytes,
+	}
+}
+
+// Close cancels every live task (status cancelled, cause ErrClosed), wakes
+// every waiter with ErrClosed, closes every subscription, and returns once
+// all goroutines the engine started have exited. That includes work: Close
+// waits for each Work function to return, so work must honour its context.
+// After Close every method returns ErrClosed. Close is idempotent.
+func (e *Engine) Close() error {
+	e.mu.Lock()
+	if !e.closed {
+		e.closed = true
+		close(e.closing)
+		now := time.Now()
+		for _, t := range e.running {
+			if !t.status.Terminal() {
+				e.finishLocked(t, StatusCancelled, Outcome{Err: ErrClosed}, now)
+			}
+			t.cancel(ErrClosed)
+		}
+	}
+	e.mu.Unlock()
+	e.wg.Wait()
+	return nil
+}
+
+func (t *task) expiredAt(now time.Time) bool {
+	return !t.expiresAt.IsZero() && !now.Before(t.expiresAt)
+}
+
+func (e *Engine) snapshotLocked(t *task) Task {
+	return Task{
+		ID:            t.key.id,
+		Owner:         t.key.owner,
+		Status:        t.status,
+		StatusMessage: t.msg,
+		CreatedAt:     t.createdAt.Round(0),
+		LastUpdatedAt: t.updatedAt.Round(0),
+		TTL:           t.ttl,
+		PollInterval:  e.cfg.PollInterval,
+		Progress:      t.progress,
+		Total:         t.total,
+		Meta:          t.meta,
+	}
+}

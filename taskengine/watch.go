@@ -1,0 +1,89 @@
+package taskengine
+
+import (
+	"slices"
+	"time"
+)
+
+// Subscription delivers snapshots of one task as it changes. Its channel
+// has capacity 1 and coalesces: a slow reader misses intermediate snapshots
+// but always finds the latest one, so the engine never blocks on it and
+// never buffers more than one snapshot per subscription. The first value is
+// the task's state when Watch was called. The channel is closed after the
+// terminal snapshot has been put in it, or by Stop. A Subscription is safe
+// for concurrent use.
+type Subscription struct {
+	e      *Engine
+	t      *task
+	ch     chan Task
+	closed bool // guarded by Engine.mu
+}
+
+// Watch subscribes to changes of owner's task id: status (including every
+// move to and from input_required), status message and progress. A consumer
+// that must act when a task needs input or ends reads C until it sees
+// StatusInputRequired or a terminal status. Callers must Stop a
+// subscription they abandon before the task ends; at most
+// MaxWatchersPerTask may be open per task ([ErrTooManyWatchers]).
+func (e *Engine) Watch(owner, id string) (*Subscription, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t, err := e.lookupLocked(owner, id, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	if len(t.subs) >= e.cfg.MaxWatchersPerTask {
+		return nil, ErrTooManyWatchers
+	}
+	s := &Subscription{e: e, t: t, ch: make(chan Task, 1)}
+	s.ch <- e.snapshotLocked(t)
+	if t.status.Terminal() {
+		s.closed = true
+		close(s.ch)
+		return s, nil
+	}
+	t.subs = append(t.subs, s)
+	return s, nil
+}
+
+// C returns the channel of snapshots.
+func (s *Subscription) C() <-chan Task { return s.ch }
+
+// Stop ends the subscription and closes its channel (if not closed yet).
+func (s *Subscription) Stop() {
+	s.e.mu.Lock()
+	defer s.e.mu.Unlock()
+	if s.closed {
+		return
+	}
+	s.closed = true
+	close(s.ch)
+	if i := slices.Index(s.t.subs, s); i >= 0 {
+		s.t.subs = slices.Delete(s.t.subs, i, i+1)
+	}
+}
+
+// notifyLocked offers the current snapshot to every subscriber, replacing
+// an unread older one; after a terminal snapshot it closes them all.
+func (e *Engine) notifyLocked(t *task) {
+	if len(t.subs) == 0 {
+		return
+	}
+	snap := e.snapshotLocked(t)
+	for _, s := range t.subs {
+		// Only this goroutine sends (it holds Engine.mu), so after the
+		// drain the buffer is empty and the send cannot block.
+		select {
+		case <-s.ch:
+		default:
+		}
+		s.ch <- snap
+	}
+	if t.status.Terminal() {
+		for _, s := range t.subs {
+			s.closed = true
+			close(s.ch)
+		}
+		t.subs = nil
+	}
+}
