@@ -1,0 +1,81 @@
+// Package plugins finds the tool modules in a directory and keeps an
+// immutable, content-addressed picture of them up to date while the
+// directory changes.
+//
+// It owns: which files are tool modules (one "<name>.wasm" per module, in a
+// flat directory), reading them with SHA-256 digests, limits on their size
+// and number, immutable [Snapshot] values, the [Diff] between two
+// snapshots, and a debounced fsnotify [Watcher] that follows the directory
+// as it is created, emptied, deleted or switched through a symbolic link.
+//
+// It does not own compiling modules, running them, or decoding and
+// validating their manifests: those need the Wasm runtime, which this
+// package does not import. The host does them with the bytes that
+// [Module.ReadBytes] returns, and keeps its compiled modules keyed by
+// [Module.Digest] so that an unchanged or renamed file is never compiled
+// twice. It imports only the standard library, package abi and fsnotify.
+//
+// A minimal use:
+//
+//	w, err := plugins.NewWatcher(plugins.Config{Dir: "/srv/tools"})
+//	if err != nil { ... }
+//	defer w.Close()
+//	var cur *plugins.Snapshot
+//	for snap := range w.Changes() {
+//		d := plugins.Compare(cur, snap)
+//		for _, m := range append(d.Added, d.Changed...) {
+//			wasm, err := m.ReadBytes() // compile, describe, validate …
+//		}
+//		// … swap to the new generation, drain the old one …
+//		cur = snap
+//	}
+//
+// # Which files
+//
+// A file is a candidate when its name ends in ".wasm" and does not start
+// with a dot ([IsCandidate]); editor and copy temporaries such as
+// ".x.wasm.swp", "x.wasm~" or "x.wasm.tmp" are not, and their events cause no
+// rescan. A candidate whose name is not 1-128 of A-Z a-z 0-9 _ . - is a
+// problem ([ErrBadName]). Symbolic links to files are followed. Files larger
+// than [Config.MaxModuleBytes] are problems ([ErrTooLarge]); beyond
+// [Config.MaxModules] candidates, the rest are one [ErrTooMany] problem.
+// Subdirectories are ignored: see "Why a flat directory?" in RATIONALE.md.
+// A file that is empty or not Wasm at all is still in the snapshot: whether
+// it is a valid module is for the host to say.
+//
+// # Half-written files
+//
+// A file is loaded only when it is settled: its modification time is at
+// least [Config.Debounce] old, and two stats (before and after reading it)
+// agree on identity, size and modification time and on the number of bytes
+// read. A file that is not settled keeps its previous entry (if any) and is
+// looked at again later; it is never a problem and causes no delivery by
+// itself. A writer that pauses for longer than Debounce in the middle of a
+// file can still be seen half-way; writers should write a temporary file and
+// rename it into place, which is always safe.
+//
+// # Watching
+//
+// The Watcher watches the directory's parent (for the directory entry
+// itself: created, deleted, renamed, or a symbolic link switched to another
+// release by renaming a new link over it) and the resolved directory (for
+// its files). After each burst of relevant events it waits until no event
+// came for [Config.Debounce] (but no longer than [Config.MaxDelay] after the
+// burst began), re-resolves the directory, re-adds watches that changed,
+// and rescans. An fsnotify error or queue overflow is logged and causes a
+// rescan. When a watch cannot be set (the parent does not exist, the
+// inotify limit is reached) the snapshot carries an [ErrWatch] problem and
+// the Watcher rescans every [Config.RetryInterval] until it can. A rescan
+// reads only files whose identity, size or modification time changed.
+//
+// # Concurrency and lifecycle
+//
+// [NewWatcher] scans once and starts one goroutine, which owns all mutable
+// state; [Watcher.Close] stops it, waits for it, closes the fsnotify
+// watcher and then the [Watcher.Changes] channel. Changes has capacity one
+// and coalesces: the goroutine replaces a snapshot the consumer has not
+// received yet with the newer one, so it never blocks and nothing queues
+// up. [Watcher.Current] returns the latest snapshot from any goroutine.
+// Snapshots, Modules and Diffs are immutable values, safe to share.
+// [Scan] is a one-shot scan with no goroutine.
+package plugins

@@ -1,0 +1,5 @@
+//go:build !unix
+
+package plugins
+
+const openFlags = 0
