@@ -1,0 +1,160 @@
+package guest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/wasmtask/wasmtask/abi"
+)
+
+// Errors of [Call.Elicit].
+var (
+	// ErrElicitUnsupported: nobody can answer input requests in this call
+	// (the client cannot, the call is not a task, or the host has no
+	// elicitation). The tool should go on without the answer or fail.
+	ErrElicitUnsupported = errors.New("guest: elicitation is not available for this call")
+	// ErrElicitBadRequest: the host refused the request (invalid schema).
+	ErrElicitBadRequest = errors.New("guest: invalid elicitation request")
+	// ErrElicitReply: the reply did not decode (into the answer's type).
+	ErrElicitReply = errors.New("guest: invalid elicitation reply")
+)
+
+// Action is the user's answer to an elicitation.
+type Action string
+
+// Actions of an elicitation reply.
+const (
+	Accept  Action = "accept"  // the user answered; the content was decoded
+	Decline Action = "decline" // the user said no
+	Cancel  Action = "cancel"  // the user dismissed the request
+)
+
+// Level is the level of a log line.
+type Level int32
+
+// Log levels.
+const (
+	LevelDebug   = Level(abi.LogDebug)
+	LevelInfo    = Level(abi.LogInfo)
+	LevelWarning = Level(abi.LogWarning)
+	LevelError   = Level(abi.LogError)
+)
+
+func (l Level) String() string {
+	switch l {
+	case LevelDebug:
+		return "debug"
+	case LevelInfo:
+		return "info"
+	case LevelWarning:
+		return "warning"
+	case LevelError:
+		return "error"
+	}
+	return fmt.Sprintf("level(%d)", int32(l))
+}
+
+// Call is the running call of a tool, given to its handler: it reports
+// progress, status and logs, and asks the user for input. It is safe for
+// concurrent use by the handler's goroutines.
+type Call struct {
+	tool string
+	host host
+	logw io.Writer // stderr; the fallback log of hosts without log
+	mu   sync.Mutex
+}
+
+// Tool returns the name of the tool being called.
+func (c *Call) Tool() string { return c.tool }
+
+// Progress reports that done units of total are finished, with an optional
+// message. total ≤ 0 means the total is unknown. done should grow with every
+// report. Without a progress token from the client, the report is dropped.
+func (c *Call) Progress(done, total float64, message string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.host.progress(done, total, message)
+}
+
+// Status sets the short status message of the call (for a task: its
+// statusMessage); "" clears it.
+func (c *Call) Status(message string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.host.status(message)
+}
+
+// Log writes a log line at level to the host's log.
+func (c *Call) Log(level Level, message string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.host.log(int32(level), message) {
+		fmt.Fprintf(c.logw, "%s: %s\n", level, message)
+	}
+}
+
+// Logf is Log with fmt.Sprintf formatting.
+func (c *Call) Logf(level Level, format string, args ...any) {
+	c.Log(level, fmt.Sprintf(format, args...))
+}
+
+// Elicit asks the user for input and waits for the answer. schema is the
+// requested schema as JSON text: a flat object schema whose properties are
+// strings, numbers, integers, booleans or enums ("" asks for a bare
+// confirmation). On [Accept] the answer's content is decoded into answer (a
+// pointer, or nil to ignore it). [Decline] and [Cancel] leave answer
+// untouched. While it waits, the call's task is input_required; if the task
+// is cancelled meanwhile, the host ends the instance and Elicit never
+// returns.
+func (c *Call) Elicit(message, schema string, answer any) (Action, error) {
+	if schema == "" {
+		schema = `{"type":"object","properties":{}}`
+	}
+	if !json.Valid([]byte(schema)) {
+		return "", fmt.Errorf("%w: the schema is not valid JSON", ErrElicitBadRequest)
+	}
+	req, err := json.Marshal(abi.ElicitRequest{Message: message, RequestedSchema: json.RawMessage(schema)})
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrElicitBadRequest, err)
+	}
+	c.mu.Lock()
+	b, code := c.host.elicit(req)
+	c.mu.Unlock()
+	switch {
+	case code == abi.ElicitBadRequest:
+		return "", fmt.Errorf("%w: the host refused it", ErrElicitBadRequest)
+	case code < 0:
+		return "", fmt.Errorf("%w (code %d)", ErrElicitUnsupported, code)
+	}
+	var reply abi.ElicitReply
+	if err := json.Unmarshal(b, &reply); err != nil {
+		return "", fmt.Errorf("%w: %v", ErrElicitReply, err)
+	}
+	switch a := Action(reply.Action); a {
+	case Accept:
+		if answer != nil && len(reply.Content) > 0 {
+			if err := json.Unmarshal(reply.Content, answer); err != nil {
+				return "", fmt.Errorf("%w: %v", ErrElicitReply, err)
+			}
+		}
+		return a, nil
+	case Decline, Cancel:
+		return a, nil
+	default:
+		return "", fmt.Errorf("%w: unknown action %q", ErrElicitReply, reply.Action)
+	}
+}
+
+// host is the set of host functions a Call uses: the Wasm imports on
+// wasip1, stubs elsewhere, fakes in tests.
+type host interface {
+	progress(done, total float64, msg string)
+	status(msg string)
+	// log reports false when the host has no log function.
+	log(level int32, msg string) bool
+	// elicit returns the reply JSON, or a negative code and no reply.
+	elicit(req []byte) ([]byte, int32)
+}

@@ -1,0 +1,47 @@
+// Package guest is the Go SDK for writing wasmtask tools: it turns a few
+// declarations and typed handlers into a WASI preview1 command that speaks
+// ABI v1 (see ../ABI.md). Build a tool with
+//
+//	GOOS=wasip1 GOARCH=wasm go build -o tool.wasm .
+//
+// A complete tool:
+//
+//	type greetArgs struct {
+//		Name string `json:"name"`
+//	}
+//
+//	func main() {
+//		guest.Run(guest.Tool{
+//			Name:        "greet",
+//			Description: "Greets someone.",
+//			InputSchema: `{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`,
+//			Handler: guest.Handle(func(c *guest.Call, in greetArgs) (guest.Result, error) {
+//				return guest.Text("Hello, " + in.Name + "!"), nil
+//			}),
+//		})
+//	}
+//
+// # What it owns
+//
+// The package reads the one request on stdin, answers "describe" with the
+// manifest built from the [Tool] declarations, dispatches "call" to the
+// tool's [Handler], and writes the [Result]. A handler's error becomes a
+// tool error (isError: true) whose text is the error's message; a panic in a
+// handler becomes a tool error too. [Call] gives the handler the optional
+// host functions: progress, status, log and elicitation.
+//
+// It does not validate arguments against the input schema (the host does),
+// and it has no state between calls: the host runs a fresh instance per call.
+//
+// # Platforms
+//
+// On GOOS=wasip1 the host functions are Wasm imports from "wasmtask_v1".
+// Everywhere else (so that go vet and host-side tests compile) they are
+// stubs: progress and status do nothing, log writes to stderr, and elicit
+// reports [ErrElicitUnsupported].
+//
+// # Concurrency
+//
+// One instance serves one request. A [Call] may be used from several
+// goroutines of its handler; host functions are called one at a time.
+package guest
