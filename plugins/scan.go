@@ -62,6 +62,7 @@ type scanner struct {
 	now    func() time.Time
 	cache  map[string]cacheEntry // by base name; rebuilt each scan, so bounded by MaxModules
 	buf    []byte
+	reads  int // files hashed, for tests
 }
 
 type cacheEntry struct {
@@ -251,6 +252,7 @@ func (sc *scanner) readOne(name, base, path string) (*Module, cacheEntry, *Probl
 	if !sameStat(st0, st1) {
 		return nil, cacheEntry{}, nil, unstable // replaced between stat and open
 	}
+	sc.reads++
 	h := sha256.New()
 	n, err := io.CopyBuffer(h, io.LimitReader(f, sc.cfg.MaxModuleBytes+1), sc.buf)
 	if err != nil {
