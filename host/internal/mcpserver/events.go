@@ -1,0 +1,106 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wasmtask/wasmtask/abi"
+	"github.com/wasmtask/wasmtask/taskengine"
+)
+
+// logLevels maps abi log levels to MCP logging levels.
+var logLevels = map[int32]mcp.LoggingLevel{
+	abi.LogDebug:   "debug",
+	abi.LogInfo:    "info",
+	abi.LogWarning: "warning",
+	abi.LogError:   "error",
+}
+
+func logLevel(l int32) mcp.LoggingLevel {
+	if lv, ok := logLevels[l]; ok {
+		return lv
+	}
+	return "info"
+}
+
+// callEvents are the Events of a plain tools/call: everything goes out in
+// the context of the request (on its stream over Streamable HTTP).
+type callEvents struct {
+	s     *Server
+	ss    *mcp.ServerSession
+	ctx   context.Context
+	token any
+	tool  string
+}
+
+func (e *callEvents) Progress(p, total float64, msg string) {
+	if e.token == nil {
+		return
+	}
+	_ = e.ss.NotifyProgress(e.ctx, &mcp.ProgressNotificationParams{ProgressToken: e.token, Progress: p, Total: total, Message: msg})
+}
+
+func (e *callEvents) Status(string) {}
+
+func (e *callEvents) Log(level int32, msg string) {
+	_ = e.ss.Log(e.ctx, &mcp.LoggingMessageParams{Level: logLevel(level), Logger: e.tool, Data: msg})
+}
+
+func (e *callEvents) Elicit(ctx context.Context, req abi.ElicitRequest) (abi.ElicitReply, error) {
+	if !clientCanElicit(e.ss) {
+		return abi.ElicitReply{}, fmt.Errorf("tool %q: %w", e.tool, ErrElicitUnsupported)
+	}
+	ctx, stop := withDone(e.ctx, ctx)
+	defer stop()
+	a := e.s.elicit(ctx, e.ss, "", req)
+	return a.reply, a.err
+}
+
+// taskEvents are the Events of a task's work. Progress keeps the original
+// request's progress token and carries the related-task _meta; input requests
+// move the task to input_required and are delivered by tasks/result.
+type taskEvents struct {
+	s     *Server
+	rq    requestor
+	run   *taskengine.Run
+	owner string
+	id    string
+	token any
+	tool  string
+}
+
+func (e *taskEvents) Progress(p, total float64, msg string) {
+	e.run.SetProgress(p, total, msg)
+	if e.token == nil {
+		return
+	}
+	ctx := e.s.deliveryContext(e.id, e.rq.sess.ctx)
+	_ = e.rq.ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+		Meta:          relatedMeta(e.id),
+		ProgressToken: e.token,
+		Progress:      p,
+		Total:         total,
+		Message:       msg,
+	})
+}
+
+func (e *taskEvents) Status(msg string) { e.run.SetStatusMessage(msg) }
+
+func (e *taskEvents) Log(level int32, msg string) {
+	ctx := e.s.deliveryContext(e.id, e.rq.sess.ctx)
+	_ = e.rq.ss.Log(ctx, &mcp.LoggingMessageParams{Meta: relatedMeta(e.id), Level: logLevel(level), Logger: e.tool, Data: msg})
+}
+
+func (e *taskEvents) Elicit(ctx context.Context, req abi.ElicitRequest) (abi.ElicitReply, error) {
+	if !clientCanElicit(e.rq.ss) {
+		return abi.ElicitReply{}, fmt.Errorf("tool %q: %w", e.tool, ErrElicitUnsupported)
+	}
+	v, err := e.run.RequestInput(ctx, req)
+	if err != nil {
+		return abi.ElicitReply{}, err
+	}
+	a, _ := v.(elicitAnswer)
+	return a.reply, a.err
+}

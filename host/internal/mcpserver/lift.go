@@ -1,0 +1,129 @@
+package mcpserver
+
+import (
+	"bytes"
+	"encoding/json"
+)
+
+// liftedTaskKey is the private _meta key that carries a tools/call request's
+// params.task past go-sdk, which drops unknown params fields when it decodes
+// tools/call. A client-supplied value under this key is always removed first,
+// so a client cannot inject one.
+const liftedTaskKey = "io.wasmtask/lifted-task"
+
+var (
+	taskField  = []byte(`"task"`)
+	liftedName = []byte(liftedTaskKey)
+)
+
+// liftTaskParams rewrites the params of a tools/call request: it deletes any
+// _meta[liftedTaskKey] the client sent, then moves params.task (if present) to
+// _meta[liftedTaskKey]. Params that are not a JSON object, or whose _meta is
+// not an object, are returned unchanged for go-sdk to reject.
+//
+// The fast path skips the decode when neither name can occur; a backslash
+// anywhere (a JSON escape could spell either name) always takes the slow path.
+func liftTaskParams(params json.RawMessage) json.RawMessage {
+	if bytes.IndexByte(params, '\\') < 0 && !bytes.Contains(params, taskField) && !bytes.Contains(params, liftedName) {
+		return params
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(params, &fields); err != nil || fields == nil {
+		return params
+	}
+	task, hasTask := fields["task"]
+	var meta map[string]json.RawMessage
+	if raw, ok := fields["_meta"]; ok && !isNull(raw) {
+		if err := json.Unmarshal(raw, &meta); err != nil {
+			return params
+		}
+	}
+	_, injected := meta[liftedTaskKey]
+	if !hasTask && !injected {
+		return params
+	}
+	delete(meta, liftedTaskKey)
+	delete(fields, "task")
+	if hasTask && !isNull(task) {
+		if meta == nil {
+			meta = make(map[string]json.RawMessage, 1)
+		}
+		meta[liftedTaskKey] = task
+	}
+	if meta != nil {
+		b, err := json.Marshal(meta)
+		if err != nil {
+			return params
+		}
+		fields["_meta"] = b
+	}
+	out, err := json.Marshal(fields)
+	if err != nil {
+		return params
+	}
+	return out
+}
+
+func isNull(raw json.RawMessage) bool {
+	return string(bytes.TrimSpace(raw)) == "null"
+}
+
+// liftMessage applies liftTaskParams to one raw JSON-RPC message if it is a
+// tools/call request. It reports whether the message changed.
+func liftMessage(raw json.RawMessage) (json.RawMessage, bool) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+		return raw, false
+	}
+	var method string
+	if m, ok := fields["method"]; !ok || json.Unmarshal(m, &method) != nil || method != methodCallTool {
+		return raw, false
+	}
+	params, ok := fields["params"]
+	if !ok {
+		return raw, false
+	}
+	lifted := liftTaskParams(params)
+	if bytes.Equal(lifted, params) {
+		return raw, false
+	}
+	fields["params"] = lifted
+	out, err := json.Marshal(fields)
+	if err != nil {
+		return raw, false
+	}
+	return out, true
+}
+
+// liftBody rewrites a Streamable HTTP POST body, a single message or a
+// batch. Bodies that are not JSON are returned unchanged for go-sdk to reject.
+func liftBody(body []byte) []byte {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 {
+		return body
+	}
+	if trimmed[0] != '[' {
+		if out, changed := liftMessage(trimmed); changed {
+			return out
+		}
+		return body
+	}
+	var batch []json.RawMessage
+	if err := json.Unmarshal(trimmed, &batch); err != nil {
+		return body
+	}
+	changed := false
+	for i, m := range batch {
+		if out, ok := liftMessage(m); ok {
+			batch[i], changed = out, true
+		}
+	}
+	if !changed {
+		return body
+	}
+	out, err := json.Marshal(batch)
+	if err != nil {
+		return body
+	}
+	return out
+}

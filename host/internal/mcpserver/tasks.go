@@ -1,0 +1,373 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wasmtask/wasmtask/abi"
+	"github.com/wasmtask/wasmtask/taskengine"
+)
+
+// Task methods of MCP 2025-11-25.
+const (
+	methodTasksGet    = "tasks/get"
+	methodTasksResult = "tasks/result"
+	methodTasksList   = "tasks/list"
+	methodTasksCancel = "tasks/cancel"
+	methodTaskStatus  = "notifications/tasks/status"
+)
+
+// listPageSize is the tasks/list page size.
+const listPageSize = 50
+
+// wireTask is an MCP Task.
+type wireTask struct {
+	TaskID        string `json:"taskId"`
+	Status        string `json:"status"`
+	StatusMessage string `json:"statusMessage,omitempty"`
+	CreatedAt     string `json:"createdAt"`
+	LastUpdatedAt string `json:"lastUpdatedAt"`
+	TTL           *int64 `json:"ttl"` // null = unlimited
+	PollInterval  int64  `json:"pollInterval,omitempty"`
+}
+
+// timeFormat is RFC 3339 in UTC with milliseconds.
+const timeFormat = "2006-01-02T15:04:05.000Z07:00"
+
+func wireTaskOf(t taskengine.Task) wireTask {
+	w := wireTask{
+		TaskID:        t.ID,
+		Status:        string(t.Status),
+		StatusMessage: t.StatusMessage,
+		CreatedAt:     t.CreatedAt.UTC().Format(timeFormat),
+		LastUpdatedAt: t.LastUpdatedAt.UTC().Format(timeFormat),
+		PollInterval:  t.PollInterval.Milliseconds(),
+	}
+	if t.TTL > 0 {
+		ms := t.TTL.Milliseconds()
+		w.TTL = &ms
+	}
+	return w
+}
+
+type taskResult struct {
+	mcp.ResultBase
+	wireTask
+}
+
+type createTaskResult struct {
+	mcp.ResultBase
+	Task wireTask `json:"task"`
+}
+
+type listTasksResult struct {
+	mcp.ResultBase
+	Tasks      []wireTask `json:"tasks"`
+	NextCursor string     `json:"nextCursor,omitempty"`
+}
+
+type taskIDParams struct {
+	mcp.ParamsBase
+	TaskID string `json:"taskId"`
+}
+
+type listTasksParams struct {
+	mcp.ParamsBase
+	Cursor string `json:"cursor,omitempty"`
+}
+
+func relatedMeta(id string) mcp.Meta {
+	return mcp.Meta{relatedTaskKey: map[string]any{"taskId": id}}
+}
+
+func (s *Server) registerTaskMethods() error {
+	return errors.Join(
+		mcp.AddReceivingCustomMethod(s.mcp, methodTasksGet, s.tasksGet),
+		mcp.AddReceivingCustomMethod(s.mcp, methodTasksResult, s.tasksResult),
+		mcp.AddReceivingCustomMethod(s.mcp, methodTasksList, s.tasksList),
+		mcp.AddReceivingCustomMethod(s.mcp, methodTasksCancel, s.tasksCancel),
+	)
+}
+
+// taskTarget checks a task request's params (go-sdk passes nil when the
+// client omitted them) and returns the requestor and task ID.
+func taskTarget(ctx context.Context, method string, p *taskIDParams) (requestor, string, error) {
+	rq, err := requestorFrom(ctx)
+	if err != nil {
+		return rq, "", err
+	}
+	if p == nil || p.TaskID == "" {
+		return rq, "", rpcError(jsonrpc.CodeInvalidParams, "%s: missing params.taskId", method)
+	}
+	return rq, p.TaskID, nil
+}
+
+func (s *Server) tasksGet(ctx context.Context, _ *mcp.ServerSession, p *taskIDParams) (*taskResult, error) {
+	rq, id, err := taskTarget(ctx, methodTasksGet, p)
+	if err != nil {
+		return nil, err
+	}
+	t, err := s.cfg.Engine.Get(rq.owner(), id)
+	if err != nil {
+		return nil, engineError(err, id)
+	}
+	return &taskResult{wireTask: wireTaskOf(t)}, nil
+}
+
+func (s *Server) tasksList(ctx context.Context, _ *mcp.ServerSession, p *listTasksParams) (*listTasksResult, error) {
+	rq, err := requestorFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var cursor string
+	if p != nil {
+		cursor = p.Cursor
+	}
+	ts, next, err := s.cfg.Engine.List(rq.owner(), cursor, listPageSize)
+	if err != nil {
+		return nil, engineError(err, "")
+	}
+	out := &listTasksResult{Tasks: make([]wireTask, len(ts)), NextCursor: next}
+	for i, t := range ts {
+		out.Tasks[i] = wireTaskOf(t)
+	}
+	return out, nil
+}
+
+func (s *Server) tasksCancel(ctx context.Context, _ *mcp.ServerSession, p *taskIDParams) (*taskResult, error) {
+	rq, id, err := taskTarget(ctx, methodTasksCancel, p)
+	if err != nil {
+		return nil, err
+	}
+	t, err := s.cfg.Engine.Cancel(rq.owner(), id)
+	if errors.Is(err, taskengine.ErrTerminal) {
+		return nil, rpcError(jsonrpc.CodeInvalidParams, "cannot cancel task: already in terminal status '%s'", t.Status)
+	}
+	if err != nil {
+		return nil, engineError(err, id)
+	}
+	s.log.Info("task cancelled", "task", id, "owner", rq.owner())
+	return &taskResult{wireTask: wireTaskOf(t)}, nil
+}
+
+// tasksResult blocks until the task is terminal and returns what tools/call
+// would have returned. While it waits it delivers the task's input requests
+// (elicitations) to the client, on this request's stream.
+func (s *Server) tasksResult(ctx context.Context, _ *mcp.ServerSession, p *taskIDParams) (*callToolResult, error) {
+	rq, id, err := taskTarget(ctx, methodTasksResult, p)
+	if err != nil {
+		return nil, err
+	}
+	owner := rq.owner()
+	ctx, stop := withDone(ctx, rq.sess.ctx)
+	defer stop()
+	t, out, err := s.waitTask(ctx, rq, owner, id)
+	if err != nil {
+		if rq.sess.ctx.Err() != nil {
+			return nil, rpcError(jsonrpc.CodeInternalError, "session closed while waiting for task %q", id)
+		}
+		return nil, engineError(err, id)
+	}
+	s.log.Info("task result retrieved", "task", id, "owner", owner, "status", t.Status)
+	var rpc *jsonrpc.Error
+	switch v, _ := out.Value.(*callToolResult); {
+	case v != nil:
+		r := *v
+		r.Meta = relatedMeta(id)
+		return &r, nil
+	case errors.As(out.Err, &rpc):
+		return nil, rpc
+	case t.Status == taskengine.StatusCancelled:
+		return nil, rpcError(jsonrpc.CodeInternalError, "task %q was cancelled", id)
+	case out.Err != nil:
+		r := toolError(out.Err.Error())
+		r.Meta = relatedMeta(id)
+		return r, nil
+	}
+	return nil, rpcError(jsonrpc.CodeInternalError, "task %q ended without a result", id)
+}
+
+// waitTask waits for the task to end, delivering its input requests while it
+// waits.
+func (s *Server) waitTask(ctx context.Context, rq requestor, owner, id string) (taskengine.Task, taskengine.Outcome, error) {
+	e := s.cfg.Engine
+	sub, err := e.Watch(owner, id)
+	switch {
+	case errors.Is(err, taskengine.ErrTooManyWatchers):
+		return e.Wait(ctx, owner, id) // no input delivery from this waiter
+	case err != nil:
+		return taskengine.Task{}, taskengine.Outcome{}, err
+	}
+	defer sub.Stop()
+	dctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	detach := s.attach(id, dctx)
+	defer detach()
+	for done := false; !done; {
+		select {
+		case t, ok := <-sub.C():
+			if !ok {
+				done = true
+				break
+			}
+			if t.Status == taskengine.StatusInputRequired {
+				s.deliverInputs(dctx, rq, owner, id, &wg)
+			}
+			done = t.Status.Terminal()
+		case <-ctx.Done():
+			return taskengine.Task{}, taskengine.Outcome{}, ctx.Err()
+		}
+	}
+	return e.Wait(ctx, owner, id)
+}
+
+// attachment is a tasks/result request waiting on a task: the task's
+// progress and input requests go out on its stream (over Streamable HTTP a
+// write is routed by the request context it is made with).
+type attachment struct{ ctx context.Context }
+
+func (s *Server) attach(id string, ctx context.Context) (detach func()) {
+	a := &attachment{ctx}
+	s.mu.Lock()
+	prev := s.attached[id]
+	s.attached[id] = a
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.attached[id] == a {
+			if prev != nil && prev.ctx.Err() == nil {
+				s.attached[id] = prev
+			} else {
+				delete(s.attached, id)
+			}
+		}
+	}
+}
+
+// deliveryContext is the context to write a task's messages with: that of a
+// waiting tasks/result, or def.
+func (s *Server) deliveryContext(id string, def context.Context) context.Context {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if a := s.attached[id]; a != nil && a.ctx.Err() == nil {
+		return a.ctx
+	}
+	return def
+}
+
+// elicitAnswer is what an input request of a task is answered with.
+type elicitAnswer struct {
+	reply abi.ElicitReply
+	err   error
+}
+
+// deliverInputs sends each pending input request of the task that no other
+// waiter is delivering as an elicitation/create with the related-task _meta,
+// and answers the task with the client's reply. Delivery goroutines belong
+// to the calling waitTask (wg), and end with ctx.
+func (s *Server) deliverInputs(ctx context.Context, rq requestor, owner, id string, wg *sync.WaitGroup) {
+	reqs, err := s.cfg.Engine.PendingInput(owner, id)
+	if err != nil {
+		return
+	}
+	for _, r := range reqs {
+		key := id + "\x00" + r.ID
+		s.mu.Lock()
+		busy := s.inflight[key]
+		s.inflight[key] = true
+		s.mu.Unlock()
+		if busy {
+			continue
+		}
+		wg.Go(func() {
+			defer func() {
+				s.mu.Lock()
+				delete(s.inflight, key)
+				s.mu.Unlock()
+			}()
+			req, _ := r.Payload.(abi.ElicitRequest)
+			ans := s.elicit(ctx, rq.ss, id, req)
+			if ans.err != nil && ctx.Err() != nil {
+				return // the waiter left; the next tasks/result delivers it again
+			}
+			_ = s.cfg.Engine.Answer(owner, id, r.ID, ans)
+		})
+	}
+}
+
+// elicit sends one elicitation/create to the client and waits for the reply.
+func (s *Server) elicit(ctx context.Context, ss *mcp.ServerSession, taskID string, req abi.ElicitRequest) elicitAnswer {
+	params := &mcp.ElicitParams{Mode: "form", Message: req.Message}
+	if len(req.RequestedSchema) > 0 {
+		params.RequestedSchema = req.RequestedSchema
+	}
+	if taskID != "" {
+		params.Meta = relatedMeta(taskID)
+	}
+	res, err := ss.Elicit(ctx, params)
+	if err != nil {
+		return elicitAnswer{err: fmt.Errorf("elicitation failed: %w", err)}
+	}
+	reply := abi.ElicitReply{Action: res.Action}
+	if res.Content != nil {
+		if b, err := json.Marshal(res.Content); err == nil {
+			reply.Content = b
+		}
+	}
+	return elicitAnswer{reply: reply}
+}
+
+// watchStatus sends notifications/tasks/status on each status change of a
+// task, for transports that can write raw notifications (stdio). The
+// goroutine ends when the task is terminal or the session ends; Close waits
+// for it.
+func (s *Server) watchStatus(sess *session, owner, id string) {
+	sub, err := s.cfg.Engine.Watch(owner, id)
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		sub.Stop()
+		return
+	}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		defer sub.Stop()
+		last := taskengine.StatusWorking
+		for {
+			select {
+			case t, ok := <-sub.C():
+				if !ok {
+					return
+				}
+				if t.Status != last {
+					last = t.Status
+					if err := sess.notify(methodTaskStatus, wireTaskOf(t)); err != nil {
+						return
+					}
+				}
+			case <-sess.ctx.Done():
+				return
+			}
+		}
+	}()
+}
+
+// clientCanElicit reports whether the session's client declared the
+// elicitation capability.
+func clientCanElicit(ss *mcp.ServerSession) bool {
+	ip := ss.InitializeParams()
+	return ip != nil && ip.Capabilities != nil && ip.Capabilities.Elicitation != nil
+}
