@@ -8,27 +8,34 @@
 // snapshots, and a debounced fsnotify [Watcher] that follows the directory
 // as it is created, emptied, deleted or switched through a symbolic link.
 //
-// It does not own compiling modules, running them, or decoding and
-// validating their manifests: those need the Wasm runtime, which this
-// package does not import. The host does them with the bytes that
-// [Module.ReadBytes] returns, and keeps its compiled modules keyed by
-// [Module.Digest] so that an unchanged or renamed file is never compiled
-// twice. It imports only the standard library, package abi and fsnotify.
+// It does not own compiling or running modules: that needs the Wasm
+// runtime, which this package does not import. [Build] turns a snapshot into
+// a [Generation] (the modules and tools the host serves) through a small
+// [Loader] interface the host implements: the host compiles a module and
+// runs it once to get its manifest; Build validates the manifest with
+// [abi.DecodeManifest], reuses compiled modules by [Module.Digest] (an
+// unchanged or renamed file is never compiled twice), keeps the previous
+// version of a module whose new version fails, and gives each tool name to
+// one module. Swapping the *Generation pointer and draining the old
+// generation's calls before releasing its compiled modules are the host's.
+// The package imports only the standard library, package abi and fsnotify.
 //
 // A minimal use:
 //
 //	w, err := plugins.NewWatcher(plugins.Config{Dir: "/srv/tools"})
 //	if err != nil { ... }
 //	defer w.Close()
-//	var cur *plugins.Snapshot
+//	var gen *plugins.Generation[*compiled] // host's compiled-module type
 //	for snap := range w.Changes() {
-//		d := plugins.Compare(cur, snap)
-//		for _, m := range append(d.Added, d.Changed...) {
-//			wasm, err := m.ReadBytes() // compile, describe, validate …
-//		}
-//		// … swap to the new generation, drain the old one …
-//		cur = snap
+//		next, released := plugins.Build(ctx, gen, snap, loader)
+//		for _, p := range next.Problems() { log(p) }
+//		serving.Store(next) // the swap
+//		// … once calls in flight on gen end, release each of released …
+//		gen = next
 //	}
+//
+// Without Build, [Compare] gives the added, removed and changed modules
+// between two snapshots.
 //
 // # Which files
 //
@@ -77,5 +84,10 @@
 // received yet with the newer one, so it never blocks and nothing queues
 // up. [Watcher.Current] returns the latest snapshot from any goroutine.
 // Snapshots, Modules and Diffs are immutable values, safe to share.
-// [Scan] is a one-shot scan with no goroutine.
+// [Scan] is a one-shot scan with no goroutine. [Build] starts no goroutine
+// and calls the [Loader] from the caller's goroutine, one module at a time;
+// a [Generation] is immutable and safe for concurrent use, so the host can
+// publish it with one atomic pointer store. Everything a Generation or the
+// Watcher remembers (digest cache, failed digests) is bounded by
+// [Config.MaxModules] entries.
 package plugins
