@@ -43,7 +43,9 @@
 // with a dot ([IsCandidate]); editor and copy temporaries such as
 // ".x.wasm.swp", "x.wasm~" or "x.wasm.tmp" are not, and their events cause no
 // rescan. A candidate whose name is not 1-128 of A-Z a-z 0-9 _ . - is a
-// problem ([ErrBadName]). Symbolic links to files are followed. Files larger
+// problem ([ErrBadName]). Symbolic links to files are followed when a scan
+// runs, but only the directory is watched: a change to a link's target
+// outside it is seen at the next rescan, not by itself. Files larger
 // than [Config.MaxModuleBytes] are problems ([ErrTooLarge]); beyond
 // [Config.MaxModules] candidates, the rest are one [ErrTooMany] problem.
 // Subdirectories are ignored: see "Why a flat directory?" in RATIONALE.md.
