@@ -15,7 +15,7 @@ var (
 	// ErrElicitUnsupported: nobody can answer input requests in this call
 	// (the client cannot, the call is not a task, or the host has no
 	// elicitation). The tool should go on without the answer or fail.
-	ErrElicitUnsupported = errors.New("guest: elicitation is not available for this call")
+	ErrElicitUnsupported = errors.New("guest: nobody can answer input requests in this call")
 	// ErrElicitBadRequest: the host refused the request (invalid schema).
 	ErrElicitBadRequest = errors.New("guest: invalid elicitation request")
 	// ErrElicitReply: the reply did not decode (into the answer's type).
@@ -126,6 +126,8 @@ func (c *Call) Elicit(message, schema string, answer any) (Action, error) {
 	switch {
 	case code == abi.ElicitBadRequest:
 		return "", fmt.Errorf("%w: the host refused it", ErrElicitBadRequest)
+	case code == abi.ElicitUnsupported:
+		return "", ErrElicitUnsupported
 	case code < 0:
 		return "", fmt.Errorf("%w (code %d)", ErrElicitUnsupported, code)
 	}

@@ -12,6 +12,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -167,8 +168,11 @@ var longJob = guest.Tool{
 			fmt.Sprintf("Halfway there: %d of %d steps done. Continue?", out.Done, in.Steps),
 			`{"type":"object","properties":{"confirm":{"type":"boolean","title":"Continue the job"}},"required":["confirm"]}`,
 			&answer)
+		if errors.Is(err, guest.ErrElicitUnsupported) {
+			return guest.Result{}, fmt.Errorf("long_job stops halfway to ask the user to confirm, and nobody can answer in this call (%d of %d steps done)", out.Done, in.Steps)
+		}
 		if err != nil {
-			return guest.Result{}, fmt.Errorf("long_job needs a client that answers input requests: %w", err)
+			return guest.Result{}, fmt.Errorf("long_job could not ask for confirmation: %w", err)
 		}
 		out.Confirmed = action == guest.Accept && answer.Confirm
 		if out.Confirmed {
