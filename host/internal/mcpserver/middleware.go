@@ -33,6 +33,26 @@ func rpcError(code int64, format string, args ...any) *jsonrpc.Error {
 	return &jsonrpc.Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
+// methodNotFound is a -32601 error that keeps its message. go-sdk replaces
+// the message of any error that errors.Is jsonrpc2's ErrMethodNotFound (a
+// code comparison) with `method not found: "tools/call"`; this type is not
+// Is-equal to it, but errors.As still finds its code when go-sdk encodes it.
+type methodNotFound struct{ msg string }
+
+func (e *methodNotFound) Error() string { return e.msg }
+
+func (e *methodNotFound) As(target any) bool {
+	if p, ok := target.(**jsonrpc.Error); ok {
+		*p = &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: e.msg}
+		return true
+	}
+	return false
+}
+
+func errMethodNotFound(format string, args ...any) error {
+	return &methodNotFound{msg: fmt.Sprintf(format, args...)}
+}
+
 // requestor identifies who sent a request: its session, and the auth user
 // when the transport carried one.
 type requestor struct {
@@ -215,9 +235,9 @@ func (s *Server) callTool(ctx context.Context, rq requestor, p *mcp.CallToolPara
 	}
 	switch support := e.tool.TaskSupport; {
 	case isTask && support == abi.TaskForbidden:
-		return nil, rpcError(jsonrpc.CodeMethodNotFound, "tool %q does not support task-augmented calls (execution.taskSupport is forbidden)", p.Name)
+		return nil, errMethodNotFound("tool %q does not support task-augmented calls (execution.taskSupport is forbidden)", p.Name)
 	case !isTask && support == abi.TaskRequired:
-		return nil, rpcError(jsonrpc.CodeMethodNotFound, "tool %q must be called as a task (execution.taskSupport is required)", p.Name)
+		return nil, errMethodNotFound("tool %q must be called as a task (execution.taskSupport is required)", p.Name)
 	}
 	token := p.GetProgressToken()
 	if !isTask {

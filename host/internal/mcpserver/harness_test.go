@@ -1,0 +1,222 @@
+package mcpserver
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wasmtask/wasmtask/taskengine"
+)
+
+// testServer is a Server with a fake tool set and its own engine.
+type testServer struct {
+	*Server
+	tools  *fakeTools
+	engine *taskengine.Engine
+}
+
+func newTestServer(t testing.TB, ecfg taskengine.Config) *testServer {
+	t.Helper()
+	e, err := taskengine.New(ecfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ft := newFakeTools()
+	logger := slog.New(slog.DiscardHandler)
+	if os.Getenv("MCPSERVER_TEST_LOG") != "" {
+		logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	s, err := New(Config{Tools: ft, Engine: e, Logger: logger, Name: "wasmtask-test", Version: "0.0.0", MaxArgumentBytes: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := &testServer{Server: s, tools: ft, engine: e}
+	t.Cleanup(func() {
+		// Let every parked fake tool go so the engine can close.
+		close(ft.release)
+		s.Close()
+		e.Close()
+	})
+	return ts
+}
+
+// stdioClient drives one stdio session with raw JSON-RPC lines.
+type stdioClient struct {
+	t    testing.TB
+	in   *io.PipeWriter
+	msgs chan map[string]any
+	raw  chan string
+	done chan error
+}
+
+func (ts *testServer) connectStdio(t testing.TB) *stdioClient {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	c := &stdioClient{t: t, in: inW, msgs: make(chan map[string]any, 256), raw: make(chan string, 256), done: make(chan error, 1)}
+	go func() {
+		c.done <- ts.ServeStdio(context.Background(), inR, outW)
+		outW.Close()
+	}()
+	go func() {
+		sc := bufio.NewScanner(outR)
+		sc.Buffer(nil, 16<<20)
+		for sc.Scan() {
+			var m map[string]any
+			if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+				m = map[string]any{"unparsable": sc.Text()}
+			}
+			c.raw <- sc.Text()
+			c.msgs <- m
+		}
+		close(c.msgs)
+	}()
+	t.Cleanup(func() { inW.Close() })
+	return c
+}
+
+func (c *stdioClient) send(line string) {
+	c.t.Helper()
+	if _, err := io.WriteString(c.in, line+"\n"); err != nil {
+		c.t.Fatalf("write: %v", err)
+	}
+}
+
+// next returns the next message from the server, or fails after a while.
+func (c *stdioClient) next() map[string]any {
+	c.t.Helper()
+	select {
+	case m, ok := <-c.msgs:
+		if !ok {
+			c.t.Fatal("server closed the connection")
+		}
+		<-c.raw
+		return m
+	case <-time.After(10 * time.Second):
+		c.t.Fatal("timed out waiting for a message from the server")
+	}
+	return nil
+}
+
+// call sends a request and returns the response, skipping notifications
+// (answering elicitations with accept/blue).
+func (c *stdioClient) call(id int, method string, params any) map[string]any {
+	c.t.Helper()
+	msg := map[string]any{"jsonrpc": "2.0", "id": id, "method": method}
+	if params != nil {
+		msg["params"] = params
+	}
+	b, _ := json.Marshal(msg)
+	c.send(string(b))
+	for {
+		m := c.next()
+		if m["method"] == "elicitation/create" {
+			c.answerElicit(m, `{"action":"accept","content":{"color":"blue"}}`)
+			continue
+		}
+		if _, ok := m["method"]; ok {
+			continue
+		}
+		if idOf(m) == fmt.Sprint(id) {
+			return m
+		}
+	}
+}
+
+func (c *stdioClient) answerElicit(m map[string]any, result string) {
+	id, _ := json.Marshal(m["id"])
+	c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":%s}`, id, result))
+}
+
+func (c *stdioClient) initialize(elicit bool) {
+	c.t.Helper()
+	caps := map[string]any{}
+	if elicit {
+		caps["elicitation"] = map[string]any{}
+	}
+	r := c.call(0, "initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": caps, "clientInfo": map[string]any{"name": "t", "version": "1"}})
+	if r["error"] != nil {
+		c.t.Fatalf("initialize: %v", r["error"])
+	}
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+}
+
+func idOf(m map[string]any) string {
+	if v, ok := m["id"]; ok && v != nil {
+		return fmt.Sprint(v)
+	}
+	return ""
+}
+
+func errCode(m map[string]any) int {
+	e, ok := m["error"].(map[string]any)
+	if !ok {
+		return 0
+	}
+	f, _ := e["code"].(float64)
+	return int(f)
+}
+
+func result(m map[string]any) map[string]any {
+	r, _ := m["result"].(map[string]any)
+	return r
+}
+
+// normalizer replaces task IDs, timestamps and cursors with stable names.
+type normalizer struct {
+	t     testing.TB
+	ids   map[string]string
+	order []string
+}
+
+var (
+	taskIDRe = regexp.MustCompile(`"taskId":"([A-Z2-7]{26})"`)
+	timeRe   = regexp.MustCompile(`"(\d{4}-\d\d-\d\dT[0-9:.]+(?:Z|[+-]\d\d:\d\d))"`)
+	cursorRe = regexp.MustCompile(`"nextCursor":"[^"]+"`)
+)
+
+func (n *normalizer) norm(s string) string {
+	for _, m := range taskIDRe.FindAllStringSubmatch(s, -1) {
+		if _, ok := n.ids[m[1]]; !ok && !strings.HasPrefix(m[1], "TASK") {
+			name := fmt.Sprintf("TASK%d", len(n.ids)+1)
+			n.ids[m[1]] = name
+			n.order = append(n.order, m[1])
+		}
+	}
+	for _, id := range n.order {
+		s = strings.ReplaceAll(s, id, n.ids[id])
+	}
+	s = timeRe.ReplaceAllStringFunc(s, func(q string) string {
+		if _, err := time.Parse(time.RFC3339, strings.Trim(q, `"`)); err != nil {
+			n.t.Errorf("timestamp %s is not RFC 3339: %v", q, err)
+		}
+		return `"<time>"`
+	})
+	return cursorRe.ReplaceAllString(s, `"nextCursor":"<cursor>"`)
+}
+
+// denorm puts real task IDs back into a line the test sends.
+func (n *normalizer) denorm(s string) string {
+	for real, name := range n.ids {
+		s = strings.ReplaceAll(s, `"`+name+`"`, `"`+real+`"`)
+	}
+	return s
+}
+
+// canonical re-encodes a JSON message with sorted keys.
+func canonical(raw string) string {
+	var v any
+	if err := json.Unmarshal([]byte(raw), &v); err != nil {
+		return raw
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
