@@ -101,3 +101,13 @@ func (f *fakeTools) Call(ctx context.Context, name string, args json.RawMessage,
 	}
 	return nil, fmt.Errorf("%w: %s", ErrUnknownTool, name)
 }
+
+// panicky panics for tool "boom".
+type panicky struct{ *fakeTools }
+
+func (p panicky) Call(ctx context.Context, name string, args json.RawMessage, ev Events) (*abi.Result, error) {
+	if name == "boom" {
+		panic("boom")
+	}
+	return p.fakeTools.Call(ctx, name, args, ev)
+}

@@ -1,0 +1,201 @@
+package mcpserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/wasmtask/wasmtask/abi"
+	"github.com/wasmtask/wasmtask/taskengine"
+)
+
+func taskIDOf(t *testing.T, m map[string]any) string {
+	t.Helper()
+	task, _ := result(m)["task"].(map[string]any)
+	id, _ := task["taskId"].(string)
+	if id == "" {
+		t.Fatalf("no task in %v", m)
+	}
+	return id
+}
+
+// Another session cannot see, wait for, cancel or list a session's tasks.
+func TestCrossSessionIsolation(t *testing.T) {
+	ts := newTestServer(t, taskengine.Config{})
+	a, b := ts.connectStdio(t), ts.connectStdio(t)
+	a.initialize(true)
+	b.initialize(true)
+	id := taskIDOf(t, a.call(1, "tools/call", map[string]any{"name": "slow", "task": map[string]any{}}))
+
+	for _, method := range []string{"tasks/get", "tasks/result", "tasks/cancel"} {
+		r := b.call(2, method, map[string]any{"taskId": id})
+		if got := errCode(r); got != -32602 {
+			t.Errorf("other session's %s: got error code %d, want -32602 (%v)", method, got, r)
+		}
+	}
+	if got := result(b.call(3, "tasks/list", nil))["tasks"]; len(got.([]any)) != 0 {
+		t.Errorf("other session's tasks/list: got %v, want no tasks", got)
+	}
+	if got := result(a.call(4, "tasks/list", nil))["tasks"]; len(got.([]any)) != 1 {
+		t.Errorf("own tasks/list: got %v, want one task", got)
+	}
+	if r := a.call(5, "tasks/get", map[string]any{"taskId": id}); result(r)["status"] != "working" {
+		t.Errorf("own tasks/get after the other session's cancel: got %v, want working", r)
+	}
+}
+
+// Close returns while a tasks/result is blocked, and the stdio session ends.
+func TestCloseReleasesBlockedResult(t *testing.T) {
+	ts := newTestServer(t, taskengine.Config{})
+	c := ts.connectStdio(t)
+	c.initialize(true)
+	id := taskIDOf(t, c.call(1, "tools/call", map[string]any{"name": "slow", "task": map[string]any{}}))
+	<-ts.tools.started
+	c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tasks/result","params":{"taskId":%q}}`, id))
+	// Wait until the request is parked: a tasks/get answered after it was
+	// sent proves the server read it.
+	c.call(3, "tasks/get", map[string]any{"taskId": id})
+
+	closed := make(chan error, 1)
+	go func() { closed <- ts.Close() }()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close blocked behind a pending tasks/result")
+	}
+	select {
+	case err := <-c.done:
+		if err != ErrClosed {
+			t.Errorf("ServeStdio returned %v, want ErrClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("ServeStdio did not return after Close")
+	}
+}
+
+// A client that goes away (EOF) while blocked in tasks/result ends its
+// session cleanly; the task itself lives on.
+func TestClientEOFWithBlockedResult(t *testing.T) {
+	ts := newTestServer(t, taskengine.Config{})
+	c := ts.connectStdio(t)
+	c.initialize(true)
+	id := taskIDOf(t, c.call(1, "tools/call", map[string]any{"name": "slow", "task": map[string]any{}}))
+	<-ts.tools.started
+	c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tasks/result","params":{"taskId":%q}}`, id))
+	c.call(3, "ping", nil)
+	c.in.Close()
+	select {
+	case err := <-c.done:
+		if err != nil {
+			t.Errorf("ServeStdio after EOF: got %v, want nil", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("ServeStdio did not return after EOF with a blocked tasks/result")
+	}
+	if n := ts.engine.Stats().Running; n != 1 {
+		t.Errorf("running tasks after the session ended: got %d, want 1 (tasks outlive sessions)", n)
+	}
+}
+
+// notifications/cancelled for a plain call stops the tool (go-sdk cancels
+// the handler's context).
+func TestPlainCallCancelledNotification(t *testing.T) {
+	ts := newTestServer(t, taskengine.Config{})
+	c := ts.connectStdio(t)
+	c.initialize(true)
+	c.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow"}}`)
+	<-ts.tools.started
+	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"user"}}`)
+	select {
+	case cause := <-ts.tools.cancelled:
+		if cause != "context canceled" {
+			t.Errorf("tool saw cause %q, want context canceled", cause)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the tool never saw its context end")
+	}
+	if r := c.call(8, "ping", nil); r["error"] != nil {
+		t.Errorf("ping after cancellation: %v", r)
+	}
+}
+
+// On stdio the server sends notifications/tasks/status on status changes.
+func TestStatusNotifications(t *testing.T) {
+	ts := newTestServer(t, taskengine.Config{})
+	c := ts.connectStdio(t)
+	c.initialize(true)
+	id := taskIDOf(t, c.call(1, "tools/call", map[string]any{"name": "quick", "arguments": map[string]any{"name": "x"}, "task": map[string]any{}}))
+	for {
+		m := c.next()
+		if m["method"] != methodTaskStatus {
+			continue
+		}
+		p, _ := m["params"].(map[string]any)
+		if p["taskId"] != id {
+			t.Fatalf("status notification for task %v, want %s", p["taskId"], id)
+		}
+		if p["status"] == "completed" {
+			if _, ok := p["_meta"]; ok {
+				t.Errorf("status notification carries _meta %v; the spec says it should not", p["_meta"])
+			}
+			return
+		}
+	}
+}
+
+// The per-requestor limit of running tasks gives a clear JSON-RPC error.
+func TestOwnerLimit(t *testing.T) {
+	ts := newTestServer(t, taskengine.Config{MaxRunningPerOwner: 1})
+	c := ts.connectStdio(t)
+	c.initialize(true)
+	taskIDOf(t, c.call(1, "tools/call", map[string]any{"name": "slow", "task": map[string]any{}}))
+	r := c.call(2, "tools/call", map[string]any{"name": "slow", "task": map[string]any{}})
+	if got := errCode(r); got != codeLimit {
+		t.Errorf("second task over the limit: got code %d, want %d (%v)", got, codeLimit, r)
+	}
+	other := ts.connectStdio(t)
+	other.initialize(true)
+	taskIDOf(t, other.call(1, "tools/call", map[string]any{"name": "slow", "task": map[string]any{}}))
+}
+
+// SyncTools after a change sends notifications/tools/list_changed and the
+// new list, with taskSupport, is served.
+func TestSyncToolsListChanged(t *testing.T) {
+	ts := newTestServer(t, taskengine.Config{})
+	c := ts.connectStdio(t)
+	c.initialize(true)
+	c.call(1, "tools/list", nil)
+	ts.tools.set([]abi.Tool{{Name: "fresh", TaskSupport: abi.TaskRequired}})
+	ts.SyncTools()
+	for {
+		if m := c.next(); m["method"] == "notifications/tools/list_changed" {
+			break
+		}
+	}
+	r := c.call(2, "tools/list", nil)
+	b, _ := json.Marshal(result(r)["tools"])
+	if want := `[{"execution":{"taskSupport":"required"},"inputSchema":{"type":"object"},"name":"fresh"}]`; string(b) != want {
+		t.Errorf("tools after reload: got %s, want %s", b, want)
+	}
+	if got := errCode(c.call(3, "tools/call", map[string]any{"name": "quick", "arguments": map[string]any{"name": "x"}})); got != -32602 {
+		t.Errorf("call of a removed tool: got code %d, want -32602", got)
+	}
+}
+
+// A panic in a tool during a plain call is an internal error, and the
+// session goes on.
+func TestPanicRecovered(t *testing.T) {
+	ts := newTestServer(t, taskengine.Config{})
+	ts.tools.set(append(ts.tools.List(), abi.Tool{Name: "boom"}))
+	ts.SyncTools()
+	ts.Server.cfg.Tools = panicky{ts.tools}
+	c := ts.connectStdio(t)
+	c.initialize(true)
+	if got := errCode(c.call(1, "tools/call", map[string]any{"name": "boom"})); got != -32603 {
+		t.Errorf("panicking tool: got code %d, want -32603", got)
+	}
+	if r := c.call(2, "ping", nil); r["error"] != nil {
+		t.Errorf("ping after a panic: %v", r)
+	}
+}
