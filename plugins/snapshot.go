@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"slices"
 	"time"
@@ -19,6 +20,8 @@ type Module struct {
 	Digest  string    // lower-case hex SHA-256 of the content
 	Size    int64     // bytes
 	ModTime time.Time // modification time when read
+
+	fsys fs.FS // set by ScanFS: the bytes come from here, Path is the name in it
 }
 
 // ReadBytes reads the module's content again from Path and returns it only
@@ -30,6 +33,9 @@ type Module struct {
 // memory per module; the host reads the bytes of the modules it has to
 // compile (see [Diff]) and nothing else.
 func (m Module) ReadBytes() ([]byte, error) {
+	if m.fsys != nil {
+		return m.readFS()
+	}
 	f, err := openModule(m.Path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrUnreadable, m.Name, err)

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -230,5 +232,34 @@ func TestScanDigestCache(t *testing.T) {
 	os.Chtimes(path, old, old)
 	if got := scanA(); got != sum("six") {
 		t.Errorf("replaced file: digest %s, want sum(six)", got)
+	}
+}
+
+func TestScanFS(t *testing.T) {
+	fsys := fstest.MapFS{
+		"b.wasm":       {Data: []byte("bbb")},
+		"a.wasm":       {Data: []byte("aa")},
+		".hidden.wasm": {Data: []byte("h")},
+		"notes.txt":    {Data: []byte("n")},
+		"sub/c.wasm":   {Data: []byte("c")},
+		"big.wasm":     {Data: make([]byte, 10)},
+	}
+	s, err := ScanFS(fsys, Config{MaxModuleBytes: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := names(s.Modules()), []string{"a", "b"}; !slices.Equal(got, want) {
+		t.Errorf("modules: got %v, want %v", got, want)
+	}
+	if ps := s.Problems(); len(ps) != 1 || !errors.Is(ps[0].Err, ErrTooLarge) {
+		t.Errorf("problems: got %v, want one ErrTooLarge", ps)
+	}
+	m, _ := s.Module("b")
+	if b, err := m.ReadBytes(); err != nil || string(b) != "bbb" {
+		t.Errorf("ReadBytes: got %q, %v; want %q", b, err, "bbb")
+	}
+	fsys["b.wasm"] = &fstest.MapFile{Data: []byte("changed")}
+	if _, err := m.ReadBytes(); !errors.Is(err, ErrDigestMismatch) {
+		t.Errorf("ReadBytes after change: got %v, want ErrDigestMismatch", err)
 	}
 }
