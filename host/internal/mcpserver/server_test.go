@@ -10,12 +10,11 @@ import (
 	"github.com/wasmtask/wasmtask/taskengine"
 )
 
-func taskIDOf(t *testing.T, m map[string]any) string {
-	t.Helper()
+func taskIDOf(t testing.TB, m map[string]any) string {
 	task, _ := result(m)["task"].(map[string]any)
 	id, _ := task["taskId"].(string)
 	if id == "" {
-		t.Fatalf("no task in %v", m)
+		panic(fmt.Sprintf("no task in %v", m))
 	}
 	return id
 }

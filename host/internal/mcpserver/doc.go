@@ -1,0 +1,115 @@
+// Package mcpserver is wasmtask's MCP layer: it serves a [Tools] set over
+// stdio and Streamable HTTP with the official go-sdk, and adds the
+// 2025-11-25 task protocol on top of it, backed by a taskengine.Engine. All
+// go-sdk code of the product lives here; nothing of go-sdk appears in the
+// exported API.
+//
+//	s, err := mcpserver.New(mcpserver.Config{Tools: tools, Engine: engine, Logger: logger})
+//	...
+//	go s.ServeStdio(ctx, os.Stdin, os.Stdout) // or
+//	http.ListenAndServe(addr, s.HTTPHandler()) // serves /mcp
+//	...
+//	s.SyncTools() // after every hot reload
+//	...
+//	s.Close()      // then engine.Close()
+//
+// It owns: capability and tools/list rendering (capabilities.tasks,
+// execution.taskSupport), tools/call dispatch (plain or task, the
+// taskSupport rules, argument size and input-schema checks), tasks/get,
+// tasks/result, tasks/list, tasks/cancel, progress and log forwarding,
+// elicitation (plain, and input_required for tasks), task ownership, and
+// the audit log (task creation, completion, cancellation, retrieval). It
+// does not own running tools (the Tools implementation does) nor the task
+// store, its limits and TTLs (taskengine does).
+//
+// # Tasks
+//
+// A tools/call with params.task on an optional or required tool is submitted
+// to the engine and answered at once with a CreateTaskResult; the tool runs
+// from the engine's own context, detached from the request. tasks/result
+// blocks until the task is terminal and returns exactly what tools/call
+// would have (the CallToolResult with the related-task _meta, or the same
+// JSON-RPC error); an isError result makes the task failed. A cancelled task
+// answers tasks/result with -32603. Progress keeps the request's progress
+// token for the whole task and carries the related-task _meta. When a task's
+// tool elicits, the task becomes input_required and the elicitation/create
+// request (with the related-task _meta) is sent by a waiting tasks/result,
+// on its stream; the reply goes back to the tool and the task to working.
+// A client without the elicitation capability makes Events.Elicit fail with
+// [ErrElicitUnsupported] at once.
+//
+// notifications/tasks/status is sent on stdio for each status change; it
+// is not sent over Streamable HTTP (go-sdk cannot write custom notifications
+// there; the spec makes it optional and clients poll with tasks/get).
+//
+// # Ownership and security
+//
+// A task belongs to the auth user (go-sdk's auth.TokenInfo.UserID, carried
+// into handlers by a receiving middleware) when one is known, so it can be
+// fetched again from a new session of the same user; otherwise to the
+// session that created it. Requests for another owner's task get -32602,
+// exactly as for an unknown or expired ID, and tasks/list shows only the
+// requestor's tasks. Task IDs are 130-bit random (taskengine). The maximum
+// TTL and the running tasks per requestor come from the engine's Config;
+// exceeding the latter gives JSON-RPC error -32000 with a clear message.
+//
+// # Robustness
+//
+// Every request goes through a middleware that recovers panics (-32603).
+// Task methods accept a missing or null params (tasks/list needs none).
+// On stdio, a line that is not JSON (-32700), a batch or an invalid message
+// (-32600), or a line over MaxMessageBytes (-32600) is answered and the
+// session goes on. Arguments that are not an object or exceed
+// MaxArgumentBytes get -32602; arguments failing the tool's input schema are
+// a tool error (isError), as MCP 2025-11-25 asks.
+//
+// # Concurrency and lifecycle
+//
+// A Server is safe for concurrent use. Each session has a context that ends
+// when the session ends (stdio EOF, HTTP DELETE, idle timeout) or the Server
+// closes; blocked tasks/result and plain tool calls watch it, so neither
+// session close nor Close waits for a task. Tasks outlive their session
+// until their TTL. Close ends every session and waits for the goroutines
+// the Server started (stdio status notifiers); it does not close the
+// Engine, which belongs to the caller.
+//
+// # go-sdk workarounds (v1.8.0) and the upstream change that retires each
+//
+//   - No tasks at all (go-sdk issue #626): tasks/* are custom methods
+//     (AddReceivingCustomMethod), capabilities.tasks and execution.taskSupport
+//     are added by rewriting the initialize and tools/list results in a
+//     receiving middleware, and tools/call is answered by that middleware.
+//     Retired by native task support in go-sdk (#626).
+//   - params.task is dropped when go-sdk decodes tools/call: it is lifted into
+//     a private _meta key ("io.wasmtask/lifted-task", stripped from client
+//     input first) before decoding — by our stdio connection and by an
+//     http.Handler that rewrites POST bodies. Retired by a Task field on
+//     CallToolParams (part of #626).
+//   - Custom method handlers get no RequestExtra (auth info): the middleware
+//     puts the requestor in the context. Retired by passing the request (or
+//     its Extra) to AddReceivingCustomMethod handlers.
+//   - A missing params reaches custom handlers as a nil pointer and go-sdk
+//     does not recover handler panics: nil checks and a recovering
+//     middleware. Retired by recovery in go-sdk's handler dispatch.
+//   - No API to send a custom notification (notifications/tasks/status): on
+//     stdio our own connection writes it; over HTTP it is not sent. Retired
+//     by a ServerSession.Notify(method, params) API.
+//   - ServerSession.Close and the HTTP DELETE wait for in-flight requests
+//     without cancelling them, so a parked tasks/result would block them: we
+//     cancel our own per-session context first (and on DELETE, before
+//     go-sdk sees it). Retired by cancelling in-flight handlers on Close.
+//   - There is no hook when a Streamable HTTP session ends: our per-session
+//     state is swept against Server.Sessions (amortised). Retired by a
+//     session-closed callback on the server.
+//   - go-sdk replaces the message of every -32601 error with
+//     `method not found: "tools/call"`: our -32601 errors use a type that is
+//     not errors.Is-equal to its sentinel so the explanation survives.
+//     Retired by keeping handler-provided messages.
+//   - go-sdk's stdio connection ends the session on the first line that is
+//     not a valid message: we use our own line connection. Retired by
+//     answering bad frames with -32700/-32600 in go-sdk's ioConn.
+//   - Writes made with a background context go to the standalone GET stream
+//     over HTTP; a task's progress and elicitations are therefore written
+//     with the context of a waiting tasks/result when there is one (so they
+//     travel on its stream, as the spec suggests). Retired by native tasks.
+package mcpserver
