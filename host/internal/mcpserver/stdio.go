@@ -35,6 +35,13 @@ type lineConn struct {
 
 	wmu sync.Mutex
 	out io.Writer
+
+	// Requests read but not yet answered, by ID. At end of input, Read
+	// waits until they are answered before it reports EOF, so that a client
+	// that writes its requests and closes its end still gets every answer.
+	pmu     sync.Mutex
+	pending map[any]int
+	idle    chan struct{} // closed when pending becomes empty; nil while empty
 }
 
 type frame struct {
@@ -115,6 +122,7 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		case f = <-c.frames:
 		}
 		if f.err != nil {
+			c.waitAnswered(ctx)
 			return nil, f.err
 		}
 		if f.tooLarge {
@@ -124,6 +132,9 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		msg, err := c.decode(f.data)
 		if err != nil {
 			continue // already answered
+		}
+		if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+			c.track(req.ID.Raw(), +1)
 		}
 		return msg, nil
 	}
@@ -191,7 +202,48 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return fmt.Errorf("mcpserver: encoding message: %w", err)
 	}
-	return c.writeLine(b)
+	err = c.writeLine(b)
+	if resp, ok := msg.(*jsonrpc.Response); ok {
+		c.track(resp.ID.Raw(), -1)
+	}
+	return err
+}
+
+// track counts a request read (+1) or answered (-1).
+func (c *lineConn) track(id any, delta int) {
+	c.pmu.Lock()
+	defer c.pmu.Unlock()
+	if c.pending == nil {
+		c.pending = make(map[any]int)
+	}
+	if delta > 0 && len(c.pending) == 0 {
+		c.idle = make(chan struct{})
+	}
+	if n := c.pending[id] + delta; n > 0 {
+		c.pending[id] = n
+	} else {
+		delete(c.pending, id)
+	}
+	if len(c.pending) == 0 && c.idle != nil {
+		close(c.idle)
+		c.idle = nil
+	}
+}
+
+// waitAnswered blocks until every request read so far has been answered,
+// ctx is done, or the connection is closed.
+func (c *lineConn) waitAnswered(ctx context.Context) {
+	c.pmu.Lock()
+	idle := c.idle
+	c.pmu.Unlock()
+	if idle == nil {
+		return
+	}
+	select {
+	case <-idle:
+	case <-ctx.Done():
+	case <-c.closed:
+	}
 }
 
 func (c *lineConn) writeLine(b []byte) error {

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/wasmtask/wasmtask/host"
+)
+
+const serveUsage = `usage: wasmtask serve [flags]
+
+Serves MCP on stdio (default) or Streamable HTTP (--http), with the tools of
+--tools DIR (watched and reloaded) or the embedded default tools.
+
+Flags:
+`
+
+// runServe is `wasmtask serve`.
+func runServe(args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.Usage = func() { fmt.Fprint(fs.Output(), serveUsage); fs.PrintDefaults() }
+	httpAddr := fs.String("http", "", "serve Streamable HTTP on `ADDR` (endpoint "+host.HTTPPath+`); a bare ":PORT" binds 127.0.0.1`)
+	toolsDir := fs.String("tools", "", "serve the `DIR`ectory of .wasm tool modules, reloading on change (default: the embedded tools)")
+	policyFile := fs.String("policy", "", "operator sandbox policy `FILE` (JSON; see README)")
+	cacheDir := fs.String("cache-dir", defaultCacheDir(), "compiled-code cache `DIR`; empty disables")
+	interp := fs.Bool("interpreter", false, "run guests in wazero's interpreter instead of its compiler")
+	maxTTL := fs.Duration("max-ttl", 0, "maximum task TTL (default 24h)")
+	defTTL := fs.Duration("default-ttl", 0, "task TTL when the client asks none (default 1h)")
+	perClient := fs.Int("max-tasks-per-client", 0, "running tasks per session or user (default 32)")
+	cancelRemoved := fs.Bool("cancel-removed", false, "cancel calls and tasks running on a module that is removed or replaced")
+	verbose := fs.Bool("v", false, "log debug messages")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("serve: unexpected argument %q", fs.Arg(0))
+	}
+	level := slog.LevelInfo
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	// stdout carries the protocol on stdio: the log goes to stderr.
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+
+	cfg := host.Config{
+		ToolsDir:      *toolsDir,
+		CacheDir:      *cacheDir,
+		Interpreter:   *interp,
+		CancelRemoved: *cancelRemoved,
+		Logger:        logger,
+		Version:       version,
+	}
+	cfg.Tasks.MaxTTL = *maxTTL
+	cfg.Tasks.DefaultTTL = *defTTL
+	cfg.Tasks.MaxRunningPerOwner = *perClient
+	if *policyFile != "" {
+		p, err := host.LoadPolicy(*policyFile)
+		if err != nil {
+			return err
+		}
+		cfg.Policy = p
+	}
+	if cfg.CacheDir != "" {
+		if err := os.MkdirAll(cfg.CacheDir, 0o700); err != nil {
+			logger.Warn("compile cache disabled", "dir", cfg.CacheDir, "err", err)
+			cfg.CacheDir = ""
+		}
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	srv, err := host.New(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	for _, p := range srv.Problems() {
+		logger.Warn("tool module not served", "problem", p)
+	}
+	logger.Info("serving", "tools", len(srv.Tools()), "dir", cfg.ToolsDir, "http", *httpAddr)
+
+	if *httpAddr == "" {
+		err := srv.ServeStdio(ctx, os.Stdin, os.Stdout)
+		if errors.Is(err, context.Canceled) {
+			return nil
+		}
+		return err
+	}
+	addr := *httpAddr
+	if h, port, err := net.SplitHostPort(addr); err == nil && h == "" {
+		addr = net.JoinHostPort("127.0.0.1", port)
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	// The chosen address, for scripts that pass port 0.
+	fmt.Fprintf(os.Stderr, "wasmtask: listening on http://%s%s\n", l.Addr(), host.HTTPPath)
+	return srv.ServeHTTP(ctx, l)
+}
+
+func defaultCacheDir() string {
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(d, "wasmtask")
+}
