@@ -12,6 +12,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wasmtask/wasmtask/taskengine"
 )
 
 // lineConn is an mcp.Connection over newline-delimited JSON, used for stdio.
@@ -39,10 +41,23 @@ type lineConn struct {
 	// Requests read but not yet answered, by ID. At end of input, Read
 	// waits until they are answered before it reports EOF, so that a client
 	// that writes its requests and closes its end still gets every answer.
+	// tasks/result is not counted (see Read).
 	pmu     sync.Mutex
 	pending map[any]int
 	idle    chan struct{} // closed when pending becomes empty; nil while empty
+
+	// Status notifications of a task wait until the CreateTaskResult that
+	// announced the task is written, so a client never hears of a task
+	// before it knows its ID. Both maps are bounded by maxHeldTasks.
+	nmu       sync.Mutex
+	announced map[string]bool     // task IDs whose CreateTaskResult was written
+	held      map[string]wireTask // latest status of a task not yet announced
 }
+
+// maxHeldTasks bounds the task IDs a connection remembers for ordering
+// status notifications; past it the oldest knowledge is dropped (a status
+// notification is optional, a poll with tasks/get always works).
+const maxHeldTasks = 4096
 
 type frame struct {
 	data     []byte
@@ -133,7 +148,10 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		if err != nil {
 			continue // already answered
 		}
-		if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+		// A blocked tasks/result is not waited for at end of input: it may
+		// wait as long as its task runs, and closing the session releases
+		// it. Every other request is answered first.
+		if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() && req.Method != methodTasksResult {
 			c.track(req.ID.Raw(), +1)
 		}
 		return msg, nil
@@ -205,8 +223,64 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	err = c.writeLine(b)
 	if resp, ok := msg.(*jsonrpc.Response); ok {
 		c.track(resp.ID.Raw(), -1)
+		if id := createdTaskID(resp.Result); id != "" && err == nil {
+			c.announce(id)
+		}
 	}
 	return err
+}
+
+// createdTaskID returns the task ID of a CreateTaskResult, or "".
+func createdTaskID(result json.RawMessage) string {
+	if !bytes.HasPrefix(result, []byte(`{"task":{`)) {
+		return ""
+	}
+	var r struct {
+		Task struct {
+			TaskID string `json:"taskId"`
+		} `json:"task"`
+	}
+	if json.Unmarshal(result, &r) != nil {
+		return ""
+	}
+	return r.Task.TaskID
+}
+
+// announce records that the client knows task id and sends its held status.
+func (c *lineConn) announce(id string) {
+	c.nmu.Lock()
+	if c.announced == nil || len(c.announced) >= maxHeldTasks {
+		c.announced = make(map[string]bool)
+	}
+	c.announced[id] = true
+	t, ok := c.held[id]
+	delete(c.held, id)
+	c.nmu.Unlock()
+	if ok {
+		_ = c.sendNotification(methodTaskStatus, t)
+	}
+}
+
+// holdStatus reports whether a status notification of t must wait for its
+// task to be announced, and keeps it if so.
+func (c *lineConn) holdStatus(t wireTask) bool {
+	c.nmu.Lock()
+	defer c.nmu.Unlock()
+	if c.announced[t.TaskID] {
+		if terminal(t.Status) {
+			delete(c.announced, t.TaskID)
+		}
+		return false
+	}
+	if c.held == nil || len(c.held) >= maxHeldTasks {
+		c.held = make(map[string]wireTask)
+	}
+	c.held[t.TaskID] = t
+	return true
+}
+
+func terminal(status string) bool {
+	return taskengine.Status(status).Terminal()
 }
 
 // track counts a request read (+1) or answered (-1).
@@ -260,8 +334,16 @@ func (c *lineConn) writeLine(b []byte) error {
 	return nil
 }
 
-// notify writes a server notification that go-sdk has no API for.
+// notify writes a server notification that go-sdk has no API for. A task
+// status notification waits until the task's CreateTaskResult is written.
 func (c *lineConn) notify(method string, params any) error {
+	if t, ok := params.(wireTask); ok && method == methodTaskStatus && c.holdStatus(t) {
+		return nil
+	}
+	return c.sendNotification(method, params)
+}
+
+func (c *lineConn) sendNotification(method string, params any) error {
 	p, err := json.Marshal(params)
 	if err != nil {
 		return fmt.Errorf("mcpserver: encoding %s: %w", method, err)
