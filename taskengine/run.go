@@ -64,10 +64,13 @@ func (r *Run) SetProgress(progress, total float64, msg string) {
 // RequestInput asks whoever holds the task for input and blocks until it is
 // answered. The task is input_required while at least one request is
 // pending and goes back to working when the last one is answered or
-// withdrawn. It returns ctx's error if ctx ends, the cause of the task's end
-// ([ErrCancelled], [ErrClosed], or an error wrapping
-// [context.DeadlineExceeded]) if the task ends, and [ErrTooManyInputs] when
-// MaxPendingInputs requests are already pending.
+// withdrawn. If ctx or the task ends first, the request is withdrawn and
+// RequestInput returns the cause: [ErrCancelled] or [ErrClosed] when the task
+// was cancelled or the engine closed, an error wrapping
+// [context.DeadlineExceeded] when the run time limit (or TTL) passed, or
+// ctx's own [context.Cause]. It returns [ErrTooManyInputs] when
+// MaxPendingInputs requests are already pending, and [ErrTerminal] if the
+// task ended otherwise (a stray call after the work returned).
 func (r *Run) RequestInput(ctx context.Context, payload any) (any, error) {
 	e, t := r.e, r.t
 	e.mu.Lock()
@@ -100,7 +103,7 @@ func (r *Run) RequestInput(ctx context.Context, payload any) (any, error) {
 	case v := <-w.reply:
 		return v, nil
 	case <-ctx.Done():
-		err = ctx.Err()
+		err = context.Cause(ctx) // ErrCancelled when ctx derives from the task's
 	case <-taskCtx.Done():
 		err = causeOf(taskCtx)
 	}
