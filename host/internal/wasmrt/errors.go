@@ -1,0 +1,94 @@
+package wasmrt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Sentinel errors. Load and Call wrap them with details.
+var (
+	// ErrClosed is returned by Load and Call after Close of the Runtime, and
+	// by Call after Close of the Module.
+	ErrClosed = errors.New("wasmrt: closed")
+	// ErrNotWasm means the bytes are not a WebAssembly binary module.
+	ErrNotWasm = errors.New("wasmrt: not a WebAssembly module")
+	// ErrCompile means wazero refused to compile the module.
+	ErrCompile = errors.New("wasmrt: cannot compile module")
+	// ErrABI means the module does not follow the ABI: no _start export,
+	// unknown or mistyped imports, an import module of another ABI version.
+	// Manifest problems wrap abi.ErrManifest or abi.ErrVersion instead.
+	ErrABI = errors.New("wasmrt: module does not follow the wasmtask ABI")
+	// ErrSchema means a tool's input schema cannot be compiled.
+	ErrSchema = errors.New("wasmrt: invalid input schema")
+	// ErrUnknownTool means Call named a tool the manifest does not declare.
+	ErrUnknownTool = errors.New("wasmrt: unknown tool")
+	// ErrArguments means the call arguments are not a JSON object or do not
+	// match the tool's input schema. The guest is not run.
+	ErrArguments = errors.New("wasmrt: invalid arguments")
+)
+
+// Kind classifies why a guest call failed.
+type Kind string
+
+// Kinds of GuestError.
+const (
+	KindTrap           Kind = "trap"             // the guest trapped (unreachable, bad memory access, bad host call…)
+	KindExit           Kind = "exit"             // the guest exited with a non-zero code
+	KindTimeout        Kind = "timeout"          // the call's wall-clock limit passed
+	KindCanceled       Kind = "canceled"         // the caller's context was canceled
+	KindOutOfMemory    Kind = "out of memory"    // the guest asked for more memory than its limit
+	KindBadOutput      Kind = "bad output"       // exit 0 but stdout is not a valid answer
+	KindOutputTooLarge Kind = "output too large" // stdout passed the output limit
+	KindInstantiate    Kind = "instantiate"      // the instance could not be created
+)
+
+// GuestError is the error of a call whose guest failed. It fails that call
+// only; the Module stays usable.
+//
+// errors.Is(err, context.Canceled) holds for KindCanceled and
+// errors.Is(err, context.DeadlineExceeded) for KindTimeout.
+type GuestError struct {
+	Module string // module name given to Load
+	Tool   string // tool name, or "describe" while loading
+	Kind   Kind
+	Msg    string // the cause, one or a few lines
+	Stderr string // tail of the guest's stderr (bounded), may be empty
+	cause  error
+}
+
+// stderrInError is how much of the stderr tail Error() quotes.
+const stderrInError = 512
+
+func (e *GuestError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "module %q tool %q: %s", e.Module, e.Tool, e.Kind)
+	if e.Msg != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Msg)
+	}
+	if s := strings.TrimSpace(e.Stderr); s != "" {
+		if len(s) > stderrInError {
+			s = "…" + s[len(s)-stderrInError:]
+		}
+		b.WriteString("; stderr: ")
+		b.WriteString(s)
+	}
+	return b.String()
+}
+
+// Is maps KindCanceled to context.Canceled and KindTimeout to
+// context.DeadlineExceeded.
+func (e *GuestError) Is(target error) bool {
+	switch e.Kind {
+	case KindCanceled:
+		return target == context.Canceled
+	case KindTimeout:
+		return target == context.DeadlineExceeded
+	}
+	return false
+}
+
+// Unwrap returns the underlying cause, if any (for example ErrClosed).
+func (e *GuestError) Unwrap() error { return e.cause }

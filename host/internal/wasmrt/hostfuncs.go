@@ -1,0 +1,222 @@
+package wasmrt
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/wasmtask/wasmtask/abi"
+)
+
+// Events receives what a guest reports while a call runs. Methods are called
+// on the goroutine running the guest, one at a time, and should return
+// quickly, except Elicit, which blocks until the user answers or ctx is done.
+type Events interface {
+	Progress(progress, total float64, msg string)
+	Status(msg string)
+	Log(level int32, msg string)
+	// Elicit asks the user for input. It returns an error wrapping
+	// errors.ErrUnsupported when the requestor cannot answer; the guest then
+	// sees abi.ElicitUnsupported.
+	Elicit(ctx context.Context, req abi.ElicitRequest) (abi.ElicitReply, error)
+}
+
+// Bounds on what a guest hands to the host functions.
+const (
+	maxMessageBytes = 4 << 10  // progress and status messages are truncated here
+	maxElicitBytes  = 64 << 10 // a larger elicit request is abi.ElicitBadRequest
+)
+
+// callState is the per-call state the host functions find in their context.
+type callState struct {
+	ev       Events // may be nil
+	logLeft  int    // log budget left, bytes
+	logNoted bool   // the "log truncated" notice was sent
+	reply    []byte // pending elicit reply
+}
+
+type callStateKey struct{}
+
+func stateOf(ctx context.Context) *callState {
+	s, _ := ctx.Value(callStateKey{}).(*callState)
+	return s
+}
+
+// log forwards one log message while the budget lasts.
+func (s *callState) log(level int32, msg string) {
+	if s.ev == nil {
+		return
+	}
+	if len(msg) > s.logLeft {
+		if !s.logNoted {
+			s.logNoted = true
+			s.ev.Log(abi.LogWarning, "wasmtask: log limit reached, further guest log dropped")
+		}
+		s.logLeft = 0
+		return
+	}
+	s.logLeft -= len(msg)
+	s.ev.Log(level, msg)
+}
+
+// hostSignature is the Wasm type of one host function of abi.ImportModule.
+type hostSignature struct {
+	params, results []api.ValueType
+}
+
+var (
+	i32 = api.ValueTypeI32
+	f64 = api.ValueTypeF64
+)
+
+// hostFuncs are the functions of abi.ImportModule with their Wasm types, as
+// documented in abi.go.
+var hostFuncs = map[string]hostSignature{
+	abi.FuncProgress: {[]api.ValueType{f64, f64, i32, i32}, nil},
+	abi.FuncStatus:   {[]api.ValueType{i32, i32}, nil},
+	abi.FuncLog:      {[]api.ValueType{i32, i32, i32}, nil},
+	abi.FuncElicit:   {[]api.ValueType{i32, i32}, []api.ValueType{i32}},
+	abi.FuncReply:    {[]api.ValueType{i32, i32}, []api.ValueType{i32}},
+}
+
+// instantiateHost defines abi.ImportModule in r. The functions read their
+// per-call state from the context of the call.
+func instantiateHost(ctx context.Context, r wazero.Runtime) error {
+	b := r.NewHostModuleBuilder(abi.ImportModule)
+	def := func(name string, fn api.GoModuleFunc) {
+		sig := hostFuncs[name]
+		b.NewFunctionBuilder().WithGoModuleFunction(fn, sig.params, sig.results).Export(name)
+	}
+	def(abi.FuncProgress, hostProgress)
+	def(abi.FuncStatus, hostStatus)
+	def(abi.FuncLog, hostLog)
+	def(abi.FuncElicit, hostElicit)
+	def(abi.FuncReply, hostReply)
+	_, err := b.Instantiate(ctx)
+	return err
+}
+
+// guestBytes returns the guest memory [ptr, ptr+n) or traps the guest with a
+// message naming the function.
+func guestBytes(mod api.Module, fn string, ptr, n uint32) []byte {
+	mem := mod.Memory()
+	if mem == nil {
+		panic(fmt.Errorf("%s.%s: the module has no memory", abi.ImportModule, fn))
+	}
+	b, ok := mem.Read(ptr, n)
+	if !ok {
+		panic(fmt.Errorf("%s.%s: buffer [%d, %d) is outside the module's memory (%d bytes)",
+			abi.ImportModule, fn, ptr, uint64(ptr)+uint64(n), mem.Size()))
+	}
+	return b
+}
+
+func truncate(b []byte, n int) string {
+	if len(b) > n {
+		b = b[:n]
+	}
+	return string(b)
+}
+
+func hostProgress(ctx context.Context, mod api.Module, stack []uint64) {
+	progress, total := api.DecodeF64(stack[0]), api.DecodeF64(stack[1])
+	msg := guestBytes(mod, abi.FuncProgress, api.DecodeU32(stack[2]), api.DecodeU32(stack[3]))
+	if s := stateOf(ctx); s != nil && s.ev != nil {
+		if math.IsNaN(progress) || math.IsInf(progress, 0) {
+			return
+		}
+		if math.IsNaN(total) || math.IsInf(total, 0) || total < 0 {
+			total = 0
+		}
+		s.ev.Progress(progress, total, truncate(msg, maxMessageBytes))
+	}
+}
+
+func hostStatus(ctx context.Context, mod api.Module, stack []uint64) {
+	msg := guestBytes(mod, abi.FuncStatus, api.DecodeU32(stack[0]), api.DecodeU32(stack[1]))
+	if s := stateOf(ctx); s != nil && s.ev != nil {
+		s.ev.Status(truncate(msg, maxMessageBytes))
+	}
+}
+
+func hostLog(ctx context.Context, mod api.Module, stack []uint64) {
+	level := api.DecodeI32(stack[0])
+	msg := guestBytes(mod, abi.FuncLog, api.DecodeU32(stack[1]), api.DecodeU32(stack[2]))
+	level = min(max(level, abi.LogDebug), abi.LogError)
+	if s := stateOf(ctx); s != nil {
+		s.log(level, string(msg))
+	}
+}
+
+// hostElicit blocks until the user answers. It returns the byte length of
+// the reply JSON, which the guest then copies with reply, or a negative
+// abi.Elicit* code. When ctx is done it ends the call: returning normally
+// would let the guest carry on as if the call were alive.
+func hostElicit(ctx context.Context, mod api.Module, stack []uint64) {
+	ptr, n := api.DecodeU32(stack[0]), api.DecodeU32(stack[1])
+	raw := guestBytes(mod, abi.FuncElicit, ptr, n)
+	s := stateOf(ctx)
+	if s == nil || s.ev == nil {
+		stack[0] = api.EncodeI32(abi.ElicitUnsupported)
+		return
+	}
+	var req abi.ElicitRequest
+	if len(raw) > maxElicitBytes || json.Unmarshal(raw, &req) != nil || !isObject(req.RequestedSchema) {
+		stack[0] = api.EncodeI32(abi.ElicitBadRequest)
+		return
+	}
+	reply, err := s.ev.Elicit(ctx, req)
+	if ctx.Err() != nil {
+		exitOnDone(ctx)
+	}
+	if err != nil {
+		s.log(abi.LogWarning, "wasmtask: elicitation failed: "+err.Error())
+		stack[0] = api.EncodeI32(abi.ElicitUnsupported)
+		return
+	}
+	b, err := json.Marshal(reply)
+	if err != nil || len(b) > math.MaxInt32 {
+		stack[0] = api.EncodeI32(abi.ElicitUnsupported)
+		return
+	}
+	s.reply = b
+	stack[0] = api.EncodeI32(int32(len(b)))
+}
+
+// hostReply copies the pending elicit reply into [buf, buf+cap) and returns
+// its length. When the reply does not fit it copies nothing and returns the
+// length needed; with no pending reply it returns 0. The reply stays pending
+// until the next elicit.
+func hostReply(ctx context.Context, mod api.Module, stack []uint64) {
+	ptr, capacity := api.DecodeU32(stack[0]), api.DecodeU32(stack[1])
+	buf := guestBytes(mod, abi.FuncReply, ptr, capacity)
+	s := stateOf(ctx)
+	if s == nil || s.reply == nil {
+		stack[0] = 0
+		return
+	}
+	if len(s.reply) <= len(buf) {
+		copy(buf, s.reply)
+	}
+	stack[0] = api.EncodeI32(int32(len(s.reply)))
+}
+
+// exitOnDone ends the running guest with the exit code wazero uses for the
+// context's error.
+func exitOnDone(ctx context.Context) {
+	code := sys.ExitCodeContextCanceled
+	if ctx.Err() == context.DeadlineExceeded {
+		code = sys.ExitCodeDeadlineExceeded
+	}
+	panic(sys.NewExitError(code))
+}
+
+func isObject(raw json.RawMessage) bool {
+	var m map[string]any
+	return json.Unmarshal(raw, &m) == nil && m != nil
+}

@@ -1,0 +1,209 @@
+package wasmrt
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/tetratelabs/wazero/experimental"
+)
+
+// Defaults of Limits; a zero field of Limits means its default.
+const (
+	// DefaultMemoryPages is 64 MiB: a Go-built tool needs about 10–20 MiB
+	// for small work; C, Rust and WAT tools far less.
+	DefaultMemoryPages = 1024
+	// DefaultTimeout is the wall-clock limit of one call.
+	DefaultTimeout = 30 * time.Second
+	// DefaultMaxOutputBytes bounds what a call may write to stdout.
+	DefaultMaxOutputBytes = 1 << 20
+	// DefaultMaxLogBytes bounds the log of a call: stderr plus the log host
+	// function. The tail of stderr kept for errors has the same bound.
+	DefaultMaxLogBytes = 64 << 10
+	// DefaultMaxMemoryPages is the runtime-wide ceiling (256 MiB).
+	DefaultMaxMemoryPages = 4096
+
+	// Limits of the describe run at load time.
+	describeTimeout   = 2 * time.Second
+	describeMaxOutput = 1 << 20
+
+	pageSize = 65536
+)
+
+// Limits bound one call. The zero value means every default. Limits are
+// set by the operator, never by the module.
+type Limits struct {
+	MemoryPages    uint32            // linear memory, in 64 KiB pages; capped by Config.MaxMemoryPages
+	Timeout        time.Duration     // wall clock
+	MaxOutputBytes int               // stdout; past it the call fails with KindOutputTooLarge
+	MaxLogBytes    int               // stderr and log calls forwarded to Events.Log; tail of stderr kept
+	Env            map[string]string // environment variables the guest sees; none by default
+	Mounts         []Mount           // directories the guest sees; none by default
+}
+
+// Mount grants the guest a host directory at GuestPath. The directory is
+// opened with os.Root: symbolic links cannot lead out of it. Without Write the
+// guest can only read.
+type Mount struct {
+	HostDir   string
+	GuestPath string
+	Write     bool
+}
+
+func (l Limits) withDefaults(ceiling uint32) Limits {
+	if l.MemoryPages == 0 {
+		l.MemoryPages = DefaultMemoryPages
+	}
+	if l.MemoryPages > ceiling {
+		l.MemoryPages = ceiling
+	}
+	if l.Timeout <= 0 {
+		l.Timeout = DefaultTimeout
+	}
+	if l.MaxOutputBytes <= 0 {
+		l.MaxOutputBytes = DefaultMaxOutputBytes
+	}
+	if l.MaxLogBytes <= 0 {
+		l.MaxLogBytes = DefaultMaxLogBytes
+	}
+	return l
+}
+
+// limitedAllocator backs one instance's linear memory and refuses growth
+// past limit bytes: memory.grow then returns -1 to the guest. wazero's
+// RuntimeConfig.WithMemoryLimitPages is runtime-wide; this makes the limit
+// per call.
+type limitedAllocator struct {
+	limit   uint64
+	refused atomic.Bool // set when a growth was refused
+	// over is called when the initial memory is already over the limit:
+	// wazero cannot fail that allocation, so the call is ended instead.
+	over func()
+}
+
+func (a *limitedAllocator) Allocate(capacity, max uint64) experimental.LinearMemory {
+	return &limitedMemory{a: a, capHint: capacity}
+}
+
+type limitedMemory struct {
+	a       *limitedAllocator
+	capHint uint64
+	buf     []byte
+	grown   bool // the initial allocation happened
+}
+
+// Reallocate grows the buffer to size bytes, keeping its contents. Bytes
+// past len are zero because the buffer never shrinks.
+func (m *limitedMemory) Reallocate(size uint64) []byte {
+	defer func() { m.grown = true }()
+	if size > m.a.limit {
+		m.a.refused.Store(true)
+		if m.grown {
+			return nil
+		}
+		if m.a.over != nil {
+			m.a.over()
+		}
+	}
+	if size <= uint64(cap(m.buf)) {
+		m.buf = m.buf[:size]
+		return m.buf
+	}
+	// Grow geometrically to keep memory.grow loops linear, but never past
+	// the limit.
+	newCap := max(size, uint64(cap(m.buf))*2, m.capHint)
+	newCap = max(min(newCap, m.a.limit), size)
+	nb := make([]byte, size, newCap)
+	copy(nb, m.buf)
+	m.buf = nb
+	return nb
+}
+
+func (m *limitedMemory) Free() { m.buf = nil }
+
+// limitedWriter collects stdout up to max bytes. The write that would pass
+// the limit fails and calls over() once, which cancels the call.
+type limitedWriter struct {
+	buf      []byte
+	max      int
+	exceeded bool
+	over     func()
+}
+
+var errOutputLimit = &outputLimitError{}
+
+type outputLimitError struct{}
+
+func (*outputLimitError) Error() string { return "output limit reached" }
+
+func (w *limitedWriter) Write(p []byte) (int, error) {
+	if w.exceeded {
+		return 0, errOutputLimit
+	}
+	if len(w.buf)+len(p) > w.max {
+		w.exceeded = true
+		if w.over != nil {
+			w.over()
+		}
+		return 0, errOutputLimit
+	}
+	w.buf = append(w.buf, p...)
+	return len(p), nil
+}
+
+// logWriter receives the guest's stderr: it keeps the last max bytes for
+// error reports and forwards complete lines to sink while the call's log
+// budget lasts.
+type logWriter struct {
+	tail    []byte
+	max     int
+	partial []byte
+	sink    func(line string) // may be nil
+}
+
+func (w *logWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	// Keep the tail.
+	if len(p) >= w.max {
+		w.tail = append(w.tail[:0], p[len(p)-w.max:]...)
+	} else {
+		if over := len(w.tail) + len(p) - w.max; over > 0 {
+			w.tail = append(w.tail[:0], w.tail[over:]...)
+		}
+		w.tail = append(w.tail, p...)
+	}
+	if w.sink == nil {
+		return n, nil
+	}
+	for len(p) > 0 {
+		i := indexByte(p, '\n')
+		if i < 0 {
+			if len(w.partial)+len(p) > w.max {
+				p = p[:max(0, w.max-len(w.partial))]
+			}
+			w.partial = append(w.partial, p...)
+			break
+		}
+		w.partial = append(w.partial, p[:i]...)
+		w.sink(string(w.partial))
+		w.partial = w.partial[:0]
+		p = p[i+1:]
+	}
+	return n, nil
+}
+
+// flush forwards a last line without a newline.
+func (w *logWriter) flush() {
+	if w.sink != nil && len(w.partial) > 0 {
+		w.sink(string(w.partial))
+		w.partial = nil
+	}
+}
+
+func indexByte(p []byte, c byte) int {
+	for i, b := range p {
+		if b == c {
+			return i
+		}
+	}
+	return -1
+}
