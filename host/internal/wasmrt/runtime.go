@@ -48,7 +48,7 @@ type Runtime struct {
 
 	mu      sync.Mutex
 	closed  bool
-	entries map[string]*entry // by digest; an entry lives while a Module or Load uses it
+	entries map[string]*entry                 // by digest; an entry lives while a Module or Load uses it
 	calls   map[*callState]context.CancelFunc // running calls, ended by Close
 }
 
