@@ -54,8 +54,9 @@ func needToolchain(t *testing.T, ex example) {
 	t.Skip(msg)
 }
 
-// build builds ex with build.sh into a fresh directory and returns the module.
-func build(t *testing.T, ex example) []byte {
+// buildDir builds ex from its sources with build.sh into a fresh directory,
+// which then holds ex.module alone, and returns the directory.
+func buildDir(t *testing.T, ex example) string {
 	t.Helper()
 	needToolchain(t, ex)
 	dir := t.TempDir()
@@ -63,7 +64,13 @@ func build(t *testing.T, ex example) []byte {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build.sh -o %s %s: %v\n%s", dir, ex.lang, err, out)
 	}
-	b, err := os.ReadFile(filepath.Join(dir, ex.module))
+	return dir
+}
+
+// build builds ex from its sources and returns the module's bytes.
+func build(t *testing.T, ex example) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(buildDir(t, ex), ex.module))
 	if err != nil {
 		t.Fatal(err)
 	}
