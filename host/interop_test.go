@@ -1,0 +1,221 @@
+package host_test
+
+// Interop: the official MCP TypeScript SDK client (testdata/interop, run by
+// Node) drives the real `wasmtask serve` binary over stdio and over
+// Streamable HTTP. The script validates every message with the SDK's own
+// schemas and prints a JSON report; any failed check fails the test with
+// that report.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// interopTimeout bounds one run of the client script (it takes a few seconds;
+// generous for -race runs on shared cores).
+const interopTimeout = 3 * time.Minute
+
+// interopReport is what testdata/interop/client.mjs prints.
+type interopReport struct {
+	Transport string `json:"transport"`
+	OK        bool   `json:"ok"`
+	Checks    []struct {
+		Name   string          `json:"name"`
+		OK     bool            `json:"ok"`
+		Detail json.RawMessage `json:"detail"`
+	} `json:"checks"`
+	ServerStderr string `json:"serverStderr"`
+}
+
+// interopNode returns the node binary and the script directory, or skips the
+// test when either is missing (it fails instead when CI is "true").
+func interopNode(t *testing.T) (node, dir string) {
+	t.Helper()
+	missing := func(format string, args ...any) {
+		t.Helper()
+		msg := fmt.Sprintf(format, args...)
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg + " (the test fails instead when CI=true)")
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		missing("interop: node is not on PATH; install Node 20+")
+	}
+	dir, err = filepath.Abs(filepath.Join("testdata", "interop"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sdk := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")
+	if _, err := os.Stat(sdk); err != nil {
+		missing("interop: the MCP TypeScript SDK is not installed; run `npm ci` in %s", dir)
+	}
+	return node, dir
+}
+
+// buildWasmtask builds ./cmd/wasmtask into a temporary directory.
+func buildWasmtask(t *testing.T) string {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("interop: building the binary needs the go command: %v", err)
+	}
+	bin := filepath.Join(t.TempDir(), "wasmtask")
+	cmd := exec.Command(goBin, "build", "-o", bin, "./cmd/wasmtask")
+	cmd.Dir = ".." // the module root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/wasmtask: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func TestInterop(t *testing.T) {
+	node, dir := interopNode(t)
+	bin := buildWasmtask(t)
+	// One compile cache for both runs: the second start skips compiling the
+	// Go-built tools.
+	cache := t.TempDir()
+
+	t.Run("stdio", func(t *testing.T) {
+		runInteropScript(t, node, dir, "stdio", bin, "--cache-dir", cache)
+	})
+	t.Run("http", func(t *testing.T) {
+		url := startHTTPServe(t, bin, "--cache-dir", cache)
+		runInteropScript(t, node, dir, "http", url)
+	})
+}
+
+// runInteropScript runs client.mjs with args and fails t with its report
+// when any check failed.
+func runInteropScript(t *testing.T, node, dir string, args ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), interopTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, append([]string{"client.mjs"}, args...)...)
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	runErr := cmd.Run()
+
+	var rep interopReport
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("client.mjs %s: no JSON report (run error: %v, report error: %v)\nstdout:\n%s\nstderr:\n%s",
+			args[0], runErr, err, stdout.Bytes(), stderr.Bytes())
+	}
+	var failed []string
+	for _, c := range rep.Checks {
+		if !c.OK {
+			failed = append(failed, fmt.Sprintf("  FAIL %s: %s", c.Name, c.Detail))
+		}
+	}
+	if len(failed) > 0 || !rep.OK || runErr != nil {
+		t.Fatalf("client.mjs %s: %d of %d checks failed (exit: %v)\n%s\nserver stderr:\n%s\nnode stderr:\n%s",
+			args[0], len(failed), len(rep.Checks), runErr, strings.Join(failed, "\n"), rep.ServerStderr, stderr.Bytes())
+	}
+	if len(rep.Checks) < 40 {
+		t.Fatalf("client.mjs %s: only %d checks ran, want at least 40 (the script ended early?)\n%s", args[0], len(rep.Checks), stdout.Bytes())
+	}
+	t.Logf("%s: %d checks passed", rep.Transport, len(rep.Checks))
+}
+
+var listeningRE = regexp.MustCompile(`wasmtask: listening on (http://\S+)`)
+
+// startHTTPServe starts `bin serve --http 127.0.0.1:0 args...` and returns
+// the endpoint URL it prints. At cleanup it interrupts the server and fails
+// the test when the server does not exit cleanly and promptly.
+func startHTTPServe(t *testing.T, bin string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"serve", "--http", "127.0.0.1:0"}, args...)...)
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting %s serve: %v", bin, err)
+	}
+
+	// The reader owns the stderr pipe: it reports the URL, then keeps the
+	// log's tail until the process exits and the pipe ends.
+	var (
+		mu   sync.Mutex
+		tail []string
+	)
+	urlc := make(chan string, 1)
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		sc := bufio.NewScanner(pipe)
+		for sc.Scan() {
+			line := sc.Text()
+			if m := listeningRE.FindStringSubmatch(line); m != nil {
+				select {
+				case urlc <- m[1]:
+				default:
+				}
+			}
+			mu.Lock()
+			if tail = append(tail, line); len(tail) > 50 {
+				tail = tail[1:]
+			}
+			mu.Unlock()
+		}
+		io.Copy(io.Discard, pipe)
+	}()
+	log := func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Join(tail, "\n")
+	}
+
+	exited := make(chan error, 1)
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cmd.Process.Signal(os.Interrupt)
+		select {
+		case err := <-exited:
+			if err != nil {
+				t.Errorf("wasmtask serve --http exited with %v after interrupt\n%s", err, log())
+			}
+		case <-time.After(15 * time.Second):
+			cmd.Process.Kill()
+			<-exited
+			t.Errorf("wasmtask serve --http did not exit within 15s of an interrupt\n%s", log())
+		}
+	}
+	go func() {
+		<-readDone // Wait must not run before the pipe is drained
+		exited <- cmd.Wait()
+	}()
+	t.Cleanup(stop)
+
+	select {
+	case url := <-urlc:
+		return url
+	case <-time.After(time.Minute):
+		cmd.Process.Kill()
+		stopped = true
+		<-exited
+		t.Fatalf("wasmtask serve --http printed no address within a minute\n%s", log())
+	case err := <-exited:
+		stopped = true
+		t.Fatalf("wasmtask serve --http exited before listening (%v)\n%s", err, log())
+	}
+	return ""
+}
