@@ -53,12 +53,18 @@ type mcpClient struct {
 // declares the elicitation capability.
 func serveExample(t *testing.T, ex example) *mcpClient {
 	t.Helper()
-	dir := buildDir(t, ex)
+	return serveModule(t, buildDir(t, ex), ex.module)
+}
+
+// serveModule serves dir, which holds the module file alone, and returns an
+// initialized client that declares the elicitation capability.
+func serveModule(t *testing.T, dir, module string) *mcpClient {
+	t.Helper()
 	// The host skips files modified within its debounce (they may still be
 	// being written) and loads them later; date the module back so that it
 	// is served from the start.
 	old := time.Now().Add(-time.Hour)
-	if err := os.Chtimes(filepath.Join(dir, ex.module), old, old); err != nil {
+	if err := os.Chtimes(filepath.Join(dir, module), old, old); err != nil {
 		t.Fatal(err)
 	}
 	srv, err := host.New(context.Background(), host.Config{ToolsDir: dir})
@@ -67,7 +73,7 @@ func serveExample(t *testing.T, ex example) *mcpClient {
 	}
 	if ps := srv.Problems(); len(ps) > 0 {
 		srv.Close()
-		t.Fatalf("the host refused %s: %v", ex.module, ps)
+		t.Fatalf("the host refused %s: %v", module, ps)
 	}
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
