@@ -1,0 +1,83 @@
+// Package wasmrt runs wasmtask tool modules in wazero. It is the only
+// package of wasmtask that imports wazero; no wazero type leaves it.
+//
+// It owns: compiling a module once per content digest (sha256), checking it
+// against ABI v1 (package abi) at load, asking it to describe itself, and
+// running each call in a fresh, sandboxed instance with per-call limits. It
+// does not own which modules exist (package plugins), policies (package
+// host) or tasks (package taskengine).
+//
+//	rt, err := wasmrt.New(ctx, wasmrt.Config{CacheDir: dir})
+//	defer rt.Close(ctx)
+//	m, err := rt.Load(ctx, "add", wasm) // compile, check imports/exports, describe
+//	defer m.Close(ctx)
+//	res, err := m.Call(ctx, "add", json.RawMessage(`{"a":1,"b":2}`), wasmrt.Limits{}, nil)
+//
+// # Load
+//
+// Load refuses, with an error that says what to change: bytes that are not
+// Wasm ([ErrNotWasm]); modules wazero cannot compile ([ErrCompile]); imports
+// from "wasmtask_v<N>" with N ≠ 1 (abi.ErrVersion, naming both versions);
+// unknown or mistyped "wasmtask_v1" functions, imports from modules other
+// than WASI preview1 and wasmtask_v1, or no "_start" export ([ErrABI]); a
+// describe run that fails (a [*GuestError] with tool "describe", run with
+// 2 s and 1 MiB of output); a manifest that abi.DecodeManifest refuses; an
+// input schema that github.com/google/jsonschema-go cannot resolve
+// ([ErrSchema]). Arguments are validated against the schema at each call
+// ([ErrArguments]) before any guest runs.
+//
+// Loading the same bytes again, under any name, shares the compiled code and
+// the manifest. The compiled code is freed when the last Module using it is
+// closed and its last call has ended.
+//
+// # Calls and the sandbox
+//
+// Each call instantiates the compiled module anonymously (so calls of one
+// module run side by side) and runs "_start" with: stdin = one JSON
+// abi.Request then EOF; stdout collected up to Limits.MaxOutputBytes (the
+// write that passes it fails and ends the call: [KindOutputTooLarge]);
+// stderr forwarded line by line to Events.Log and its tail kept for errors,
+// both bounded by Limits.MaxLogBytes; args = the module's name only; no
+// environment and no files unless Limits grant them; crypto/rand as the
+// random source; real wall clock and monotonic clock; sleeps that end when
+// the call does. The instance is closed on every exit path.
+//
+// Mounts are opened with os.Root: symbolic links and ".." cannot lead out
+// of the granted directory. Read-only mounts refuse every write; writable
+// mounts go through os.Root for every path operation.
+//
+// Memory is limited per call by an experimental wazero memory allocator
+// that refuses growth past Limits.MemoryPages (memory.grow returns -1 to
+// the guest); Config.MaxMemoryPages caps every per-call limit. A call that
+// hit the limit and then failed is [KindOutOfMemory].
+//
+// # Cancellation
+//
+// The runtime is built WithCloseOnContextDone: when the call's context is
+// canceled or its Limits.Timeout passes, a running guest stops at its next
+// loop back-edge or call. Host functions that block (elicit, and the sleep
+// behind WASI poll_oneoff) watch the context and end the guest with
+// sys.ExitError when it is done, never returning into a dead call. Errors:
+// [KindCanceled] (errors.Is context.Canceled) or [KindTimeout]
+// (errors.Is context.DeadlineExceeded).
+//
+// # Host functions
+//
+// Module "wasmtask_v1" provides progress, status, log, elicit and reply with
+// the types documented in package abi, as GoModuleFunc (no reflection).
+// A pointer/length pair outside the guest's memory traps the guest with a
+// message naming the function and the range. Messages of progress and
+// status are truncated to 4 KiB; elicit requests over 64 KiB or not valid
+// are abi.ElicitBadRequest. elicit returns the byte length of the reply
+// JSON (abi.ElicitReply); reply(buf, cap) copies it when cap suffices and
+// returns its length either way (0 with no reply pending).
+//
+// # Concurrency and lifecycle
+//
+// Runtime and Module are safe for concurrent use. Events methods of one call
+// are called from the goroutine running that call, one at a time. Module
+// Close does not wait: calls in flight finish, then the module is released
+// (Done reports it). Runtime Close ends every running call (KindCanceled
+// wrapping ErrClosed) and frees all compiled code; it also closes the
+// compilation cache.
+package wasmrt
