@@ -33,8 +33,10 @@ build_go() {
 build_c() {
 	# -nodefaultlibs -lc: link wasi-libc without compiler-rt's wasm32
 	# builtins, which Debian ships in a separate package; the tool needs none.
+	# --strip-debug drops the DWARF that Debian's libc.a carries (120 KB) and
+	# keeps the name section, so traps still name functions.
 	(cd "$root/examples/c" && clang --target=wasm32-wasi --sysroot=/usr -O2 -Wall -Wextra -Werror \
-		-nodefaultlibs -o "$out/sha256.wasm" sha256.c -lc)
+		-nodefaultlibs -Wl,--strip-debug -o "$out/sha256.wasm" sha256.c -lc)
 }
 
 build_wat() {

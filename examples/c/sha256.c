@@ -4,7 +4,7 @@
 // hex digest, as text and as structured content {"sha256": "...", "bytes": n}.
 // It reports progress through the optional wasmtask_v1.progress import.
 //
-// Build: clang --target=wasm32-wasi --sysroot=/usr -O2 -nodefaultlibs -o sha256.wasm sha256.c -lc
+// Build: clang --target=wasm32-wasi --sysroot=/usr -O2 -nodefaultlibs -Wl,--strip-debug -o sha256.wasm sha256.c -lc
 //
 // The JSON reader below is small but complete for what it reads: it walks
 // any valid JSON value (so members may come in any order, with any
