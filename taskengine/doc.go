@@ -1,0 +1,97 @@
+// Package taskengine runs opaque units of work as tasks and keeps their
+// state and outcomes for a while. It owns the task state machine, the task
+// store (a bounded LRU with per-task TTL), task ownership, list cursors,
+// waiting for results, cancellation, input requests, and concurrency
+// limits. It knows nothing of Wasm, MCP or JSON: a [Work] function returns
+// an opaque [Outcome], and a [Task] is a plain snapshot that callers render
+// in whatever wire shape they speak (the MCP 2025-11-25 task, or the newer
+// tasks extension, from the same store).
+//
+//	e, _ := taskengine.New(taskengine.Config{})
+//	defer e.Close()
+//	t, _ := e.Submit(owner, taskengine.SubmitOptions{TTL: time.Minute}, work)
+//	t, out, err := e.Wait(ctx, owner, t.ID) // blocks until terminal
+//
+// # Lifecycle
+//
+// A task starts [StatusWorking]. While its work runs it moves between
+// working and [StatusInputRequired] (the latter while at least one
+// [Run.RequestInput] call awaits an answer), and ends in exactly one of
+// [StatusCompleted], [StatusFailed] or [StatusCancelled]. Terminal states
+// never change; any other transition is refused with [ErrIllegalTransition]
+// (see [Status.CanBecome]). How a task ends:
+//
+//   - work returns an Outcome: failed if Outcome.Err is set or
+//     Outcome.Failed is true, completed otherwise; [Engine.Wait] returns
+//     the Outcome exactly as the work returned it;
+//   - work panics (or calls runtime.Goexit): failed, Err wraps [ErrPanic];
+//   - [Engine.Cancel]: cancelled before Cancel returns, Err is
+//     [ErrCancelled]; whatever the work returns later is discarded;
+//   - the run time limit, min(Config.MaxRunTime, granted TTL) from
+//     creation, passes: failed at that instant, Err wraps
+//     [context.DeadlineExceeded], even if the work has not noticed yet;
+//   - [Engine.Close]: cancelled, Err is [ErrClosed].
+//
+// Work runs in its own goroutine on a context built from
+// context.Background() (never from the submitter's request), with the run
+// time limit as deadline. The context ends when the task is cancelled, runs
+// out of time, or the engine closes; [context.Cause] says which. Work must
+// return soon after its context ends: the engine counts a task as running,
+// for the limits below, until its work returns.
+//
+// Tasks report progress and status messages through [Run]; consumers see
+// every change through [Engine.Watch], whose first value is the current
+// state. To block until a task needs input or ends (what an MCP
+// tasks/result handler needs), read the subscription until a snapshot is
+// [StatusInputRequired] (then [Engine.PendingInput] and [Engine.Answer]) or
+// terminal (then [Engine.Wait] returns at once).
+//
+// # Ownership and security
+//
+// Every task belongs to the opaque owner string given to Submit (an
+// authenticated principal, a session, or "" where requestors cannot be told
+// apart). Every method that names a task takes the owner too. Tasks are
+// indexed by (owner, ID) together, so a lookup with the wrong owner is an
+// ordinary miss: another owner's task, an unknown ID and an expired task all
+// give [ErrNotFound] through the same code path. Task IDs are 26 base32
+// characters from crypto/rand (130 bits). [Engine.List] shows only the
+// owner's tasks; its cursors are bound to the owner and to this engine
+// (HMAC under a per-engine random key, then encrypted so they reveal no
+// counters) and any other cursor is [ErrBadCursor].
+//
+// # Retention and limits
+//
+// The engine retains at most Config.MaxTasks tasks, running and finished,
+// and at most Config.MaxResultBytes of outcomes (the sum of Outcome.Size).
+// Finished tasks sit in an LRU (golang-lru/v2) and are evicted least
+// recently used first ([Engine.Get], Wait, Cancel, Watch, PendingInput and
+// Answer count as use; List does not). Running tasks are never evicted: when
+// every slot holds one, Submit fails with [ErrFull]; an owner with
+// Config.MaxRunningPerOwner running tasks gets [ErrOwnerLimit]. An outcome
+// larger than MaxResultBytes on its own is not kept: the task fails with
+// [ErrTooLarge].
+//
+// Each task expires at its own TTL, measured from creation; from then on it
+// behaves as unknown. Expiry is lazy: every call into the engine first drops
+// the tasks whose TTL has passed (a heap ordered by expiry keeps this
+// O(log n) per task), so there is no sweeper goroutine, and an idle engine
+// holds expired outcomes, within the same bounds, until its next call.
+// Because the run time limit is at most the TTL, a task is terminal by the
+// time it expires.
+//
+// # Concurrency
+//
+// All methods of [Engine], [Run] and [Subscription] are safe for concurrent
+// use. One mutex guards the store; no method blocks while holding it, and
+// Work runs without it. Wait blocks on a per-task channel closed at the
+// terminal transition, so any number of waiters cost nothing but their own
+// goroutines and none outlive their context or Close. A Subscription's
+// channel holds one snapshot and coalesces (the latest wins), so a slow
+// reader never blocks the engine and nothing buffers without bound.
+//
+// The engine starts one goroutine per task for the work, and one more when
+// a task's context ends before its work returns (to apply the deadline).
+// [Engine.Close] cancels all running work, wakes every waiter with
+// [ErrClosed], closes every subscription, and returns only when all of
+// these goroutines have exited.
+package taskengine
