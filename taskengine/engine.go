@@ -224,8 +224,8 @@ func (e *Engine) run(t *task, ctx context.Context, work Work, cleanup func()) {
 				out = Outcome{Err: fmt.Errorf("%w: work exited without returning", ErrPanic)}
 			}
 		}
+		e.workReturned(t, out) // first, so a deadline at this instant cannot override out
 		cleanup()
-		e.workReturned(t, out)
 	}()
 	out = work(ctx, &Run{e: e, t: t})
 	returned = true
