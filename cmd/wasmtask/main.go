@@ -7,16 +7,20 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 )
 
 const usage = `usage: wasmtask <command> [arguments]
 
 Commands:
   serve     serve MCP on stdio or Streamable HTTP (wasmtask serve -h)
+  inspect   check a tool module and show its tools (wasmtask inspect -h)
+  call      run one call of a tool module (wasmtask call -h)
 `
 
 func main() {
@@ -28,6 +32,13 @@ func main() {
 	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
 	case "serve":
 		err = runServe(args)
+	case "inspect":
+		err = runInspect(context.Background(), args, os.Stdout, os.Stderr)
+	case "call":
+		// Ctrl-C cancels the call; the guest stops and the command exits.
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+		err = runCall(ctx, args, terminal{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, tty: isTerminal(os.Stderr)})
+		stop()
 	case "-h", "-help", "--help", "help":
 		fmt.Print(usage)
 		return
@@ -37,6 +48,9 @@ func main() {
 	}
 	if errors.Is(err, flag.ErrHelp) {
 		return
+	}
+	if errors.Is(err, errProblems) || errors.Is(err, errToolError) {
+		os.Exit(1) // already reported on stdout
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "wasmtask: %v\n", err)

@@ -1,0 +1,236 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/wasmtask/wasmtask/abi"
+	"github.com/wasmtask/wasmtask/host"
+)
+
+const inspectUsage = `usage: wasmtask inspect [--json] FILE.wasm
+
+Loads a tool module as the server would (compile, check the ABI, run
+describe in the sandbox, validate the manifest) and prints its ABI version,
+digest, tools and any problem found. Exits 1 when the module has problems.
+
+Flags:
+`
+
+// errProblems makes the command exit 1 after it printed the problems.
+var errProblems = errors.New("the module has problems")
+
+// runInspect is `wasmtask inspect`.
+func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(fs.Output(), inspectUsage); fs.PrintDefaults() }
+	asJSON := fs.Bool("json", false, "print the validated manifest as JSON instead")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return fmt.Errorf("inspect: want one FILE.wasm, got %d arguments", len(pos))
+	}
+	file := pos[0]
+	wasm, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	rt, err := host.NewRuntime(ctx, host.RuntimeConfig{})
+	if err != nil {
+		return err
+	}
+	defer rt.Close(ctx)
+	name := strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+	m, loadErr := rt.Load(ctx, name, wasm)
+	if *asJSON {
+		if loadErr != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", file, loadErr)
+			return errProblems
+		}
+		defer m.Close(ctx)
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(m.Manifest())
+	}
+	fmt.Fprintf(stdout, "module:  %s (%s)\n", name, file)
+	fmt.Fprintf(stdout, "digest:  %s\n", host.ModuleDigest(wasm))
+	fmt.Fprintf(stdout, "size:    %d bytes\n", len(wasm))
+	if loadErr != nil {
+		fmt.Fprintf(stdout, "problems:\n  - %v\n", loadErr)
+		if hint := explain(loadErr); hint != "" {
+			fmt.Fprintf(stdout, "    %s\n", hint)
+		}
+		return errProblems
+	}
+	defer m.Close(ctx)
+	man := m.Manifest()
+	fmt.Fprintf(stdout, "abi:     v%d (this host speaks v%d)\n", man.ABI, abi.Version)
+	if man.Name != "" {
+		fmt.Fprintf(stdout, "name:    %s\n", man.Name)
+	}
+	fmt.Fprintf(stdout, "tools:   %d\n", len(man.Tools))
+	for _, t := range man.Tools {
+		printTool(stdout, t)
+	}
+	fmt.Fprintln(stdout, "problems: none")
+	return nil
+}
+
+func printTool(w io.Writer, t abi.Tool) {
+	fmt.Fprintf(w, "\n  %s", t.Name)
+	if t.Title != "" {
+		fmt.Fprintf(w, " — %s", t.Title)
+	}
+	fmt.Fprintf(w, "\n    taskSupport: %s\n", t.TaskSupport)
+	if t.Description != "" {
+		fmt.Fprintf(w, "    description: %s\n", oneLine(t.Description))
+	}
+	fmt.Fprintf(w, "    input: %s\n", schemaSummary(t.InputSchema))
+	if len(t.OutputSchema) > 0 {
+		fmt.Fprintf(w, "    output: %s\n", schemaSummary(t.OutputSchema))
+	}
+	if c := t.Cache; c != nil && c.Cacheable {
+		ttl := "no expiry given"
+		if c.TTLMillis > 0 {
+			ttl = fmt.Sprintf("ttl %d ms", c.TTLMillis)
+		}
+		fmt.Fprintf(w, "    cache: cacheable, %s\n", ttl)
+	} else {
+		fmt.Fprintln(w, "    cache: not cacheable")
+	}
+	if g := t.Grants; g != nil {
+		var asks []string
+		if len(g.Env) > 0 {
+			asks = append(asks, "env "+strings.Join(g.Env, ","))
+		}
+		for _, d := range g.Dirs {
+			mode := "read-only"
+			if d.Write {
+				mode = "read-write"
+			}
+			asks = append(asks, fmt.Sprintf("dir %s (%s)", d.GuestPath, mode))
+		}
+		if g.MemoryMiB > 0 {
+			asks = append(asks, fmt.Sprintf("memory %d MiB", g.MemoryMiB))
+		}
+		if g.TimeoutMs > 0 {
+			asks = append(asks, fmt.Sprintf("timeout %d ms", g.TimeoutMs))
+		}
+		if g.OutputKiB > 0 {
+			asks = append(asks, fmt.Sprintf("output %d KiB", g.OutputKiB))
+		}
+		if len(asks) > 0 {
+			fmt.Fprintf(w, "    asks (granted only by the operator's policy): %s\n", strings.Join(asks, "; "))
+		}
+	}
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
+
+// schemaSummary renders an object schema's properties as
+// "a: number (required), b: string".
+func schemaSummary(raw json.RawMessage) string {
+	var s struct {
+		Properties map[string]struct {
+			Type        any    `json:"type"`
+			Description string `json:"description"`
+		} `json:"properties"`
+		Required []string `json:"required"`
+	}
+	if json.Unmarshal(raw, &s) != nil {
+		return "(unreadable schema)"
+	}
+	if len(s.Properties) == 0 {
+		return "object, no declared properties"
+	}
+	names := slices.Sorted(func(yield func(string) bool) {
+		for k := range s.Properties {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	parts := make([]string, 0, len(names))
+	for _, n := range names {
+		p := s.Properties[n]
+		typ := "any"
+		switch t := p.Type.(type) {
+		case string:
+			typ = t
+		case []any:
+			var ts []string
+			for _, x := range t {
+				ts = append(ts, fmt.Sprint(x))
+			}
+			typ = strings.Join(ts, "|")
+		}
+		part := n + ": " + typ
+		if slices.Contains(s.Required, n) {
+			part += " (required)"
+		}
+		parts = append(parts, part)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// explain adds what to do about a load error.
+func explain(err error) string {
+	var ge *host.GuestError
+	switch {
+	case errors.Is(err, host.ErrNotWasm):
+		return "hint: pass the compiled .wasm binary (not .wat source, not a native executable)."
+	case errors.Is(err, host.ErrCompile):
+		return "hint: the binary is damaged or uses a Wasm feature wazero does not support."
+	case errors.Is(err, abi.ErrVersion):
+		return fmt.Sprintf("hint: rebuild the module against wasmtask ABI v%d (import module %q).", abi.Version, abi.ImportModule)
+	case errors.Is(err, host.ErrModuleABI) && strings.Contains(err.Error(), abi.ExportStart):
+		return "hint: a tool is a WASI command: GOOS=wasip1 GOARCH=wasm go build (no -buildmode=c-shared); clang --target=wasm32-wasi without -mexec-model=reactor."
+	case errors.Is(err, host.ErrModuleABI):
+		return fmt.Sprintf("hint: import only wasi_snapshot_preview1 and the functions of %q listed in ABI.md.", abi.ImportModule)
+	case errors.Is(err, abi.ErrManifest):
+		return `hint: the module's answer to {"abi":1,"method":"describe"} on stdin is not a valid manifest (see ABI.md).`
+	case errors.Is(err, host.ErrSchema):
+		return "hint: fix the tool's inputSchema; it must be a valid JSON Schema object."
+	case errors.As(err, &ge):
+		return `hint: the module failed while describing itself: run it with {"abi":1,"method":"describe"} on stdin to see why.`
+	}
+	return ""
+}
+
+// parseInterleaved parses flags that may come before, between or after the
+// positional arguments, and returns the positional ones.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		if args[0] == "--" {
+			return append(pos, args[1:]...), nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
