@@ -151,12 +151,17 @@ func TestTimestamps(t *testing.T) {
 // (the bubble would fail otherwise).
 func TestCloseLeavesNoGoroutines(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e, err := New(Config{})
+		// Half the tasks have no TTL and no run time limit: only Close ends them.
+		e, err := New(Config{MaxTTL: -1, MaxRunTime: -1})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i := range 20 {
-			tk := mustSubmit(t, e, "alice", SubmitOptions{TTL: time.Duration(i+1) * time.Second}, untilCancelled)
+			ttl := time.Duration(-1)
+			if i%2 == 1 {
+				ttl = time.Duration(i) * time.Second
+			}
+			tk := mustSubmit(t, e, "alice", SubmitOptions{TTL: ttl}, untilCancelled)
 			go e.Wait(context.Background(), "alice", tk.ID)
 			if i%2 == 0 {
 				go func() {
