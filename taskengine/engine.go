@@ -409,7 +409,8 @@ func (e *Engine) Stats() Stats {
 // every waiter with ErrClosed, closes every subscription, and returns once
 // all goroutines the engine started have exited. That includes work: Close
 // waits for each Work function to return, so work must honour its context.
-// After Close every method returns ErrClosed. Close is idempotent.
+// After Close every method but Stats returns ErrClosed. Close is
+// idempotent.
 func (e *Engine) Close() error {
 	e.mu.Lock()
 	if !e.closed {
