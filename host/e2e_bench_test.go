@@ -1,0 +1,425 @@
+package host_test
+
+// End-to-end benchmarks: the real Server on the embedded tools, behind
+// httptest over Streamable HTTP, driven by raw JSON-RPC POSTs from many
+// concurrent client sessions (one session per client goroutine).
+//
+//	go test -run '^$' -bench E2E -count 6 ./host/
+//
+// Sub-benchmarks:
+//   - plain/sha256: tools/call of the C tool (taskSupport forbidden).
+//   - plain/slow_count, task/slow_count: the same call of the fastest
+//     optional tool ({"steps":1,"delay_ms":1}, a Go-built guest), plain and
+//     as a task. One task op is three round trips: tools/call with
+//     params.task, one tasks/get, then tasks/result (which blocks until the
+//     task ends, so the client does not spin on tasks/get).
+//   - cancel: one session; a slow_count task is started and seen running
+//     (off the clock), then the clock runs from sending tasks/cancel until
+//     the answer is in and the guest call has returned inside the host.
+//     rtt/tasks_get is the round trip of a cheap request on the same
+//     session, to read the cancel figures against.
+//     cancel-rtt-ns/op is the tasks/cancel round trip, guest-gone-ns/op the
+//     time from sending it to the host's call into the guest returning.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/wasmtask/wasmtask/host"
+)
+
+// e2eClients is the number of concurrent client sessions: the default
+// per-tool concurrency, so calls run at once rather than queue.
+const e2eClients = host.DefaultMaxConcurrency
+
+// e2eSession is one MCP session over Streamable HTTP. It is used by one
+// goroutine at a time.
+type e2eSession struct {
+	hc  *http.Client
+	url string
+	sid string
+	id  int64
+}
+
+type e2eRPCError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *e2eRPCError) Error() string { return fmt.Sprintf("JSON-RPC error %d: %s", e.Code, e.Message) }
+
+type e2eResponse struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Result json.RawMessage `json:"result"`
+	Error  *e2eRPCError    `json:"error"`
+}
+
+func newE2ESession(hc *http.Client, url string) (*e2eSession, error) {
+	s := &e2eSession{hc: hc, url: url}
+	if _, err := s.call("initialize", map[string]any{
+		"protocolVersion": "2025-11-25",
+		"capabilities":    map[string]any{},
+		"clientInfo":      map[string]any{"name": "e2e-bench", "version": "1"},
+	}); err != nil {
+		return nil, fmt.Errorf("initialize: %w", err)
+	}
+	if s.sid == "" {
+		return nil, errors.New("initialize: no Mcp-Session-Id")
+	}
+	if err := s.post(map[string]any{"jsonrpc": "2.0", "method": "notifications/initialized"}, nil); err != nil {
+		return nil, fmt.Errorf("notifications/initialized: %w", err)
+	}
+	return s, nil
+}
+
+// call sends one request and returns its result, or its JSON-RPC error as an
+// *e2eRPCError.
+func (s *e2eSession) call(method string, params any) (json.RawMessage, error) {
+	s.id++
+	var resp e2eResponse
+	err := s.post(map[string]any{"jsonrpc": "2.0", "id": s.id, "method": method, "params": params}, &resp)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", method, err)
+	}
+	if resp.Error != nil {
+		return nil, fmt.Errorf("%s: %w", method, resp.Error)
+	}
+	return resp.Result, nil
+}
+
+// post sends msg; for a request (resp != nil) it reads the response with the
+// same id from a JSON or an SSE body.
+func (s *e2eSession) post(msg map[string]any, resp *e2eResponse) error {
+	b, err := json.Marshal(msg)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequest(http.MethodPost, s.url, bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if s.sid != "" {
+		req.Header.Set("Mcp-Session-Id", s.sid)
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	}
+	hr, err := s.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer hr.Body.Close()
+	if sid := hr.Header.Get("Mcp-Session-Id"); sid != "" {
+		s.sid = sid
+	}
+	if resp == nil {
+		io.Copy(io.Discard, hr.Body)
+		if hr.StatusCode/100 != 2 {
+			return fmt.Errorf("HTTP %s", hr.Status)
+		}
+		return nil
+	}
+	if hr.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(hr.Body, 1024))
+		return fmt.Errorf("HTTP %s: %s", hr.Status, body)
+	}
+	wantID := fmt.Sprint(msg["id"])
+	match := func(data []byte) bool {
+		*resp = e2eResponse{}
+		return json.Unmarshal(data, resp) == nil && resp.Method == "" && string(resp.ID) == wantID
+	}
+	if strings.HasPrefix(hr.Header.Get("Content-Type"), "application/json") {
+		body, err := io.ReadAll(hr.Body)
+		if err != nil {
+			return err
+		}
+		if !match(body) {
+			return fmt.Errorf("no response with id %s in %.200q", wantID, body)
+		}
+		return nil
+	}
+	sc := bufio.NewScanner(hr.Body)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	for sc.Scan() {
+		if data, ok := bytes.CutPrefix(sc.Bytes(), []byte("data: ")); ok && match(data) {
+			return nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	return fmt.Errorf("the event stream ended without a response to id %s", wantID)
+}
+
+// close ends the session on the server.
+func (s *e2eSession) close() {
+	req, err := http.NewRequest(http.MethodDelete, s.url, nil)
+	if err != nil {
+		return
+	}
+	req.Header.Set("Mcp-Session-Id", s.sid)
+	if hr, err := s.hc.Do(req); err == nil {
+		io.Copy(io.Discard, hr.Body)
+		hr.Body.Close()
+	}
+}
+
+type e2eCallResult struct {
+	Content []struct {
+		Text string `json:"text"`
+	} `json:"content"`
+	IsError bool `json:"isError"`
+	Meta    struct {
+		Related struct {
+			TaskID string `json:"taskId"`
+		} `json:"io.modelcontextprotocol/related-task"`
+	} `json:"_meta"`
+}
+
+type e2eTask struct {
+	TaskID        string `json:"taskId"`
+	Status        string `json:"status"`
+	StatusMessage string `json:"statusMessage"`
+}
+
+// callText checks a CallToolResult and returns its first text.
+func callText(raw json.RawMessage, wantTask string) (string, error) {
+	var r e2eCallResult
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return "", err
+	}
+	if r.IsError || len(r.Content) == 0 {
+		return "", fmt.Errorf("tool error or no content: %s", raw)
+	}
+	if r.Meta.Related.TaskID != wantTask {
+		return "", fmt.Errorf("related-task %q, want %q", r.Meta.Related.TaskID, wantTask)
+	}
+	return r.Content[0].Text, nil
+}
+
+func (s *e2eSession) startTask(tool string, args any) (string, error) {
+	raw, err := s.call("tools/call", map[string]any{"name": tool, "arguments": args, "task": map[string]any{"ttl": 60000}})
+	if err != nil {
+		return "", err
+	}
+	var cr struct{ Task e2eTask }
+	if err := json.Unmarshal(raw, &cr); err != nil {
+		return "", err
+	}
+	if cr.Task.TaskID == "" || cr.Task.Status != "working" {
+		return "", fmt.Errorf("tools/call with task: got %s, want a working task", raw)
+	}
+	return cr.Task.TaskID, nil
+}
+
+func (s *e2eSession) getTask(id string) (e2eTask, error) {
+	var t e2eTask
+	raw, err := s.call("tasks/get", map[string]any{"taskId": id})
+	if err == nil {
+		err = json.Unmarshal(raw, &t)
+	}
+	return t, err
+}
+
+// e2eRun runs op b.N times spread over the sessions, one goroutine each, and
+// stops at the first error.
+func e2eRun(b *testing.B, sessions []*e2eSession, op func(s *e2eSession, i int64) error) {
+	var next atomic.Int64
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	for _, s := range sessions {
+		wg.Go(func() {
+			for !failed.Load() {
+				i := next.Add(1)
+				if i > int64(b.N) {
+					return
+				}
+				if err := op(s, i); err != nil {
+					if !failed.Swap(true) {
+						b.Error(err)
+					}
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+}
+
+func BenchmarkE2E(b *testing.B) {
+	srv, err := host.New(context.Background(), host.Config{CacheDir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4 * e2eClients}}
+	b.Cleanup(func() {
+		srv.Close()
+		ts.Close()
+		hc.CloseIdleConnections()
+	})
+	url := ts.URL + host.HTTPPath
+
+	sessions := make([]*e2eSession, e2eClients)
+	for i := range sessions {
+		if sessions[i], err = newE2ESession(hc, url); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(sessions[i].close)
+	}
+
+	countArgs := map[string]any{"steps": 1, "delay_ms": 1}
+	for _, n := range []int{1, e2eClients} {
+		b.Run(fmt.Sprintf("plain/sha256/clients=%d", n), func(b *testing.B) {
+			e2eRun(b, sessions[:n], func(s *e2eSession, i int64) error {
+				raw, err := s.call("tools/call", map[string]any{"name": "sha256", "arguments": map[string]any{"text": fmt.Sprint("e2e ", i)}})
+				if err != nil {
+					return err
+				}
+				text, err := callText(raw, "")
+				if err == nil && len(text) != 64 {
+					err = fmt.Errorf("sha256: got %q, want 64 hex digits", text)
+				}
+				return err
+			})
+		})
+
+		b.Run(fmt.Sprintf("plain/slow_count/clients=%d", n), func(b *testing.B) {
+			e2eRun(b, sessions[:n], func(s *e2eSession, _ int64) error {
+				raw, err := s.call("tools/call", map[string]any{"name": "slow_count", "arguments": countArgs})
+				if err != nil {
+					return err
+				}
+				text, err := callText(raw, "")
+				if err == nil && text != "counted to 1" {
+					err = fmt.Errorf("slow_count: got %q, want %q", text, "counted to 1")
+				}
+				return err
+			})
+		})
+
+		b.Run(fmt.Sprintf("task/slow_count/clients=%d", n), func(b *testing.B) {
+			e2eRun(b, sessions[:n], func(s *e2eSession, _ int64) error {
+				id, err := s.startTask("slow_count", countArgs)
+				if err != nil {
+					return err
+				}
+				if t, err := s.getTask(id); err != nil {
+					return err
+				} else if t.TaskID != id {
+					return fmt.Errorf("tasks/get: got task %q, want %q", t.TaskID, id)
+				}
+				raw, err := s.call("tasks/result", map[string]any{"taskId": id})
+				if err != nil {
+					return err
+				}
+				text, err := callText(raw, id)
+				if err == nil && text != "counted to 1" {
+					err = fmt.Errorf("tasks/result: got %q, want %q", text, "counted to 1")
+				}
+				return err
+			})
+		})
+	}
+
+	// The round trip of a cheap task request, to read cancel-rtt against.
+	b.Run("rtt/tasks_get", func(b *testing.B) {
+		s := sessions[0]
+		id, err := s.startTask("slow_count", countArgs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		e2eRun(b, sessions[:1], func(s *e2eSession, _ int64) error {
+			t, err := s.getTask(id)
+			if err == nil && t.TaskID != id {
+				err = fmt.Errorf("tasks/get: got task %q, want %q", t.TaskID, id)
+			}
+			return err
+		})
+	})
+
+	b.Run("cancel/slow_count", func(b *testing.B) {
+		s := sessions[0]
+		var rtt, gone time.Duration
+		b.ResetTimer()
+		b.StopTimer()
+		for range b.N {
+			id, err := s.startTask("slow_count", map[string]any{"steps": 10000, "delay_ms": 1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := e2eAwaitRunning(s, id, srv); err != nil {
+				b.Fatal(err)
+			}
+
+			b.StartTimer()
+			start := time.Now()
+			goneAt := make(chan time.Time, 1)
+			go func() { // ends when the call has returned, which cancel causes
+				for srv.InFlightCalls() > 0 {
+					time.Sleep(e2eWatchEvery)
+				}
+				goneAt <- time.Now()
+			}()
+			raw, err := s.call("tasks/cancel", map[string]any{"taskId": id})
+			answered := time.Now()
+			g := <-goneAt
+			b.StopTimer()
+
+			if err != nil {
+				b.Fatal(err)
+			}
+			var t e2eTask
+			if err := json.Unmarshal(raw, &t); err != nil || t.Status != "cancelled" {
+				b.Fatalf("tasks/cancel: got %s (%v), want status cancelled", raw, err)
+			}
+			rtt += answered.Sub(start)
+			gone += g.Sub(start)
+		}
+		b.ReportMetric(float64(rtt.Nanoseconds())/float64(b.N), "cancel-rtt-ns/op")
+		b.ReportMetric(float64(gone.Nanoseconds())/float64(b.N), "guest-gone-ns/op")
+	})
+}
+
+// e2eWatchEvery is how often the cancel benchmark looks at the calls in
+// flight: often enough to resolve tens of microseconds, rarely enough not to
+// take a core from the server on a small machine.
+const e2eWatchEvery = 10 * time.Microsecond
+
+// e2eAwaitRunning waits until task id's guest is past its start: it has
+// reported progress (tasks/get shows a status message) and its call is the
+// one in flight.
+func e2eAwaitRunning(s *e2eSession, id string, srv *host.Server) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		t, err := s.getTask(id)
+		if err != nil {
+			return err
+		}
+		if t.Status != "working" {
+			return fmt.Errorf("task %s is %s before the cancel, want working", id, t.Status)
+		}
+		if t.StatusMessage != "" && srv.InFlightCalls() == 1 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("task %s showed no progress within 30s (in flight: %d)", id, srv.InFlightCalls())
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+}
