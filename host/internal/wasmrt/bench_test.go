@@ -1,0 +1,176 @@
+package wasmrt
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+
+	"github.com/wasmtask/wasmtask/abi"
+)
+
+// benchModule is one module of the call benchmarks.
+type benchModule struct {
+	name, tool, args string
+	wasm             func(testing.TB) []byte
+}
+
+func defaultTool(name string) func(testing.TB) []byte {
+	return func(tb testing.TB) []byte {
+		b, err := os.ReadFile(filepath.Join("..", "..", "defaulttools", name+".wasm"))
+		if err != nil {
+			tb.Skipf("default tool %s: %v", name, err)
+		}
+		return b
+	}
+}
+
+var benchModules = []benchModule{
+	{"wat", "hello", `{}`, func(tb testing.TB) []byte { return wasmFile(tb, "ok") }},
+	{"c", "env", `{"path":"HOME"}`, func(tb testing.TB) []byte { return wasmFile(tb, "fsguest") }},
+	{"add", "add", `{"a":1,"b":2}`, defaultTool("add")},
+	{"sha256", "sha256", `{"text":"abc"}`, defaultTool("sha256")},
+	{"go-demo", "word_count", `{"text":"a b c"}`, defaultTool("demo")},
+}
+
+// BenchmarkCall compares one call through wasmrt with the bare wazero work
+// it wraps (instantiate with stdin/stdout and run _start) on the same
+// runtime settings. The ratio of the two is wasmrt's overhead.
+func BenchmarkCall(b *testing.B) {
+	ctx := context.Background()
+	for _, bm := range benchModules {
+		b.Run(bm.name, func(b *testing.B) {
+			wasm := bm.wasm(b)
+			r := newRuntime(b, Config{})
+			m, err := r.Load(ctx, bm.name, wasm)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer m.Close(ctx)
+			b.Run("wasmrt", func(b *testing.B) {
+				for b.Loop() {
+					if _, err := m.Call(ctx, bm.tool, json.RawMessage(bm.args), Limits{}, nil); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+			b.Run("wazero", func(b *testing.B) {
+				rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCloseOnContextDone(true))
+				defer rt.Close(ctx)
+				wasi_snapshot_preview1.MustInstantiate(ctx, rt)
+				if err := instantiateHost(ctx, rt); err != nil {
+					b.Fatal(err)
+				}
+				compiled, err := rt.CompileModule(ctx, wasm)
+				if err != nil {
+					b.Fatal(err)
+				}
+				req, _ := json.Marshal(abi.Request{ABI: 1, Method: abi.MethodCall, Tool: bm.tool, Arguments: json.RawMessage(bm.args)})
+				var out bytes.Buffer
+				for b.Loop() {
+					out.Reset()
+					cfg := wazero.NewModuleConfig().WithName("").WithRandSource(rand.Reader).
+						WithStdin(bytes.NewReader(req)).WithStdout(&out)
+					mod, err := rt.InstantiateModule(ctx, compiled, cfg)
+					if err != nil {
+						b.Fatal(err)
+					}
+					mod.Close(ctx)
+					if out.Len() == 0 {
+						b.Fatal("no output")
+					}
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkLoad measures Load in a fresh Runtime: compile (cold) or read
+// compiled code from a filled cache directory (warm), plus describe.
+func BenchmarkLoad(b *testing.B) {
+	ctx := context.Background()
+	for _, bm := range benchModules {
+		b.Run(bm.name, func(b *testing.B) {
+			wasm := bm.wasm(b)
+			loadOnce := func(cacheDir string) {
+				r, err := New(ctx, Config{CacheDir: cacheDir})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := r.Load(ctx, bm.name, wasm); err != nil {
+					b.Fatal(err)
+				}
+				r.Close(ctx)
+			}
+			b.Run("cold", func(b *testing.B) {
+				for b.Loop() {
+					loadOnce("")
+				}
+			})
+			b.Run("warm-cache-dir", func(b *testing.B) {
+				dir := b.TempDir()
+				loadOnce(dir)
+				for b.Loop() {
+					loadOnce(dir)
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkLiveInstanceMemory holds n calls alive at once (blocked in
+// elicit) and reports the Go heap held per live instance.
+func BenchmarkLiveInstanceMemory(b *testing.B) {
+	ctx := context.Background()
+	cases := []struct {
+		name, module, tool, args string
+		wasm                     func(testing.TB) []byte
+	}{
+		{"wat", "ok", "ask", `{}`, func(tb testing.TB) []byte { return wasmFile(tb, "ok") }},
+		{"go-demo", "demo", "long_job", `{"steps":2,"delay_ms":1}`, defaultTool("demo")},
+	}
+	const n = 20
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			r := newRuntime(b, Config{})
+			m, err := r.Load(ctx, c.module, c.wasm(b))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer m.Close(ctx)
+			var perInstance float64
+			for b.Loop() {
+				var arrived, release sync.WaitGroup
+				arrived.Add(n)
+				release.Add(1)
+				ev := &events{elicit: func(ctx context.Context, _ abi.ElicitRequest) (abi.ElicitReply, error) {
+					arrived.Done()
+					release.Wait()
+					return abi.ElicitReply{Action: "decline"}, nil
+				}}
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				var wg sync.WaitGroup
+				for range n {
+					wg.Go(func() { m.Call(ctx, c.tool, json.RawMessage(c.args), Limits{}, ev) })
+				}
+				arrived.Wait()
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				release.Done()
+				wg.Wait()
+				perInstance = float64(after.HeapAlloc-before.HeapAlloc) / n
+			}
+			b.ReportMetric(perInstance/1024, "KiB/instance")
+		})
+	}
+}
