@@ -67,7 +67,7 @@ func serveModule(t *testing.T, dir, module string) *mcpClient {
 	if err := os.Chtimes(filepath.Join(dir, module), old, old); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := host.New(context.Background(), host.Config{ToolsDir: dir})
+	srv, err := host.New(context.Background(), host.Config{ToolsDir: dir, CacheDir: compileCache})
 	if err != nil {
 		t.Fatalf("host.New: %v", err)
 	}

@@ -36,7 +36,7 @@ func loadExample(t *testing.T, ex example) *host.Module {
 func loadBytes(t *testing.T, name string, wasm []byte) *host.Module {
 	t.Helper()
 	ctx := context.Background()
-	rt, err := host.NewRuntime(ctx, host.RuntimeConfig{})
+	rt, err := host.NewRuntime(ctx, host.RuntimeConfig{CacheDir: compileCache})
 	if err != nil {
 		t.Fatal(err)
 	}

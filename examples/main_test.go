@@ -1,0 +1,23 @@
+package examples_test
+
+import (
+	"fmt"
+	"os"
+	"testing"
+)
+
+// compileCache is a compiled-code cache shared by the tests of this
+// package: the Go example's 4 MB module is compiled once, not per test.
+var compileCache string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "wasmtask-examples-cache-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	compileCache = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
