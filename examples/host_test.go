@@ -454,7 +454,12 @@ func TestGoDemoThroughHost(t *testing.T) {
 				statuses     []any
 				taskID       string
 				ready        = make(chan struct{})
+				readyOnce    sync.Once
 			)
+			// Release a pending answer even when the test fails early, so
+			// that the answering goroutine ends.
+			release := func() { readyOnce.Do(func() { close(ready) }) }
+			defer release()
 			c.mu.Lock()
 			c.onElicit = func(p map[string]any) any {
 				<-ready // taskID is set
@@ -477,7 +482,7 @@ func TestGoDemoThroughHost(t *testing.T) {
 			mu.Lock()
 			taskID = id
 			mu.Unlock()
-			close(ready)
+			release()
 
 			m := c.call("tasks/result", map[string]any{"taskId": id})
 			r := resultOf(m)
