@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"strings"
 )
 
@@ -161,7 +160,22 @@ var (
 	ErrResult   = errors.New("abi: invalid result")
 )
 
-var toolName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+// ValidToolName reports whether name is a valid tool name: 1 to 128 of
+// A-Z a-z 0-9 _ . - (the characters MCP recommends). A hand-written check,
+// not a regexp, so a Go guest does not link the regexp package.
+func ValidToolName(name string) bool {
+	if len(name) == 0 || len(name) > 128 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_', c == '.', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // DecodeManifest parses and validates a manifest written by a module. It
 // checks the version, that every tool has a valid, unique name, a valid task
@@ -181,7 +195,7 @@ func DecodeManifest(b []byte) (*Manifest, error) {
 	seen := make(map[string]bool, len(m.Tools))
 	for i := range m.Tools {
 		t := &m.Tools[i]
-		if !toolName.MatchString(t.Name) {
+		if !ValidToolName(t.Name) {
 			return nil, fmt.Errorf("%w: tool %d: invalid name %q (want 1-128 of A-Z a-z 0-9 _ . -)", ErrManifest, i, t.Name)
 		}
 		if seen[t.Name] {

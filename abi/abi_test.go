@@ -160,3 +160,14 @@ func FuzzDecodeResult(f *testing.F) {
 		}
 	})
 }
+
+func TestValidToolName(t *testing.T) {
+	for name, want := range map[string]bool{
+		"echo": true, "a.b-c_D9": true, strings.Repeat("x", 128): true,
+		"": false, strings.Repeat("x", 129): false, "a b": false, "é": false, "a/b": false, "a\x00": false,
+	} {
+		if got := abi.ValidToolName(name); got != want {
+			t.Errorf("ValidToolName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
