@@ -11,6 +11,8 @@
 //     command line (wasmtask inspect and call), tests of tool modules and
 //     the hostile-guest suite use it.
 //
+// Calling one tool of a module directly:
+//
 //	rt, err := host.NewRuntime(ctx, host.RuntimeConfig{})
 //	defer rt.Close(ctx)
 //	m, err := rt.Load(ctx, "add", wasm)
