@@ -137,7 +137,10 @@ func (r *registry) callModule(ctx context.Context, m *wasmrt.Module, name string
 		wev = events{ev}
 	}
 	res, err := m.Call(ctx, name, args, lim, wev)
-	if err != nil && context.Cause(ctx) == errModuleRemoved {
+	// Whatever the guest did after its module was removed (a guest woken
+	// from a sleep by the cancel may still exit with a result), the call
+	// ends with the removal.
+	if context.Cause(ctx) == errModuleRemoved {
 		return nil, fmt.Errorf("tool %q: %w", name, errModuleRemoved)
 	}
 	return res, err
