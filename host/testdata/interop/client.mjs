@@ -72,9 +72,11 @@ const client = new Client(
   { capabilities: { elicitation: { form: {} } } },
 );
 client.onerror = (e) => sdkErrors.push(String(e?.stack ?? e));
+const ACCEPT = { action: 'accept', content: { confirm: true } };
+let answer = ACCEPT; // what the user answers to elicitation/create
 client.setRequestHandler(ElicitRequestSchema, async (req) => {
   elicitations.push(req.params);
-  return { action: 'accept', content: { confirm: true } };
+  return answer;
 });
 client.setNotificationHandler(TaskStatusNotificationSchema, (n) => {
   statusNotes.push(n.params);
@@ -206,6 +208,33 @@ async function main() {
     check('tasks/list: shows the completed task', doneTaskId && all.some((t) => t.taskId === doneTaskId && t.status === 'completed'), show(all));
   });
 
+  // --- tasks/list pages: more tasks than one page ---------------------------
+  await step('tasks/list pages', async () => {
+    // Tasks whose arguments fail the input schema fail at once, without
+    // running a guest: a cheap way to fill more than one page.
+    const made = new Set();
+    for (let i = 0; i < 60; i++) {
+      const cr = await client.request(
+        { method: 'tools/call', params: { name: 'slow_count', arguments: { steps: 0 } } },
+        CreateTaskResultSchema,
+        { task: { ttl: 600000 } },
+      );
+      made.add(cr.task.taskId);
+    }
+    const seen = new Map();
+    let cursor, pages = 0;
+    do {
+      const r = await client.experimental.tasks.listTasks(cursor);
+      pages++;
+      for (const t of r.tasks) seen.set(t.taskId, (seen.get(t.taskId) ?? 0) + 1);
+      cursor = r.nextCursor;
+    } while (cursor && pages < 100);
+    const missing = [...made].filter((id) => !seen.has(id));
+    const twice = [...seen].filter(([, n]) => n > 1);
+    check('tasks/list pages: more than one page via nextCursor', pages >= 2, `pages ${pages}, tasks ${seen.size}`);
+    check('tasks/list pages: every task once', missing.length === 0 && twice.length === 0, show({ missing, twice }));
+  });
+
   // --- cancel a running task ------------------------------------------------
   await step('tasks/cancel', async () => {
     const cr = await client.request(
@@ -256,7 +285,53 @@ async function main() {
     }
   });
 
+  // --- long_job declined: the tool stops and still completes ----------------
+  await step('long_job declined', async () => {
+    answer = { action: 'decline' };
+    let result, error;
+    try {
+      for await (const m of client.experimental.tasks.callToolStream({ name: 'long_job', arguments: { steps: 4, delay_ms: 50 } })) {
+        if (m.type === 'result') result = m.result;
+        if (m.type === 'error') error = m.error;
+      }
+    } finally {
+      answer = ACCEPT;
+    }
+    check('long_job declined: completes with confirmed false after 2 steps', !error && result?.structuredContent?.confirmed === false && result?.structuredContent?.done === 2,
+      show({ result, error: String(error) }));
+  });
+
+  // --- cancel while input_required: no elicitation is delivered afterwards --
+  await step('cancel input_required', async () => {
+    const before = elicitations.length;
+    const cr = await client.request(
+      { method: 'tools/call', params: { name: 'long_job', arguments: { steps: 2, delay_ms: 10 } } },
+      CreateTaskResultSchema,
+      { task: { ttl: 600000 } },
+    );
+    const id = cr.task.taskId;
+    let t = cr.task;
+    for (let i = 0; i < 600 && t.status === 'working'; i++) {
+      await sleep(50);
+      t = await client.experimental.tasks.getTask(id);
+    }
+    check('cancel input_required: task waits for input', t.status === 'input_required', show(t));
+    const c = await client.experimental.tasks.cancelTask(id);
+    check('cancel input_required: answers cancelled', c.status === 'cancelled', show(c));
+    await expectError('cancel input_required: tasks/result is an error, no elicitation', -32603, () =>
+      client.experimental.tasks.getTaskResult(id, CallToolResultSchema),
+    );
+    const t2 = await client.experimental.tasks.getTask(id);
+    check('cancel input_required: stays cancelled, nothing elicited', t2.status === 'cancelled' && elicitations.length === before, show({ t2, asked: elicitations.slice(before) }));
+  });
+
   // --- raw checks the high-level API refuses --------------------------------
+  await expectError('plain call of an unknown tool → -32602', -32602, () =>
+    client.request({ method: 'tools/call', params: { name: 'no_such_tool', arguments: {} } }, CallToolResultSchema),
+  );
+  await expectError('task call of an unknown tool → -32602', -32602, () =>
+    client.request({ method: 'tools/call', params: { name: 'no_such_tool', arguments: {} } }, CreateTaskResultSchema, { task: {} }),
+  );
   await expectError('plain call of a required tool (long_job) → -32601', -32601, () =>
     client.request({ method: 'tools/call', params: { name: 'long_job', arguments: { steps: 2 } } }, CallToolResultSchema),
   );
@@ -277,6 +352,26 @@ async function main() {
     const t = await client.request({ method: 'tasks/get', params: { taskId: doneTaskId } }, GetTaskResultSchema);
     check('tasks/get raw: TTL and timestamps', typeof t.ttl === 'number' && !Number.isNaN(Date.parse(t.lastUpdatedAt)), show(t));
   });
+
+  // --- another session cannot see or touch this session's tasks -------------
+  if (mode === 'http' && doneTaskId) {
+    await step('isolation', async () => {
+      const other = new Client({ name: 'wasmtask-interop-other', version: '1.0.0' }, { capabilities: {} });
+      other.onerror = (e) => sdkErrors.push(`other session: ${e?.stack ?? e}`);
+      await other.connect(new StreamableHTTPClientTransport(new URL(target)));
+      try {
+        await expectError('isolation: tasks/get of another session\'s task → -32602', -32602, () => other.experimental.tasks.getTask(doneTaskId));
+        await expectError('isolation: tasks/result of another session\'s task → -32602', -32602, () =>
+          other.experimental.tasks.getTaskResult(doneTaskId, CallToolResultSchema),
+        );
+        await expectError('isolation: tasks/cancel of another session\'s task → -32602', -32602, () => other.experimental.tasks.cancelTask(doneTaskId));
+        const r = await other.experimental.tasks.listTasks();
+        check('isolation: tasks/list of another session is empty', r.tasks.length === 0, show(r));
+      } finally {
+        await other.close();
+      }
+    });
+  }
 
   // --- notifications --------------------------------------------------------
   if (mode === 'stdio') {
