@@ -207,15 +207,9 @@ func (tp *ToolPolicy) validate(where string) error {
 	return nil
 }
 
-// resolved is the effective policy of one tool.
-type resolved struct {
-	ToolPolicy
-	env map[string]string // Env plus PassEnv, read from the environment
-}
-
-// forTool merges the tool's override over the defaults and fills built-in
-// defaults. getenv reads the server's environment for PassEnv.
-func (p *Policy) forTool(name string, getenv func(string) (string, bool)) resolved {
+// forTool merges the tool's override over the defaults and fills the
+// built-in defaults. PassEnv is left for limitsOf to read.
+func (p *Policy) forTool(name string) ToolPolicy {
 	var base ToolPolicy
 	if p != nil {
 		base = p.Defaults
@@ -241,19 +235,7 @@ func (p *Policy) forTool(name string, getenv func(string) (string, bool)) resolv
 	if base.MaxQueue == 0 {
 		base.MaxQueue = 4 * base.MaxConcurrency
 	}
-	r := resolved{ToolPolicy: base}
-	if len(base.Env) > 0 || len(base.PassEnv) > 0 {
-		r.env = make(map[string]string, len(base.Env)+len(base.PassEnv))
-		for _, k := range base.PassEnv {
-			if v, ok := getenv(k); ok {
-				r.env[k] = v
-			}
-		}
-		for k, v := range base.Env {
-			r.env[k] = v
-		}
-	}
-	return r
+	return base
 }
 
 func merge(base, o ToolPolicy) ToolPolicy {

@@ -65,28 +65,37 @@ func TestPolicyForTool(t *testing.T) {
 		}
 		return "", false
 	}
+	def := ToolPolicy{MemoryMiB: 64, Timeout: Duration(10 * time.Second), MaxOutputBytes: 1 << 20, MaxLogBytes: 64 << 10, MaxConcurrency: 2, MaxQueue: 8}
 	for _, tc := range []struct {
-		tool string
-		want resolved
+		tool    string
+		want    ToolPolicy
+		wantEnv map[string]string
 	}{
-		{"other", resolved{ToolPolicy: ToolPolicy{MemoryMiB: 64, Timeout: Duration(10 * time.Second), MaxOutputBytes: 1 << 20, MaxLogBytes: 64 << 10,
-			MaxConcurrency: 2, MaxQueue: 8, Env: map[string]string{"A": "1"}}, env: map[string]string{"A": "1"}}},
-		{"big", resolved{ToolPolicy: ToolPolicy{MemoryMiB: 128, Timeout: Duration(10 * time.Second), MaxOutputBytes: 1 << 20, MaxLogBytes: 64 << 10,
-			MaxConcurrency: 2, MaxQueue: 1, Env: map[string]string{"A": "1"}}, env: map[string]string{"A": "1"}}},
-		{"envy", resolved{ToolPolicy: ToolPolicy{MemoryMiB: 64, Timeout: Duration(10 * time.Second), MaxOutputBytes: 1 << 20, MaxLogBytes: 64 << 10,
-			MaxConcurrency: 2, MaxQueue: 8, Env: map[string]string{"B": "2"}, PassEnv: []string{"HOME", "MISSING"}},
-			env: map[string]string{"B": "2", "HOME": "/home/op"}}},
+		{"other", with(def, func(tp *ToolPolicy) { tp.Env = map[string]string{"A": "1"} }), map[string]string{"A": "1"}},
+		{"big", with(def, func(tp *ToolPolicy) { tp.MemoryMiB, tp.MaxQueue, tp.Env = 128, 1, map[string]string{"A": "1"} }), map[string]string{"A": "1"}},
+		{"envy", with(def, func(tp *ToolPolicy) {
+			tp.Env, tp.PassEnv = map[string]string{"B": "2"}, []string{"HOME", "MISSING"}
+		}), map[string]string{"B": "2", "HOME": "/home/op"}},
 	} {
-		got := p.forTool(tc.tool, getenv)
-		if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(resolved{})); diff != "" {
+		got := p.forTool(tc.tool)
+		if diff := cmp.Diff(tc.want, got); diff != "" {
 			t.Errorf("forTool(%q) (-want +got):\n%s", tc.tool, diff)
+		}
+		if diff := cmp.Diff(tc.wantEnv, limitsOf(got, getenv).Env); diff != "" {
+			t.Errorf("limitsOf(%q).Env (-want +got):\n%s", tc.tool, diff)
 		}
 	}
 	// No policy: the built-in defaults, nothing granted.
-	got := (*Policy)(nil).forTool("x", getenv)
-	if got.MemoryMiB != DefaultMemoryMiB || got.Timeout.std() != DefaultTimeout || got.env != nil || got.Mounts != nil {
+	got := (*Policy)(nil).forTool("x")
+	lim := limitsOf(got, getenv)
+	if got.MemoryMiB != DefaultMemoryMiB || got.Timeout.std() != DefaultTimeout || lim.Env != nil || lim.Mounts != nil {
 		t.Errorf("nil policy: got %+v, want defaults with no env or mounts", got)
 	}
+}
+
+func with(tp ToolPolicy, f func(*ToolPolicy)) ToolPolicy {
+	f(&tp)
+	return tp
 }
 
 func TestGateBoundsRunningAndQueued(t *testing.T) {

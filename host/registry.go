@@ -76,17 +76,8 @@ func (r *registry) List() []abi.Tool {
 // Call implements mcpserver.Tools: it runs one call in a fresh instance of
 // the module that serves name now, within the tool's policy.
 func (r *registry) Call(ctx context.Context, name string, args json.RawMessage, ev mcpserver.Events) (*abi.Result, error) {
-	pol := r.policy.forTool(name, r.getenv)
-	lim := wasmrt.Limits{
-		MemoryPages:    uint32(pol.MemoryMiB) * 16,
-		Timeout:        pol.Timeout.std(),
-		MaxOutputBytes: pol.MaxOutputBytes,
-		MaxLogBytes:    pol.MaxLogBytes,
-		Env:            pol.env,
-	}
-	for _, m := range pol.Mounts {
-		lim.Mounts = append(lim.Mounts, wasmrt.Mount{HostDir: m.HostDir, GuestPath: m.GuestPath, Write: m.Write})
-	}
+	pol := r.policy.forTool(name)
+	lim := limitsOf(pol, r.getenv)
 	tg := r.gate(name, pol)
 	if err := tg.enter(ctx); err != nil {
 		return nil, fmt.Errorf("tool %q: %w", name, err)
@@ -170,7 +161,7 @@ func (r *registry) swap(g *generation) {
 	}
 }
 
-func (r *registry) gate(name string, pol resolved) *gate {
+func (r *registry) gate(name string, pol ToolPolicy) *gate {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	g := r.gates[name]
