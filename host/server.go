@@ -113,8 +113,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("host: watching %s: %w", cfg.ToolsDir, err)
 		}
 		s.watcher = w
-		// The first snapshot is loaded before New returns so the first
-		// tools/list is complete.
+		// The first snapshot is loaded before New returns, so the first
+		// tools/list holds every module that was settled on disk. A file
+		// modified less than ReloadDebounce ago is taken as still being
+		// written and arrives with the next reload (and list_changed).
 		s.reload(ctx, <-w.Changes())
 	}
 
