@@ -274,6 +274,10 @@ func (e *Engine) workReturned(t *task, out Outcome) {
 	e.bytes += t.outcome.Size
 }
 
+// cancelledMessage is the status message of a task cancelled by Cancel: it
+// reaches clients, so it names no package.
+const cancelledMessage = "cancelled by the requestor"
+
 // outcomeStatus is the terminal status of a task whose work returned out.
 func outcomeStatus(out Outcome) Status {
 	if out.Err != nil || out.Failed {
@@ -389,6 +393,7 @@ func (e *Engine) Cancel(owner, id string) (Task, error) {
 		return e.snapshotLocked(t), ErrTerminal
 	}
 	e.finishLocked(t, StatusCancelled, Outcome{Err: ErrCancelled}, time.Now())
+	t.msg = cancelledMessage
 	t.cancel(ErrCancelled)
 	return e.snapshotLocked(t), nil
 }
