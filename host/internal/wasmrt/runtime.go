@@ -226,7 +226,7 @@ func (r *Runtime) liveEntries() int {
 }
 
 func (r *Runtime) build(ctx context.Context, e *entry, name string, wasm []byte) error {
-	compiled, err := r.rt.CompileModule(ctx, wasm)
+	compiled, err := r.rt.CompileModule(withCallGuard(ctx), wasm)
 	if err != nil {
 		return fmt.Errorf("load %q: %w: %v", name, ErrCompile, err)
 	}
