@@ -46,6 +46,7 @@ func runCall(ctx context.Context, args []string, term terminal) error {
 	timeout := fs.Duration("timeout", host.DefaultTimeout, "wall-clock limit of the call")
 	memMiB := fs.Int("memory-mib", host.DefaultMemoryMiB, "memory limit of the call in `MiB`")
 	interp := fs.Bool("interpreter", false, "run in wazero's interpreter instead of its compiler")
+	cacheDir := fs.String("cache-dir", defaultCacheDir(), "compiled-code cache `DIR`; empty disables")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -62,7 +63,7 @@ func runCall(ctx context.Context, args []string, term terminal) error {
 	if err != nil {
 		return err
 	}
-	rt, err := host.NewRuntime(ctx, host.RuntimeConfig{Interpreter: *interp})
+	rt, err := host.NewRuntime(ctx, host.RuntimeConfig{Interpreter: *interp, CacheDir: usableCacheDir(*cacheDir)})
 	if err != nil {
 		return err
 	}

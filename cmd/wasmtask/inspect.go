@@ -34,6 +34,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(fs.Output(), inspectUsage); fs.PrintDefaults() }
 	asJSON := fs.Bool("json", false, "print the validated manifest as JSON instead")
+	cacheDir := fs.String("cache-dir", defaultCacheDir(), "compiled-code cache `DIR`; empty disables")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -47,7 +48,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	rt, err := host.NewRuntime(ctx, host.RuntimeConfig{})
+	rt, err := host.NewRuntime(ctx, host.RuntimeConfig{CacheDir: usableCacheDir(*cacheDir)})
 	if err != nil {
 		return err
 	}

@@ -68,12 +68,7 @@ func runServe(args []string) error {
 		}
 		cfg.Policy = p
 	}
-	if cfg.CacheDir != "" {
-		if err := os.MkdirAll(cfg.CacheDir, 0o700); err != nil {
-			logger.Warn("compile cache disabled", "dir", cfg.CacheDir, "err", err)
-			cfg.CacheDir = ""
-		}
-	}
+	cfg.CacheDir = usableCacheDir(cfg.CacheDir)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -107,6 +102,22 @@ func runServe(args []string) error {
 	return srv.ServeHTTP(ctx, l)
 }
 
+// usableCacheDir creates dir if needed and returns it, or "" (no disk
+// cache) when it cannot be created: a cache is an optimisation, never a
+// reason to fail.
+func usableCacheDir(dir string) string {
+	if dir == "" {
+		return ""
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		fmt.Fprintf(os.Stderr, "wasmtask: compile cache disabled: %v\n", err)
+		return ""
+	}
+	return dir
+}
+
+// defaultCacheDir is wasmtask/ under the user's cache directory
+// ($XDG_CACHE_HOME or ~/.cache on Linux).
 func defaultCacheDir() string {
 	d, err := os.UserCacheDir()
 	if err != nil {

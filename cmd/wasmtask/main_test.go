@@ -1,0 +1,20 @@
+package main
+
+import (
+	"os"
+	"testing"
+)
+
+// TestMain points the default compile cache at a temporary directory, so
+// the tests share compiled code (the Go demo module compiles once) without
+// touching the user's cache.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "wasmtask-cli-cache-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_CACHE_HOME", dir)
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
