@@ -1,0 +1,37 @@
+;; state: tries to keep state between calls in a mutable global and in a
+;; memory cell (address 100), both starting at 0 and incremented by each call;
+;; answers "<global> <memory>" as two digits. Fresh instances answer "1 1".
+(module
+  (import "wasi_snapshot_preview1" "fd_read" (func $fd_read (param i32 i32 i32 i32) (result i32)))
+  (import "wasi_snapshot_preview1" "fd_write" (func $fd_write (param i32 i32 i32 i32) (result i32)))
+  (memory (export "memory") 1)
+  (data (i32.const 4096) "{\"abi\":1,\"tools\":[{\"name\":\"count\",\"taskSupport\":\"optional\"}]}\00")
+  (global $g (mut i32) (i32.const 0))
+  (data (i32.const 8192) "{\"content\":[{\"type\":\"text\",\"text\":\"g m\"}]}\00")
+  (func $strlen (param $p i32) (result i32) (local $n i32)
+    (block $d (loop $l
+      (br_if $d (i32.eqz (i32.load8_u (i32.add (local.get $p) (local.get $n)))))
+      (local.set $n (i32.add (local.get $n) (i32.const 1)))
+      (br $l)))
+    (local.get $n))
+  (func $write (param $fd i32) (param $p i32) (param $n i32) (result i32)
+    (i32.store (i32.const 0) (local.get $p))
+    (i32.store (i32.const 4) (local.get $n))
+    (call $fd_write (local.get $fd) (i32.const 0) (i32.const 1) (i32.const 8)))
+  (func $puts (param $fd i32) (param $p i32) (result i32)
+    (call $write (local.get $fd) (local.get $p) (call $strlen (local.get $p))))
+  (func $describe (result i32)
+    (i32.store (i32.const 0) (i32.const 1024))
+    (i32.store (i32.const 4) (i32.const 2048))
+    (drop (call $fd_read (i32.const 0) (i32.const 0) (i32.const 1) (i32.const 8)))
+    (i32.eq (i32.load8_u (i32.const 1043)) (i32.const 100)))
+  ;; the first letter of the tool's name
+  (func $tool (result i32) (i32.load8_u (i32.const 1057)))
+  (func (export "_start") (local $i i32) (local $n i32)
+    (if (call $describe) (then (drop (call $puts (i32.const 1) (i32.const 4096))) (return)))
+    (global.set $g (i32.add (global.get $g) (i32.const 1)))
+    (i32.store (i32.const 100) (i32.add (i32.load (i32.const 100)) (i32.const 1)))
+    (i32.store8 (i32.const 8227) (i32.add (i32.const 48) (global.get $g)))
+    (i32.store8 (i32.const 8229) (i32.add (i32.const 48) (i32.load (i32.const 100))))
+    (drop (call $puts (i32.const 1) (i32.const 8192))))
+)
