@@ -70,6 +70,7 @@ func TestMemoryBomb(t *testing.T) {
 				for _, mib := range []int{4, 16} {
 					pol := short()
 					pol.MemoryMiB = mib
+					pol.Timeout = host.Duration(10 * time.Second) // growth is slow under -race
 					// The guest sees memory.grow return -1 and carries on.
 					if got, want := text(t, m, "grow", "{}", host.CallOptions{Policy: pol}), fmt.Sprint(mib*16); got != want {
 						t.Errorf("MemoryMiB %d: guest held %s pages when growth was refused, want %s", mib, got, want)
