@@ -55,9 +55,9 @@
 //
 // The runtime is built WithCloseOnContextDone: when the call's context is
 // canceled or its Limits.Timeout passes, a running guest stops at its next
-// loop back-edge or function call (wazero checks only at loop headers; a
-// function listener, callGuard, checks at every call of a function the
-// module defines, so a loop-free call tree cannot outrun its timeout).
+// loop back-edge or function call (wazero checks only at loop headers; Load
+// inserts an empty loop at the entry of every function, so a loop-free call
+// tree cannot outrun its timeout).
 // Host functions that block (elicit, and the sleep
 // behind WASI poll_oneoff) watch the context and end the guest with
 // sys.ExitError when it is done, never returning into a dead call. Errors:

@@ -226,9 +226,19 @@ func (r *Runtime) liveEntries() int {
 }
 
 func (r *Runtime) build(ctx context.Context, e *entry, name string, wasm []byte) error {
-	compiled, err := r.rt.CompileModule(withCallGuard(ctx), wasm)
+	guarded, guardErr := guardEntries(wasm)
+	if guardErr != nil {
+		// Let wazero explain a malformed module; refuse one it would accept
+		// but that cannot be guarded.
+		guarded = wasm
+	}
+	compiled, err := r.rt.CompileModule(ctx, guarded)
 	if err != nil {
 		return fmt.Errorf("load %q: %w: %v", name, ErrCompile, err)
+	}
+	if guardErr != nil {
+		_ = compiled.Close(ctx)
+		return fmt.Errorf("load %q: %w: %v", name, ErrCompile, guardErr)
 	}
 	e.compiled = compiled
 	if err := checkImportsExports(compiled); err != nil {
