@@ -34,8 +34,8 @@
 //     initial memory exceeds the policy is refused per call before it runs;
 //     one over the runtime ceiling is refused at load.
 //   - TestCallExplosion (explode.wat): an exponential call tree with no
-//     loop ends at the timeout (wazero checks only at loop headers; the
-//     host's call guard checks at function entry).
+//     loop ends at the timeout and at a cancel (wazero checks only at loop
+//     headers; the host puts an empty loop at every function's entry).
 //   - TestHugeOutput (stdout.wat): endless stdout and a valid but oversized
 //     result are KindOutputTooLarge, and the guest is stopped at once.
 //   - TestHugeStderr (stderr.wat): 16 MiB of stderr forwards at most

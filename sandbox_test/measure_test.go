@@ -24,7 +24,8 @@ func percentile(d []time.Duration, p float64) time.Duration {
 // after its deadline passes or its context is canceled: the time from that
 // instant to the return of Call. It asserts the outcome's kind, never the
 // time. Loop is a tight loop (stopped at a loop header), calls a loop-free
-// call tree (stopped by the host's call guard).
+// call tree (stopped at the loop header the host puts at every
+// function's entry).
 func TestMeasureRunawaySurvival(t *testing.T) {
 	const timeout = 5 * time.Millisecond
 	for _, e := range engines {
@@ -97,7 +98,7 @@ func TestMeasureBlockedInstances(t *testing.T) {
 				g := runtime.NumGoroutine() - b.goroutines
 				cancel()
 				wg.Wait()
-				t.Logf("%s: %d instances blocked in elicit (default limits): HeapInuse +%d KiB/instance, Sys +%d KiB/instance, goroutines +%d (the callers')",
+				t.Logf("%s: %d instances blocked in elicit (default limits): HeapInuse +%d KiB/instance, Sys +%d KiB/instance, goroutines +%d (the callers' and wazero's per-call context watchers)",
 					e.name, n, (int64(ms1.HeapInuse)-int64(ms0.HeapInuse))/n>>10, (int64(ms1.Sys)-int64(ms0.Sys))/n>>10, g)
 			}()
 			b.check(t)
