@@ -99,6 +99,20 @@ func TestInitialMemoryOverPolicy(t *testing.T) {
 			})
 		})
 	}
+	// A module that starts with more than the default memory loads (its
+	// describe gets its initial memory) and runs only where the policy
+	// grants that much.
+	t.Run("over the default, granted by policy", func(t *testing.T) {
+		hostile(t, false, "bigdefault", func(t *testing.T, m *host.Module) {
+			_, err := m.Call(context.Background(), "bigdefault", nil, host.CallOptions{Policy: short()})
+			guestErr(t, err, host.KindOutOfMemory, "limit of 256 pages (16 MiB)", "it starts with 1536 pages")
+			pol := short()
+			pol.MemoryMiB = 128
+			if got := text(t, m, "bigdefault", "{}", host.CallOptions{Policy: pol}); got != "ok" {
+				t.Errorf("bigdefault with 128 MiB: got %q, want ok", got)
+			}
+		})
+	})
 	t.Run("over the runtime ceiling", func(t *testing.T) {
 		rt := newRuntime(t, false)
 		_, err := rt.Load(context.Background(), "hugemem", wasmFile(t, "hugemem"))

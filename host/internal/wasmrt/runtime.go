@@ -248,7 +248,11 @@ func (r *Runtime) build(ctx context.Context, e *entry, name string, wasm []byte)
 		e.minPages = max(e.minPages, m.Min())
 	}
 	req, _ := json.Marshal(abi.Request{ABI: abi.Version, Method: abi.MethodDescribe})
+	// describe gets the module's initial memory when that is more than the
+	// default (capped by the ceiling): the operator's policy for its calls
+	// may grant it, and a module must be loadable to be granted anything.
 	out, gerr := r.run(ctx, e, name, abi.MethodDescribe, req, Limits{
+		MemoryPages:    max(DefaultMemoryPages, e.minPages),
 		Timeout:        describeTimeout,
 		MaxOutputBytes: describeMaxOutput,
 	}.withDefaults(r.cfg.MaxMemoryPages), nil)
