@@ -77,10 +77,8 @@ func runServe(args []string) error {
 		return err
 	}
 	defer srv.Close()
-	for _, p := range srv.Problems() {
-		logger.Warn("tool module not served", "problem", p)
-	}
-	logger.Info("serving", "tools", len(srv.Tools()), "dir", cfg.ToolsDir, "http", *httpAddr)
+	// Load problems were logged by the server as it loaded the tools.
+	logger.Info("serving", "tools", len(srv.Tools()), "problems", len(srv.Problems()), "dir", cfg.ToolsDir, "http", *httpAddr)
 
 	if *httpAddr == "" {
 		err := srv.ServeStdio(ctx, os.Stdin, os.Stdout)
