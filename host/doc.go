@@ -31,6 +31,13 @@
 // that call only, with a *[GuestError] naming the module, the tool and the
 // cause.
 //
+// Known limit: the call stack is not part of the memory limit. wazero's
+// compiler lets a deeply recursing guest grow its stack to about 400 MB
+// before the call traps with a stack overflow (measured: ~161 MiB of host
+// memory for one such call); its interpreter stops at 2000 frames. The stack
+// is freed when the call ends, and [Policy].MaxInstances bounds how many
+// calls can hold one at once; size it with this in mind.
+//
 // # Concurrency
 //
 // Server, Runtime and Module are safe for concurrent use; every call runs in
