@@ -47,21 +47,40 @@ func stateOf(ctx context.Context) *callState {
 	return s
 }
 
+// logBytes is log for a message still in guest memory: the budget is
+// checked before the bytes are copied, so a guest cannot make the host copy
+// (or keep) more than its log budget.
+func (s *callState) logBytes(level int32, msg []byte) {
+	if s.ev == nil {
+		return
+	}
+	if len(msg) > s.logLeft {
+		s.overBudget()
+		return
+	}
+	s.log(level, string(msg))
+}
+
 // log forwards one log message while the budget lasts.
 func (s *callState) log(level int32, msg string) {
 	if s.ev == nil {
 		return
 	}
 	if len(msg) > s.logLeft {
-		if !s.logNoted {
-			s.logNoted = true
-			s.ev.Log(abi.LogWarning, "wasmtask: log limit reached, further guest log dropped")
-		}
-		s.logLeft = 0
+		s.overBudget()
 		return
 	}
 	s.logLeft -= len(msg)
 	s.ev.Log(level, msg)
+}
+
+// overBudget ends the call's log: one notice, then nothing more.
+func (s *callState) overBudget() {
+	if !s.logNoted {
+		s.logNoted = true
+		s.ev.Log(abi.LogWarning, "wasmtask: log limit reached, further guest log dropped")
+	}
+	s.logLeft = 0
 }
 
 // hostSignature is the Wasm type of one host function of abi.ImportModule.
@@ -149,7 +168,7 @@ func hostLog(ctx context.Context, mod api.Module, stack []uint64) {
 	msg := guestBytes(mod, abi.FuncLog, api.DecodeU32(stack[1]), api.DecodeU32(stack[2]))
 	level = min(max(level, abi.LogDebug), abi.LogError)
 	if s := stateOf(ctx); s != nil {
-		s.log(level, string(msg))
+		s.logBytes(level, msg)
 	}
 }
 

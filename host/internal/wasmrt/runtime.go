@@ -315,6 +315,12 @@ func checkImportsExports(c wazero.CompiledModule) error {
 	if len(start.ParamTypes()) != 0 || len(start.ResultTypes()) != 0 {
 		return fmt.Errorf("%w: %q has type %s, want () -> ()", ErrABI, abi.ExportStart, sigString(start.ParamTypes(), start.ResultTypes()))
 	}
+	// WASI needs the memory exported as "memory", and the host checks its
+	// initial size against the call's limit before instantiating; a memory
+	// it cannot see could start at any size (up to 4 GiB).
+	if _, ok := c.ExportedMemories()["memory"]; !ok {
+		return fmt.Errorf("%w: no exported \"memory\": a WASI command exports its linear memory", ErrABI)
+	}
 	return nil
 }
 

@@ -47,6 +47,7 @@ func TestLoadRefused(t *testing.T) {
 		{name: "unknown host function", module: "unknown_import", is: ErrABI, want: []string{"wasmtask_v1.frobnicate", "does not define", "elicit, log, progress, reply, status"}},
 		{name: "wrong signature", module: "wrong_sig", is: ErrABI, want: []string{"wasmtask_v1.log with type (i32, i32) -> ()", "want (i32, i32, i32) -> ()"}},
 		{name: "unknown import module", module: "env_import", is: ErrABI, want: []string{"imports env.foo"}},
+		{name: "memory not exported", module: "hiddenmem", is: ErrABI, want: []string{`no exported "memory"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
