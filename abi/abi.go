@@ -153,6 +153,10 @@ type ElicitReply struct {
 	Content json.RawMessage `json:"content,omitempty"`
 }
 
+// MaxTools bounds the tools one module may declare, so that everything the
+// host keeps per tool is bounded by the number of modules.
+const MaxTools = 256
+
 // Errors returned by the decoders; wrapped with details.
 var (
 	ErrVersion  = errors.New("abi: version mismatch")
@@ -191,6 +195,9 @@ func DecodeManifest(b []byte) (*Manifest, error) {
 	}
 	if len(m.Tools) == 0 {
 		return nil, fmt.Errorf("%w: declares no tools", ErrManifest)
+	}
+	if len(m.Tools) > MaxTools {
+		return nil, fmt.Errorf("%w: declares %d tools, at most %d are allowed", ErrManifest, len(m.Tools), MaxTools)
 	}
 	seen := make(map[string]bool, len(m.Tools))
 	for i := range m.Tools {

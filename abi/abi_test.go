@@ -27,6 +27,7 @@ func TestDecodeManifest(t *testing.T) {
 		{"wrong version", `{"abi":2,"tools":[{"name":"a"}]}`, abi.ErrVersion, "declares ABI v2, this host speaks v1"},
 		{"missing version", `{"tools":[{"name":"a"}]}`, abi.ErrVersion, "ABI v0"},
 		{"no tools", `{"abi":1,"tools":[]}`, abi.ErrManifest, "declares no tools"},
+		{"too many tools", `{"abi":1,"tools":[` + strings.TrimSuffix(strings.Repeat(`{"name":"t"},`, abi.MaxTools+1), ",") + `]}`, abi.ErrManifest, "declares 257 tools, at most 256"},
 		{"empty name", `{"abi":1,"tools":[{"name":""}]}`, abi.ErrManifest, "invalid name"},
 		{"bad name", `{"abi":1,"tools":[{"name":"a b"}]}`, abi.ErrManifest, "invalid name"},
 		{"duplicate", `{"abi":1,"tools":[{"name":"a"},{"name":"a"}]}`, abi.ErrManifest, `duplicate tool name "a"`},

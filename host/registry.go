@@ -96,7 +96,7 @@ func (r *registry) Call(ctx context.Context, name string, args json.RawMessage, 
 			return nil, fmt.Errorf("%w: %q", mcpserver.ErrUnknownTool, name)
 		}
 		res, err := r.callModule(ctx, l.Compiled, name, args, lim, ev)
-		if errors.Is(err, wasmrt.ErrClosed) && attempt < 3 && ctx.Err() == nil {
+		if neverRan(err) && attempt < 3 && ctx.Err() == nil {
 			continue
 		}
 		return res, err
@@ -128,6 +128,9 @@ func (r *registry) callModule(ctx context.Context, m *wasmrt.Module, name string
 		wev = events{ev}
 	}
 	res, err := m.Call(ctx, name, args, lim, wev)
+	if neverRan(err) {
+		return nil, err // Call retries on the new generation
+	}
 	// Whatever the guest did after its module was removed (a guest woken
 	// from a sleep by the cancel may still exit with a result), the call
 	// ends with the removal.
@@ -138,6 +141,13 @@ func (r *registry) callModule(ctx context.Context, m *wasmrt.Module, name string
 }
 
 var errModuleRemoved = errors.New("the module was removed from the tool directory")
+
+// neverRan reports whether err says the module was closed before the call
+// could start on it (not a guest stopped by a closing runtime).
+func neverRan(err error) bool {
+	var ge *wasmrt.GuestError
+	return errors.Is(err, wasmrt.ErrClosed) && !errors.As(err, &ge)
+}
 
 // cancelCalls ends the calls in flight on m (used when the operator asked
 // for removed modules' work to stop).
@@ -166,10 +176,10 @@ func (r *registry) gate(name string, pol ToolPolicy) *gate {
 	defer r.mu.Unlock()
 	g := r.gates[name]
 	if g == nil {
+		// Bounded by the served tools: swap prunes the others, and a
+		// generation holds at most MaxModules × abi.MaxTools tools.
 		g = newGate(pol.MaxConcurrency, pol.MaxQueue)
-		if len(r.gates) < 4*plugins.DefaultMaxModules {
-			r.gates[name] = g
-		}
+		r.gates[name] = g
 	}
 	return g
 }
