@@ -249,12 +249,14 @@ func (s *Server) reload(ctx context.Context, snap *plugins.Snapshot) bool {
 	next, released := plugins.Build(ctx, prev, snap, loader{s.rt})
 	s.reg.swap(next)
 	for _, m := range released {
+		// Close does not wait: calls in flight finish on this version and
+		// the compiled code is freed after the last of them. It comes
+		// before cancelCalls: a call that registers after the cancel then
+		// finds the module closed and retries on the new generation.
+		m.Close(ctx)
 		if s.cfg.CancelRemoved {
 			s.reg.cancelCalls(m)
 		}
-		// Close does not wait: calls in flight finish on this version and
-		// the compiled code is freed after the last of them.
-		m.Close(ctx)
 	}
 	for _, p := range next.Problems() {
 		s.log.Warn("tool module not served", "problem", p.String())
