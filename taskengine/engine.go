@@ -274,9 +274,17 @@ func (e *Engine) workReturned(t *task, out Outcome) {
 	e.bytes += t.outcome.Size
 }
 
-// cancelledMessage is the status message of a task cancelled by Cancel: it
-// reaches clients, so it names no package.
-const cancelledMessage = "cancelled by the requestor"
+// statusMessageOf is the status message of a task that ended with err. It
+// reaches clients, so the engine's own errors name no package.
+func statusMessageOf(err error) string {
+	switch err {
+	case ErrCancelled:
+		return "cancelled by the requestor"
+	case errDeadline:
+		return "run time limit reached"
+	}
+	return err.Error()
+}
 
 // outcomeStatus is the terminal status of a task whose work returned out.
 func outcomeStatus(out Outcome) Status {
@@ -290,7 +298,7 @@ func outcomeStatus(out Outcome) Status {
 // When out carries an error, its text becomes the status message.
 func (e *Engine) finishLocked(t *task, to Status, out Outcome, now time.Time) {
 	if out.Err != nil {
-		t.msg = out.Err.Error()
+		t.msg = statusMessageOf(out.Err)
 	}
 	out.Size = max(out.Size, 0)
 	t.outcome = out
@@ -393,7 +401,6 @@ func (e *Engine) Cancel(owner, id string) (Task, error) {
 		return e.snapshotLocked(t), ErrTerminal
 	}
 	e.finishLocked(t, StatusCancelled, Outcome{Err: ErrCancelled}, time.Now())
-	t.msg = cancelledMessage
 	t.cancel(ErrCancelled)
 	return e.snapshotLocked(t), nil
 }
