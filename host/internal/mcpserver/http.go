@@ -31,7 +31,10 @@ func (s *Server) HTTPHandler() http.Handler {
 		s.http = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
 			Logger:              s.log,
 			SessionTimeout:      timeout,
-			MaxRequestBodyBytes: int64(s.cfg.MaxMessageBytes),
+			// serveHTTP enforces MaxMessageBytes on what the client sent;
+			// lifting params.task into _meta then adds a few bytes per
+			// message, which must not turn an accepted body into a 413.
+			MaxRequestBodyBytes: 2*int64(s.cfg.MaxMessageBytes) + 4096,
 		})
 	})
 	mux := http.NewServeMux()

@@ -246,6 +246,34 @@ func waitAttached(t testing.TB, ts *testServer, id string) {
 	t.Fatal("tasks/result never parked")
 }
 
+// A body within MaxMessageBytes is accepted whether or not it carries
+// params.task (lifting it makes the body go-sdk sees a little larger); one
+// byte over the limit is refused with 413.
+func TestHTTPBodyLimitCountsWhatTheClientSent(t *testing.T) {
+	ts := newTestServer(t, taskengine.Config{})
+	c := newHTTPClient(t, ts.httpServer(t))
+	c.initialize()
+	body := func(size int) string {
+		head := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"quick","task":{},"arguments":{"name":"`
+		tail := `"}}}`
+		return head + strings.Repeat("x", size-len(head)-len(tail)) + tail
+	}
+	for _, tc := range []struct {
+		size int
+		want int
+	}{
+		{DefaultMaxMessageBytes - 10, http.StatusOK},
+		{DefaultMaxMessageBytes + 1, http.StatusRequestEntityTooLarge},
+	} {
+		resp := c.do(http.MethodPost, body(tc.size))
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("task call of %d bytes: got HTTP %d, want %d", tc.size, resp.StatusCode, tc.want)
+		}
+	}
+}
+
 func TestLiftBody(t *testing.T) {
 	for _, tc := range []struct{ name, in, want string }{
 		{"no task", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"}}`, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"}}`},
