@@ -29,8 +29,8 @@ func (s *Server) HTTPHandler() http.Handler {
 			timeout = 0
 		}
 		s.http = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
-			Logger:              s.log,
-			SessionTimeout:      timeout,
+			Logger:         s.log,
+			SessionTimeout: timeout,
 			// serveHTTP enforces MaxMessageBytes on what the client sent;
 			// lifting params.task into _meta then adds a few bytes per
 			// message, which must not turn an accepted body into a 413.
