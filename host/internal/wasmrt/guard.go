@@ -7,7 +7,9 @@ import (
 )
 
 // guardEntries returns a copy of the module wasm whose every function body
-// starts with an empty loop ("loop end", 0x03 0x40 0x0b).
+// starts with an empty loop ("loop end", 0x03 0x40 0x0b), whose tables have
+// a bounded maximum (boundTables), and refuses a function with more than
+// maxLocals locals.
 //
 // Why: WithCloseOnContextDone makes wazero check for a closed module only
 // at loop headers, in both engines. A guest whose work is a loop-free call
@@ -40,21 +42,95 @@ func guardEntries(wasm []byte) ([]byte, error) {
 		}
 		payload := p[1+n : 1+n+int(size)]
 		p = p[1+n+int(size):]
-		if id != 10 { // not the code section
-			out = append(out, id)
-			out = binary.AppendUvarint(out, uint64(len(payload)))
-			out = append(out, payload...)
-			continue
-		}
-		code, err := guardCode(payload)
-		if err != nil {
-			return nil, fmt.Errorf("code section: %w", err)
+		var err error
+		switch id {
+		case 4: // table section
+			payload, err = boundTables(payload)
+			if err != nil {
+				return nil, fmt.Errorf("table section: %w", err)
+			}
+		case 10: // code section
+			payload, err = guardCode(payload)
+			if err != nil {
+				return nil, fmt.Errorf("code section: %w", err)
+			}
 		}
 		out = append(out, id)
-		out = binary.AppendUvarint(out, uint64(len(code)))
-		out = append(out, code...)
+		out = binary.AppendUvarint(out, uint64(len(payload)))
+		out = append(out, payload...)
 	}
 	return out, nil
+}
+
+// Bounds on what a module's tables and locals may make the host allocate:
+// wazero keeps a table entry as an 8-byte host pointer and a function's
+// locals on its stack, outside the linear-memory limit of a call.
+const (
+	// maxTables bounds the tables a module defines.
+	maxTables = 8
+	// maxTableEntries bounds the sum of the tables' initial sizes (2 MiB).
+	maxTableEntries = 1 << 18
+	// tableGrowth is how far table.grow may take a table past its initial
+	// size (512 KiB per table); a declared maximum below it is kept.
+	tableGrowth = 1 << 16
+	// maxLocals bounds the locals of one function (1.6 MiB of frame).
+	maxLocals = 200_000
+)
+
+// boundTables rewrites the table section so that every table has a maximum
+// of at most its initial size plus tableGrowth (a growth past it makes
+// table.grow return -1, as a refused memory.grow does), and refuses modules
+// whose tables start larger than maxTableEntries in all.
+func boundTables(p []byte) ([]byte, error) {
+	count, n := binary.Uvarint(p)
+	if n <= 0 || count > maxTables {
+		return nil, fmt.Errorf("%d tables, at most %d", count, maxTables)
+	}
+	p = p[n:]
+	out := binary.AppendUvarint(make([]byte, 0, len(p)+16), count)
+	var total uint64
+	for i := uint64(0); i < count; i++ {
+		if len(p) < 2 {
+			return nil, fmt.Errorf("table %d: truncated", i)
+		}
+		reftype, flags := p[0], p[1]
+		p = p[2:]
+		if flags > 1 {
+			return nil, fmt.Errorf("table %d: unsupported limits flags 0x%x", i, flags)
+		}
+		min, k := binary.Uvarint(p)
+		if k <= 0 || min > 1<<32-1 {
+			return nil, fmt.Errorf("table %d: bad initial size", i)
+		}
+		p = p[k:]
+		max := min + tableGrowth
+		if flags == 1 {
+			declared, k := binary.Uvarint(p)
+			if k <= 0 || declared < min {
+				return nil, fmt.Errorf("table %d: bad maximum size", i)
+			}
+			p = p[k:]
+			max = minU64(max, declared)
+		}
+		total += min
+		if total > maxTableEntries {
+			return nil, fmt.Errorf("tables start with more than %d entries in all", maxTableEntries)
+		}
+		out = append(out, reftype, 1)
+		out = binary.AppendUvarint(out, min)
+		out = binary.AppendUvarint(out, max)
+	}
+	if len(p) != 0 {
+		return nil, errors.New("trailing bytes")
+	}
+	return out, nil
+}
+
+func minU64(a, b uint64) uint64 {
+	if a < b {
+		return a
+	}
+	return b
 }
 
 // entryLoop is "loop (blocktype empty) end".
@@ -80,11 +156,16 @@ func guardCode(p []byte) ([]byte, error) {
 			return nil, fmt.Errorf("function %d: bad locals", i)
 		}
 		off := m
+		var locals uint64
 		for g := uint64(0); g < groups; g++ {
-			_, k := binary.Uvarint(body[off:])
+			c, k := binary.Uvarint(body[off:])
 			if k <= 0 || off+k >= len(body) {
 				return nil, fmt.Errorf("function %d: bad locals", i)
 			}
+			if c > maxLocals || locals+c > maxLocals {
+				return nil, fmt.Errorf("function %d declares more than %d locals", i, maxLocals)
+			}
+			locals += c
 			off += k
 			switch body[off] {
 			case 0x7f, 0x7e, 0x7d, 0x7c, 0x7b, 0x70, 0x6f: // i32 i64 f32 f64 v128 funcref externref
