@@ -64,3 +64,25 @@ func manyLocalsModule(n uint64) []byte {
 	wasm = append(wasm, section(10, code...)...)
 	return wasm
 }
+
+func TestSymlinkStaysInside(t *testing.T) {
+	for _, tc := range []struct {
+		target, link string
+		want         bool
+	}{
+		{"file", "link", true},
+		{"sub/file", "link", true},
+		{"../file", "sub/link", true},
+		{"./x/../y", "link", true},
+		{"/etc/passwd", "link", false},
+		{"../outside", "link", false},
+		{"../../outside", "sub/link", false},
+		{"x/../../outside", "link", false},
+		{"..", "link", false},
+		{"", "link", false},
+	} {
+		if got := symlinkStaysInside(tc.target, tc.link); got != tc.want {
+			t.Errorf("symlinkStaysInside(%q, %q) = %v, want %v", tc.target, tc.link, got, tc.want)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"strings"
 
 	"github.com/tetratelabs/wazero"
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
@@ -182,8 +183,25 @@ func (r *rootFS) Link(oldPath, newPath string) experimentalsys.Errno {
 	return errno(r.root.Link(rel(oldPath), rel(newPath)))
 }
 
+// Symlink creates a link only when its target stays inside the mount: an
+// absolute target or one that climbs out with ".." is refused (EPERM). The
+// guest could not follow such a link anyway (os.Root), but a host process
+// reading the directory later without os.Root would.
 func (r *rootFS) Symlink(oldPath, linkName string) experimentalsys.Errno {
+	if !symlinkStaysInside(oldPath, rel(linkName)) {
+		return experimentalsys.EPERM
+	}
 	return errno(r.root.Symlink(oldPath, rel(linkName)))
+}
+
+// symlinkStaysInside reports whether a link at linkPath (relative to the
+// mount root) pointing at target resolves inside the mount, lexically.
+func symlinkStaysInside(target, linkPath string) bool {
+	if target == "" || path.IsAbs(target) {
+		return false
+	}
+	resolved := path.Join(path.Dir(linkPath), target)
+	return resolved != ".." && !strings.HasPrefix(resolved, "../")
 }
 
 func (r *rootFS) Readlink(p string) (string, experimentalsys.Errno) {
