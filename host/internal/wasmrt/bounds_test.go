@@ -31,7 +31,7 @@ func TestTableAndLocalBounds(t *testing.T) {
 		}
 
 		_, err = r.Load(ctx, "manylocals", manyLocalsModule(maxLocals+1))
-		if !errors.Is(err, ErrCompile) || !strings.Contains(err.Error(), "declares more than 200000 locals") {
+		if !errors.Is(err, ErrCompile) || !strings.Contains(err.Error(), "declares more than 10000 locals") {
 			t.Errorf("interpreter=%v: Load of a function with %d locals: got %v, want ErrCompile naming the locals bound", interp, maxLocals+1, err)
 		}
 	}

@@ -73,8 +73,9 @@ const (
 	// tableGrowth is how far table.grow may take a table past its initial
 	// size (512 KiB per table); a declared maximum below it is kept.
 	tableGrowth = 1 << 16
-	// maxLocals bounds the locals of one function (1.6 MiB of frame).
-	maxLocals = 200_000
+	// maxLocals bounds the locals of one function (80 KB of frame; the
+	// interpreter allows 2000 frames, the compiler about 400 MB of stack).
+	maxLocals = 10_000
 )
 
 // boundTables rewrites the table section so that every table has a maximum
