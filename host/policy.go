@@ -53,7 +53,7 @@ type ToolPolicy struct {
 	// Risk: anything here is readable by the tool. Default none.
 	Env map[string]string `json:"env,omitempty"`
 	// PassEnv names variables of the server's own environment to pass on,
-	// read once when the policy is loaded. Risk: as Env. Default none.
+	// read once per tool, at its first call. Risk: as Env. Default none.
 	PassEnv []string `json:"passEnv,omitempty"`
 	// Mounts grants host directories. They are opened with os.Root, so
 	// symbolic links cannot lead out of them. Risk: a writable mount lets the

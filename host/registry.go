@@ -39,8 +39,16 @@ type registry struct {
 	instances *gate // server-wide
 
 	mu    sync.Mutex
-	gates map[string]*gate // by tool name; pruned to the served tools on swap
+	tools map[string]*toolSlot // by tool name; pruned to the served tools on swap
 	calls map[*wasmrt.Module]map[*inflightCall]struct{}
+}
+
+// toolSlot is what the policy makes of one tool, resolved on its first call
+// (the policy never changes): its gate and its runtime limits, PassEnv read
+// from the environment then.
+type toolSlot struct {
+	gate *gate
+	lim  wasmrt.Limits
 }
 
 type inflightCall struct{ cancel context.CancelCauseFunc }
@@ -56,7 +64,7 @@ func newRegistry(rt *wasmrt.Runtime, p *Policy, log *slog.Logger) *registry {
 		log:       log,
 		getenv:    os.LookupEnv,
 		instances: newGate(maxInst, 4*maxInst),
-		gates:     map[string]*gate{},
+		tools:     map[string]*toolSlot{},
 		calls:     map[*wasmrt.Module]map[*inflightCall]struct{}{},
 	}
 }
@@ -76,13 +84,11 @@ func (r *registry) List() []abi.Tool {
 // Call implements mcpserver.Tools: it runs one call in a fresh instance of
 // the module that serves name now, within the tool's policy.
 func (r *registry) Call(ctx context.Context, name string, args json.RawMessage, ev mcpserver.Events) (*abi.Result, error) {
-	pol := r.policy.forTool(name)
-	lim := limitsOf(pol, r.getenv)
-	tg := r.gate(name, pol)
-	if err := tg.enter(ctx); err != nil {
+	ts := r.slot(name)
+	if err := ts.gate.enter(ctx); err != nil {
 		return nil, fmt.Errorf("tool %q: %w", name, err)
 	}
-	defer tg.leave()
+	defer ts.gate.leave()
 	if err := r.instances.enter(ctx); err != nil {
 		return nil, fmt.Errorf("tool %q: server-wide instance limit: %w", name, err)
 	}
@@ -95,7 +101,7 @@ func (r *registry) Call(ctx context.Context, name string, args json.RawMessage, 
 		if !ok {
 			return nil, fmt.Errorf("%w: %q", mcpserver.ErrUnknownTool, name)
 		}
-		res, err := r.callModule(ctx, l.Compiled, name, args, lim, ev)
+		res, err := r.callModule(ctx, l.Compiled, name, args, ts.lim, ev)
 		if neverRan(err) && attempt < 3 && ctx.Err() == nil {
 			continue
 		}
@@ -159,29 +165,30 @@ func (r *registry) cancelCalls(m *wasmrt.Module) {
 	}
 }
 
-// swap installs g and prunes the gates of tools no longer served.
+// swap installs g and prunes the slots of tools no longer served.
 func (r *registry) swap(g *generation) {
 	r.gen.Store(g)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for name := range r.gates {
+	for name := range r.tools {
 		if _, _, ok := g.Tool(name); !ok {
-			delete(r.gates, name)
+			delete(r.tools, name)
 		}
 	}
 }
 
-func (r *registry) gate(name string, pol ToolPolicy) *gate {
+func (r *registry) slot(name string) *toolSlot {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	g := r.gates[name]
-	if g == nil {
+	ts := r.tools[name]
+	if ts == nil {
 		// Bounded by the served tools: swap prunes the others, and a
 		// generation holds at most MaxModules × abi.MaxTools tools.
-		g = newGate(pol.MaxConcurrency, pol.MaxQueue)
-		r.gates[name] = g
+		pol := r.policy.forTool(name)
+		ts = &toolSlot{gate: newGate(pol.MaxConcurrency, pol.MaxQueue), lim: limitsOf(pol, r.getenv)}
+		r.tools[name] = ts
 	}
-	return g
+	return ts
 }
 
 // events adapts mcpserver.Events to wasmrt.Events.

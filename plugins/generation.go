@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/wasmtask/wasmtask/abi"
 )
@@ -193,7 +194,7 @@ func Build[C any](ctx context.Context, prev *Generation[C], snap *Snapshot, l Lo
 		case !a.serving && b.serving:
 			return 1
 		}
-		return cmpString(a.l.Module.Name, b.l.Module.Name)
+		return strings.Compare(a.l.Module.Name, b.l.Module.Name)
 	})
 	claimed := map[string]string{} // tool → module
 	var accepted []Loaded[C]
@@ -215,7 +216,7 @@ func Build[C any](ctx context.Context, prev *Generation[C], snap *Snapshot, l Lo
 		}
 		accepted = append(accepted, c.l)
 	}
-	slices.SortFunc(accepted, func(a, b Loaded[C]) int { return cmpString(a.Module.Name, b.Module.Name) })
+	slices.SortFunc(accepted, func(a, b Loaded[C]) int { return strings.Compare(a.Module.Name, b.Module.Name) })
 	next.mods = accepted
 	used := map[string]bool{}
 	for i, a := range accepted {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -281,6 +282,6 @@ func sortProblems(ps []Problem) {
 		case a.Name != "" && b.Name == "":
 			return -1
 		}
-		return cmpString(a.Name, b.Name)
+		return strings.Compare(a.Name, b.Name)
 	})
 }

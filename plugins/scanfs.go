@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io/fs"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -55,7 +56,7 @@ func ScanFS(fsys fs.FS, cfg Config) (*Snapshot, error) {
 		}
 		s.modules = append(s.modules, Module{Name: name, Path: base, Digest: digestOf(b), Size: int64(len(b)), ModTime: info.ModTime(), fsys: fsys})
 	}
-	slices.SortFunc(s.modules, func(a, b Module) int { return cmpString(a.Name, b.Name) })
+	slices.SortFunc(s.modules, func(a, b Module) int { return strings.Compare(a.Name, b.Name) })
 	sortProblems(s.problems)
 	return s, nil
 }

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -131,7 +132,7 @@ func (s *Snapshot) Module(name string) (Module, bool) {
 	if s == nil {
 		return Module{}, false
 	}
-	i, ok := slices.BinarySearchFunc(s.modules, name, func(m Module, n string) int { return cmpString(m.Name, n) })
+	i, ok := slices.BinarySearchFunc(s.modules, name, func(m Module, n string) int { return strings.Compare(m.Name, n) })
 	if !ok {
 		return Module{}, false
 	}
@@ -169,16 +170,6 @@ func (s *Snapshot) sameContent(o *Snapshot) bool {
 		}
 	}
 	return true
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Diff is what changed from one snapshot to the next, by module name. Each

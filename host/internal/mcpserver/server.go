@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -215,7 +216,7 @@ func (s *Server) SyncTools() {
 		next.byName[t.Name] = e
 	}
 	next.sorted = slices.SortedFunc(maps.Values(next.byName), func(a, b *toolEntry) int {
-		return cmpString(a.tool.Name, b.tool.Name)
+		return strings.Compare(a.tool.Name, b.tool.Name)
 	})
 	var gone []string
 	for name := range old.byName {
@@ -232,16 +233,6 @@ func (s *Server) SyncTools() {
 			s.addSDKTool(e.tool)
 		}
 	}
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // addSDKTool registers a stub with go-sdk. Our middleware answers tools/list
@@ -403,11 +394,4 @@ func (s *Server) Close() error {
 	}
 	s.wg.Wait()
 	return nil
-}
-
-// isClosed reports whether Close has been called.
-func (s *Server) isClosed() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.closed
 }
