@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 )
 
@@ -279,23 +280,76 @@ func DecodeResult(b []byte) (*Result, error) {
 			return nil, fmt.Errorf("%w: content[%d]: unknown type %q (want text, image or audio)", ErrResult, i, c.Type)
 		}
 	}
-	if len(r.StructuredContent) > 0 {
-		var obj map[string]any
-		if err := json.Unmarshal(r.StructuredContent, &obj); err != nil || obj == nil {
-			return nil, fmt.Errorf("%w: structuredContent is not a JSON object", ErrResult)
-		}
+	// The document parsed, so structuredContent is valid JSON: an object
+	// is one that starts with '{' (no second parse).
+	if sc := bytes.TrimSpace(r.StructuredContent); len(sc) > 0 && sc[0] != '{' {
+		return nil, fmt.Errorf("%w: structuredContent is not a JSON object", ErrResult)
 	}
 	return &r, nil
 }
 
 // strictUnmarshal decodes exactly one JSON value and refuses trailing data.
+// Its errors describe the JSON, never the Go types it decodes into: they
+// reach plugin authors and clients.
 func strictUnmarshal(b []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return errors.New("trailing data after the JSON value")
+	if err := json.Unmarshal(b, v); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) && se.Offset > 0 && se.Offset <= int64(len(b)) && json.Valid(b[:se.Offset-1]) {
+			// A whole value, then more: json.Unmarshal reports it at
+			// the first byte after the value.
+			return errors.New("trailing data after the JSON value")
+		}
+		return jsonError(err)
 	}
 	return nil
+}
+
+// jsonError words an encoding/json error in JSON terms: which member has
+// which kind of value where another was expected.
+func jsonError(err error) error {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te):
+		where := "the document"
+		if te.Field != "" {
+			where = fmt.Sprintf("%q", te.Field)
+		}
+		return fmt.Errorf("%s is %s, want %s", where, article(te.Value), jsonKind(te.Type))
+	case errors.As(err, &se) && strings.Contains(se.Error(), "unexpected end"):
+		return errors.New("the JSON document is incomplete")
+	case errors.As(err, &se):
+		return fmt.Errorf("not valid JSON at byte %d", se.Offset)
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return errors.New("the JSON document is incomplete")
+	}
+	return err
+}
+
+func article(kind string) string {
+	switch kind {
+	case "array", "object":
+		return "an " + kind
+	case "":
+		return "a value"
+	}
+	return "a " + kind
+}
+
+// jsonKind names the JSON kind a Go type decodes from.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
+	}
+	return "an object"
 }

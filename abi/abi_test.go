@@ -21,7 +21,7 @@ func TestDecodeManifest(t *testing.T) {
 			"outputSchema":{"type":"object"},"annotations":{"readOnlyHint":true},
 			"taskSupport":"optional","cache":{"cacheable":true,"ttlMs":1000},
 			"grants":{"env":["HOME"],"dirs":[{"guestPath":"/data"}],"memoryMiB":64}}]}`, nil, ""},
-		{"not json", `hello`, abi.ErrManifest, "invalid character"},
+		{"not json", `hello`, abi.ErrManifest, "not valid JSON at byte 1"},
 		{"trailing data", `{"abi":1,"tools":[{"name":"a"}]} {}`, abi.ErrManifest, "trailing data"},
 		{"trailing brace", `{"abi":1,"tools":[{"name":"a"}]}}`, abi.ErrManifest, "trailing data"},
 		{"wrong version", `{"abi":2,"tools":[{"name":"a"}]}`, abi.ErrVersion, "declares ABI v2, this host speaks v1"},
@@ -86,13 +86,13 @@ func TestDecodeResult(t *testing.T) {
 		{"structured", `{"content":[],"structuredContent":{"n":1},"isError":true}`, ""},
 		{"image", `{"content":[{"type":"image","data":"AA==","mimeType":"image/png"}]}`, ""},
 		{"empty", ``, "wrote nothing"},
-		{"garbage", `\x00\x01garbage`, "invalid character"},
+		{"garbage", `\x00\x01garbage`, "not valid JSON at byte 1"},
 		{"two documents", `{"content":[]}{"content":[]}`, "trailing data"},
 		{"no content", `{"isError":false}`, `missing "content"`},
 		{"unknown type", `{"content":[{"type":"video"}]}`, `unknown type "video"`},
 		{"image without data", `{"content":[{"type":"image"}]}`, "needs data and mimeType"},
 		{"structured not object", `{"content":[],"structuredContent":[1]}`, "structuredContent is not a JSON object"},
-		{"wrong field type", `{"content":"text"}`, "cannot unmarshal"},
+		{"wrong field type", `{"content":"text"}`, `"content" is a string, want an array`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := abi.DecodeResult([]byte(tc.in))

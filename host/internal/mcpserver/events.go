@@ -2,7 +2,6 @@ package mcpserver
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -50,7 +49,7 @@ func (e *callEvents) Log(level int32, msg string) {
 
 func (e *callEvents) Elicit(ctx context.Context, req abi.ElicitRequest) (abi.ElicitReply, error) {
 	if !clientCanElicit(e.ss) {
-		return abi.ElicitReply{}, fmt.Errorf("tool %q: %w", e.tool, ErrElicitUnsupported)
+		return abi.ElicitReply{}, errElicitUnsupported
 	}
 	ctx, stop := withDone(e.ctx, ctx)
 	defer stop()
@@ -65,7 +64,6 @@ type taskEvents struct {
 	s     *Server
 	rq    requestor
 	run   *taskengine.Run
-	owner string
 	id    string
 	token any
 	tool  string
@@ -95,7 +93,7 @@ func (e *taskEvents) Log(level int32, msg string) {
 
 func (e *taskEvents) Elicit(ctx context.Context, req abi.ElicitRequest) (abi.ElicitReply, error) {
 	if !clientCanElicit(e.rq.ss) {
-		return abi.ElicitReply{}, fmt.Errorf("tool %q: %w", e.tool, ErrElicitUnsupported)
+		return abi.ElicitReply{}, errElicitUnsupported
 	}
 	v, err := e.run.RequestInput(ctx, req)
 	if err != nil {

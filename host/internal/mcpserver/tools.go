@@ -1,0 +1,283 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wasmtask/wasmtask/abi"
+	"github.com/wasmtask/wasmtask/taskengine"
+)
+
+const (
+	methodListTools = "tools/list"
+	methodCallTool  = "tools/call"
+
+	relatedTaskKey = "io.modelcontextprotocol/related-task"
+)
+
+// Catalog is one generation of the served tools: an immutable value, safe
+// for concurrent use. The server asks [Config.Catalog] for the current one
+// once per request, so a tools/list and the tools/call it leads to read the
+// same table.
+type Catalog interface {
+	// Tools returns the served tools, sorted by name, with their
+	// declarations normalised (abi.DecodeManifest). The slice is shared:
+	// do not modify it.
+	Tools() []abi.Tool
+	// Tool returns the declaration of the tool called name.
+	Tool(name string) (abi.Tool, bool)
+	// Call runs tool name with args (raw JSON from the request; parsed and
+	// validated by the catalog, once, inside the call's admission and
+	// deadline), reporting to ev. A failure is an error wrapping a
+	// *[Failure], or [ErrUnknownTool] when name is not (or no longer)
+	// served. Call returns promptly once ctx is done.
+	Call(ctx context.Context, name string, args json.RawMessage, ev abi.Events) (*abi.Result, error)
+}
+
+// wireTool is an MCP Tool with execution.taskSupport, which go-sdk's Tool
+// type lacks.
+type wireTool struct {
+	Name         string           `json:"name"`
+	Title        string           `json:"title,omitempty"`
+	Description  string           `json:"description,omitempty"`
+	InputSchema  json.RawMessage  `json:"inputSchema"`
+	OutputSchema json.RawMessage  `json:"outputSchema,omitempty"`
+	Annotations  *abi.Annotations `json:"annotations,omitempty"`
+	Execution    toolExecution    `json:"execution"`
+}
+
+type toolExecution struct {
+	TaskSupport string `json:"taskSupport"`
+}
+
+type listToolsResult struct {
+	mcp.ResultBase
+	Tools []wireTool `json:"tools"`
+}
+
+// listTools renders the catalog in one page (the set is bounded by the
+// tool directory; a cursor from the client is ignored).
+func listTools(c Catalog) *listToolsResult {
+	tools := c.Tools()
+	out := &listToolsResult{Tools: make([]wireTool, 0, len(tools))}
+	for _, t := range tools {
+		out.Tools = append(out.Tools, wireTool{
+			Name:         t.Name,
+			Title:        t.Title,
+			Description:  t.Description,
+			InputSchema:  t.InputSchema,
+			OutputSchema: t.OutputSchema,
+			Annotations:  t.Annotations,
+			Execution:    toolExecution{TaskSupport: t.TaskSupport},
+		})
+	}
+	return out
+}
+
+// ToolsChanged tells connected clients that the tool list changed
+// (notifications/tools/list_changed, debounced by go-sdk). Call it after a
+// catalog swap that changed what tools/list renders.
+//
+// go-sdk sends list_changed only when its own tool registry changes, and
+// has no API to send it otherwise. The catalog is the only tool table; to
+// make go-sdk notify, one placeholder registration is replaced. Our
+// middleware answers tools/list and tools/call, so the placeholder is never
+// listed nor called.
+func (s *Server) ToolsChanged() {
+	s.mcp.AddTool(&mcp.Tool{Name: listChangedPlaceholder, InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return nil, errors.New("unreachable: tools/call is answered by the middleware")
+		})
+}
+
+const listChangedPlaceholder = "io.wasmtask.list-changed"
+
+// callToolResult is an MCP CallToolResult.
+type callToolResult struct {
+	mcp.ResultBase
+	Content           []abi.Content   `json:"content"`
+	StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
+	IsError           bool            `json:"isError,omitempty"`
+}
+
+func toolError(msg string) *callToolResult {
+	return &callToolResult{Content: []abi.Content{{Type: "text", Text: msg}}, IsError: true}
+}
+
+func renderResult(r *abi.Result) *callToolResult {
+	c := r.Content
+	if c == nil {
+		c = []abi.Content{}
+	}
+	return &callToolResult{Content: c, StructuredContent: r.StructuredContent, IsError: r.IsError}
+}
+
+// size estimates the bytes a result holds, for the task store's bound,
+// without encoding it again.
+func (r *callToolResult) size() int64 {
+	n := int64(len(r.StructuredContent)) + 32
+	for _, c := range r.Content {
+		n += int64(len(c.Text)+len(c.Data)+len(c.MIMEType)) + 32
+	}
+	return n
+}
+
+// callTool answers tools/call, plain or task-augmented. The catalog is read
+// once: the declaration checked here and the tool run are of one generation.
+func (s *Server) callTool(ctx context.Context, rq requestor, p *mcp.CallToolParamsRaw) (mcp.Result, error) {
+	if p == nil {
+		return nil, rpcError(jsonrpc.CodeInvalidParams, "tools/call: missing params")
+	}
+	taskMeta, isTask := p.Meta[liftedTaskKey]
+	reqID := p.Meta[requestIDKey]
+	delete(p.Meta, liftedTaskKey)
+	delete(p.Meta, requestIDKey)
+	cat := s.cfg.Catalog()
+	tool, ok := cat.Tool(p.Name)
+	if !ok {
+		return nil, rpcError(jsonrpc.CodeInvalidParams, "unknown tool %q", p.Name)
+	}
+	if err := s.checkArgs(p.Arguments); err != nil {
+		return nil, err
+	}
+	switch support := tool.TaskSupport; {
+	case isTask && support == abi.TaskForbidden:
+		return nil, errMethodNotFound("tool %q does not support task-augmented calls (execution.taskSupport is forbidden)", p.Name)
+	case !isTask && support == abi.TaskRequired:
+		return nil, errMethodNotFound("tool %q must be called as a task (execution.taskSupport is required)", p.Name)
+	}
+	token := p.GetProgressToken()
+	if err := s.beginWork(); err != nil {
+		return nil, err
+	}
+	if !isTask {
+		defer s.endWork()
+		ctx, stop := withDone(ctx, rq.sess.ctx)
+		defer stop()
+		ev := &callEvents{s: s, ss: rq.ss, ctx: ctx, token: token, tool: tool.Name}
+		return s.execute(ctx, cat, tool.Name, p.Arguments, ev)
+	}
+	ttl, err := parseTaskParams(taskMeta)
+	if err != nil {
+		s.endWork()
+		return nil, err
+	}
+	return s.createTask(rq, cat, tool.Name, p.Arguments, token, ttl, reqID)
+}
+
+// checkArgs checks what the protocol asks of arguments, without parsing
+// them: a bounded size, and absent, null or an object. The catalog parses
+// and validates them once, when the call runs.
+func (s *Server) checkArgs(raw json.RawMessage) error {
+	if len(raw) > s.cfg.MaxArgumentBytes {
+		return rpcError(jsonrpc.CodeInvalidParams, "arguments are %d bytes, more than the limit of %d", len(raw), s.cfg.MaxArgumentBytes)
+	}
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 || string(t) == "null" || t[0] == '{' {
+		return nil
+	}
+	return rpcError(jsonrpc.CodeInvalidParams, "arguments must be a JSON object")
+}
+
+// parseTaskParams reads the lifted params.task: an object with an optional
+// non-negative integer ttl in milliseconds.
+func parseTaskParams(v any) (time.Duration, error) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return 0, rpcError(jsonrpc.CodeInvalidParams, "params.task must be an object")
+	}
+	raw, ok := m["ttl"]
+	if !ok || raw == nil {
+		return 0, nil
+	}
+	ms, ok := raw.(float64)
+	if !ok || ms < 0 || ms != math.Trunc(ms) {
+		return 0, rpcError(jsonrpc.CodeInvalidParams, "params.task.ttl must be a non-negative integer (milliseconds)")
+	}
+	if ms > float64(math.MaxInt64/int64(time.Millisecond)) {
+		ms = float64(math.MaxInt64 / int64(time.Millisecond))
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// execute runs one tool call to its CallToolResult, or a JSON-RPC error for
+// what tools/call itself answers with one. A failure is logged in full and
+// answered with the text errors.go decides.
+func (s *Server) execute(ctx context.Context, cat Catalog, tool string, args json.RawMessage, ev abi.Events) (*callToolResult, error) {
+	res, err := cat.Call(ctx, tool, args, ev)
+	switch {
+	case errors.Is(err, ErrUnknownTool):
+		return nil, rpcError(jsonrpc.CodeInvalidParams, "unknown tool %q", tool)
+	case err != nil:
+		s.log.Info("tool call failed", "tool", tool, "err", err)
+		return toolError(failureText(tool, err)), nil
+	case res == nil:
+		s.log.Error("tool call returned no result", "tool", tool)
+		return toolError(failureText(tool, errors.New("no result"))), nil
+	}
+	return renderResult(res), nil
+}
+
+// createTask submits a task-augmented call and answers with CreateTaskResult.
+// reqID is the request's JSON-RPC ID where the connection gave it (stdio):
+// the connection announces the task when it writes that response.
+// The caller counted the task in (beginWork); its work counts it out.
+func (s *Server) createTask(rq requestor, cat Catalog, tool string, args json.RawMessage, token any, ttl time.Duration, reqID any) (mcp.Result, error) {
+	owner := rq.owner()
+	work := func(ctx context.Context, run *taskengine.Run) taskengine.Outcome {
+		defer s.endWork()
+		id := run.ID()
+		ev := &taskEvents{s: s, rq: rq, run: run, id: id, token: token, tool: tool}
+		res, err := s.execute(ctx, cat, tool, args, ev)
+		if err != nil {
+			s.log.Info("task finished", "task", id, "tool", tool, "owner", owner, "error", err)
+			return taskengine.Outcome{Err: err}
+		}
+		if res.IsError {
+			run.SetStatusMessage(firstText(res, "the tool reported an error"))
+		}
+		s.log.Info("task finished", "task", id, "tool", tool, "owner", owner, "isError", res.IsError)
+		return taskengine.Outcome{Value: res, Failed: res.IsError, Size: res.size()}
+	}
+	t, err := s.cfg.Engine.Submit(owner, taskengine.SubmitOptions{TTL: ttl, Meta: tool}, work)
+	if err != nil {
+		s.endWork()
+		s.log.Warn("task refused", "tool", tool, "owner", owner, "err", err)
+		return nil, engineError(err, "")
+	}
+	s.log.Info("task created", "task", t.ID, "tool", tool, "owner", owner, "ttl", t.TTL)
+	if c := rq.sess.stdio; c != nil {
+		if reqID != nil {
+			c.expectTask(reqID, t.ID) // before the response is written
+		}
+		s.watchStatus(rq.sess, owner, t.ID)
+	}
+	return &createTaskResult{Task: wireTaskOf(t)}, nil
+}
+
+func firstText(r *callToolResult, def string) string {
+	for _, c := range r.Content {
+		if c.Type == "text" && c.Text != "" {
+			if len(c.Text) > 200 {
+				return c.Text[:200]
+			}
+			return c.Text
+		}
+	}
+	return def
+}
+
+// withDone returns a context that is done when ctx or also is done. It keeps
+// ctx's values (go-sdk routes writes over HTTP by them).
+func withDone(ctx, also context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(also, cancel)
+	return ctx, func() { stop(); cancel() }
+}
