@@ -28,9 +28,18 @@
 //   - [Engine.Cancel]: cancelled before Cancel returns, Err is
 //     [ErrCancelled]; whatever the work returns later is discarded;
 //   - the run time limit, min(Config.MaxRunTime, granted TTL) from
-//     creation, passes: failed at that instant, Err wraps
-//     [context.DeadlineExceeded], even if the work has not noticed yet;
+//     creation, passes: failed at that instant, Err is [ErrDeadline]
+//     (which wraps [context.DeadlineExceeded]), even if the work has not
+//     noticed yet;
 //   - [Engine.Close]: cancelled, Err is [ErrClosed].
+//
+// Err here is both the Outcome.Err that [Engine.Wait] returns and the
+// [Task.Err] of every later snapshot; callers branch on it with [errors.Is].
+// The engine writes no text for clients: [Task.StatusMessage] is only ever
+// what the work set through [Run], and it is left as it was when the
+// engine ends a task. Wording an ending for a client (or a protocol) is
+// the caller's job, from Task.Err; the engine's error strings name the
+// package and are meant for Go callers and logs.
 //
 // Work runs in its own goroutine on a context built from
 // context.Background() (never from the submitter's request), with the run

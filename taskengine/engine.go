@@ -15,12 +15,20 @@ import (
 type Task struct {
 	ID, Owner                string
 	Status                   Status
-	StatusMessage            string
+	StatusMessage            string // last one the work set through Run; the engine sets none
 	CreatedAt, LastUpdatedAt time.Time
 	TTL                      time.Duration // granted retention from CreatedAt; 0 = unlimited
 	PollInterval             time.Duration // suggested
 	Progress, Total          float64       // last progress report (Total 0 = unknown)
 	Meta                     any           // SubmitOptions.Meta, as given
+	// Err is why a terminal task ended, when an error ended it: the
+	// Outcome.Err that [Engine.Wait] returns. That is [ErrCancelled],
+	// [ErrDeadline] or [ErrClosed] when the engine ended the task, an error
+	// wrapping [ErrPanic] or [ErrTooLarge] when the work's end went wrong,
+	// or the work's own Outcome.Err. It is nil while the task runs and when
+	// it completed or failed without an error (Outcome.Failed). The engine
+	// words nothing for clients: callers turn Err into their own text.
+	Err error
 }
 
 // SubmitOptions are the per-task choices of the submitter.
@@ -274,18 +282,6 @@ func (e *Engine) workReturned(t *task, out Outcome) {
 	e.bytes += t.outcome.Size
 }
 
-// statusMessageOf is the status message of a task that ended with err. It
-// reaches clients, so the engine's own errors name no package.
-func statusMessageOf(err error) string {
-	switch err {
-	case ErrCancelled:
-		return "cancelled by the requestor"
-	case errDeadline:
-		return "run time limit reached"
-	}
-	return err.Error()
-}
-
 // outcomeStatus is the terminal status of a task whose work returned out.
 func outcomeStatus(out Outcome) Status {
 	if out.Err != nil || out.Failed {
@@ -295,11 +291,7 @@ func outcomeStatus(out Outcome) Status {
 }
 
 // finishLocked makes a live task terminal with status to and outcome out.
-// When out carries an error, its text becomes the status message.
 func (e *Engine) finishLocked(t *task, to Status, out Outcome, now time.Time) {
-	if out.Err != nil {
-		t.msg = statusMessageOf(out.Err)
-	}
 	out.Size = max(out.Size, 0)
 	t.outcome = out
 	if err := e.setStatusLocked(t, to, now); err != nil {
@@ -354,9 +346,9 @@ func (e *Engine) Get(owner, id string) (Task, error) {
 }
 
 // Wait blocks until owner's task id is terminal and returns its final
-// snapshot and exactly the Outcome its work produced (for a cancelled task,
-// Outcome.Err is ErrCancelled; for one that ran out of time it wraps
-// context.DeadlineExceeded). It returns early with ctx's error, with
+// snapshot and exactly the Outcome its work produced (for a task the engine
+// ended, Outcome.Err is ErrCancelled, ErrDeadline or ErrClosed; it is always
+// the snapshot's Task.Err). It returns early with ctx's error, with
 // ErrNotFound, or with ErrClosed when the engine closes. Waiters hold no
 // engine resources besides their own goroutine; any number may wait.
 func (e *Engine) Wait(ctx context.Context, owner, id string) (Task, Outcome, error) {
@@ -458,5 +450,6 @@ func (e *Engine) snapshotLocked(t *task) Task {
 		Progress:      t.progress,
 		Total:         t.total,
 		Meta:          t.meta,
+		Err:           t.outcome.Err,
 	}
 }

@@ -158,12 +158,16 @@ func TestOutcomes(t *testing.T) {
 		wantBytes  int64
 	}{
 		{"value", returning(Outcome{Value: "v", Size: 10}), StatusCompleted, "v", nil, "", 10},
-		{"error", returning(Outcome{Err: boom}), StatusFailed, nil, boom, "boom", 0},
+		{"error", returning(Outcome{Err: boom}), StatusFailed, nil, boom, "", 0},
+		{"error keeps the work's message", func(_ context.Context, r *Run) Outcome {
+			r.SetStatusMessage("tried")
+			return Outcome{Err: boom}
+		}, StatusFailed, nil, boom, "tried", 0},
 		{"failed value", returning(Outcome{Value: "tool error", Failed: true, Size: 4}), StatusFailed, "tool error", nil, "", 4},
 		{"negative size counts as zero", returning(Outcome{Value: "v", Size: -5}), StatusCompleted, "v", nil, "", 0},
-		{"panic", func(context.Context, *Run) Outcome { panic("kaboom") }, StatusFailed, nil, ErrPanic, "kaboom", 0},
-		{"goexit", func(context.Context, *Run) Outcome { runtime.Goexit(); return Outcome{} }, StatusFailed, nil, ErrPanic, "without returning", 0},
-		{"too large", returning(Outcome{Value: "big", Size: 1 << 20}), StatusFailed, nil, ErrTooLarge, "larger", 0},
+		{"panic", func(context.Context, *Run) Outcome { panic("kaboom") }, StatusFailed, nil, ErrPanic, "", 0},
+		{"goexit", func(context.Context, *Run) Outcome { runtime.Goexit(); return Outcome{} }, StatusFailed, nil, ErrPanic, "", 0},
+		{"too large", returning(Outcome{Value: "big", Size: 1 << 20}), StatusFailed, nil, ErrTooLarge, "", 0},
 		{"message kept", func(_ context.Context, r *Run) Outcome {
 			r.SetStatusMessage("all done")
 			return Outcome{Value: 1}
@@ -186,8 +190,11 @@ func TestOutcomes(t *testing.T) {
 			if tt.wantErr == nil && out.Err != nil || tt.wantErr != nil && !errors.Is(out.Err, tt.wantErr) {
 				t.Errorf("err: got %v, want %v", out.Err, tt.wantErr)
 			}
-			if !strings.Contains(got.StatusMessage, tt.wantMsg) {
-				t.Errorf("status message: got %q, want it to contain %q", got.StatusMessage, tt.wantMsg)
+			if got.StatusMessage != tt.wantMsg {
+				t.Errorf("status message: got %q, want %q (the engine writes none of its own)", got.StatusMessage, tt.wantMsg)
+			}
+			if tt.wantErr == nil && got.Err != nil || tt.wantErr != nil && !errors.Is(got.Err, tt.wantErr) {
+				t.Errorf("task Err: got %v, want %v", got.Err, tt.wantErr)
 			}
 			if got.Meta != "m" {
 				t.Errorf("meta: got %v, want m", got.Meta)

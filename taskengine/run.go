@@ -31,7 +31,9 @@ type inputWait struct {
 // ID returns the task's ID.
 func (r *Run) ID() string { return r.t.key.id }
 
-// SetStatusMessage sets the task's status message.
+// SetStatusMessage sets the task's status message ([Task.StatusMessage]).
+// Only work sets it; the engine leaves the last one in place when it ends
+// the task.
 func (r *Run) SetStatusMessage(msg string) {
 	e, t := r.e, r.t
 	e.mu.Lock()
@@ -66,11 +68,11 @@ func (r *Run) SetProgress(progress, total float64, msg string) {
 // pending and goes back to working when the last one is answered or
 // withdrawn. If ctx or the task ends first, the request is withdrawn and
 // RequestInput returns the cause: [ErrCancelled] or [ErrClosed] when the task
-// was cancelled or the engine closed, an error wrapping
-// [context.DeadlineExceeded] when the run time limit (or TTL) passed, or
-// ctx's own [context.Cause]. It returns [ErrTooManyInputs] when
-// MaxPendingInputs requests are already pending, and [ErrTerminal] if the
-// task ended otherwise (a stray call after the work returned).
+// was cancelled or the engine closed, [ErrDeadline] when the run time limit
+// (or TTL) passed, or else ctx's own [context.Cause]. It returns
+// [ErrTooManyInputs] when MaxPendingInputs requests are already pending, and
+// [ErrTerminal] if the task ended otherwise (a stray call after the work
+// returned).
 func (r *Run) RequestInput(ctx context.Context, payload any) (any, error) {
 	e, t := r.e, r.t
 	e.mu.Lock()
@@ -98,13 +100,17 @@ func (r *Run) RequestInput(ctx context.Context, payload any) (any, error) {
 	taskCtx := t.ctx
 	e.mu.Unlock()
 
-	var err error
 	select {
 	case v := <-w.reply:
 		return v, nil
 	case <-ctx.Done():
-		err = context.Cause(ctx) // ErrCancelled when ctx derives from the task's
 	case <-taskCtx.Done():
+	}
+	// The task's end wins over ctx's own cause: ctx is usually the task's
+	// context or derives from it, so both are done, and select would pick
+	// either (at the run time limit, context.DeadlineExceeded or ErrDeadline).
+	err := context.Cause(ctx)
+	if taskCtx.Err() != nil {
 		err = causeOf(taskCtx)
 	}
 
@@ -123,7 +129,7 @@ func (r *Run) RequestInput(ctx context.Context, payload any) (any, error) {
 // endCause is what RequestInput returns on a terminal task: the reason it
 // was stopped, or ErrTerminal if its work already returned.
 func (t *task) endCause() error {
-	if t.status == StatusCancelled || t.outcome.Err == errDeadline {
+	if t.status == StatusCancelled || t.outcome.Err == ErrDeadline {
 		return t.outcome.Err
 	}
 	return ErrTerminal
@@ -134,7 +140,7 @@ func causeOf(ctx context.Context) error {
 	if err := context.Cause(ctx); err != context.DeadlineExceeded {
 		return err
 	}
-	return errDeadline
+	return ErrDeadline
 }
 
 // resumeLocked puts an input_required task with no pending request back to

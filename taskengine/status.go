@@ -75,6 +75,9 @@ var (
 	ErrTooManyWatchers = errors.New("taskengine: too many watchers for task")
 )
 
-// errDeadline is the Outcome.Err of a task whose run time limit passed;
-// errors.Is(err, context.DeadlineExceeded) holds for it.
-var errDeadline = fmt.Errorf("taskengine: run time limit reached: %w", context.DeadlineExceeded)
+// ErrDeadline is the Outcome.Err and [Task.Err] of a task whose run time
+// limit, min(Config.MaxRunTime, granted TTL), passed before its work
+// returned, and what [Run.RequestInput] returns then. It wraps
+// [context.DeadlineExceeded], so errors.Is(err, context.DeadlineExceeded)
+// holds for it too.
+var ErrDeadline = fmt.Errorf("taskengine: run time limit reached: %w", context.DeadlineExceeded)

@@ -8,54 +8,83 @@ import (
 	"time"
 )
 
-// A task ended by the engine carries why in Err, the same in every view
-// (watchers, Get), and no status message: the engine writes no client text.
+// A task the engine ends says why in Err, the same in every view (the last
+// snapshot a watcher gets, Get, Wait's Outcome), and keeps the status
+// message its work set: the engine writes no client text of its own.
 func TestEngineEndedTaskErr(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		e := newTestEngine(t, Config{MaxRunTime: time.Second})
-		park := func(ctx context.Context, _ *Run) Outcome { <-ctx.Done(); return Outcome{} }
-
-		cancelled := mustSubmit(t, e, "o", SubmitOptions{}, park)
-		sub, err := e.Watch("o", cancelled.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := e.Cancel("o", cancelled.ID); err != nil {
-			t.Fatal(err)
-		}
-		var last Task
-		for s := range sub.C() {
-			last = s
-		}
-		got, _ := e.Get("o", cancelled.ID)
-		for _, v := range []Task{last, got} {
-			if v.Status != StatusCancelled || !errors.Is(v.Err, ErrCancelled) || v.StatusMessage != "" {
-				t.Errorf("cancelled task: got %s, Err %v, message %q; want cancelled, ErrCancelled, no message", v.Status, v.Err, v.StatusMessage)
-			}
-		}
-
-		// A work that ignores its context: the deadline alone ends the task.
-		release := make(chan struct{})
-		defer close(release)
-		late := mustSubmit(t, e, "o", SubmitOptions{}, func(context.Context, *Run) Outcome { <-release; return Outcome{} })
-		time.Sleep(2 * time.Second)
-		synctest.Wait()
-		got, _ = e.Get("o", late.ID)
-		if got.Status != StatusFailed || !errors.Is(got.Err, ErrDeadline) || got.StatusMessage != "" {
-			t.Errorf("task past its run time: got %s, Err %v, message %q; want failed, ErrDeadline, no message", got.Status, got.Err, got.StatusMessage)
-		}
-
-		// The work's own error is the task's Err; a status message the
-		// work set is kept.
-		boom := errors.New("boom")
-		failed := mustSubmit(t, e, "o", SubmitOptions{}, func(_ context.Context, r *Run) Outcome {
-			r.SetStatusMessage("tried")
-			return Outcome{Err: boom}
+	tests := []struct {
+		name       string
+		ignoresCtx bool                             // the work never looks at its context
+		end        func(e *Engine, id string) error // what ends the task
+		wantStatus Status
+		wantErr    error
+	}{
+		{"cancelled", false, func(e *Engine, id string) error {
+			_, err := e.Cancel("o", id)
+			return err
+		}, StatusCancelled, ErrCancelled},
+		// The deadline alone ends the task: the work has not noticed.
+		{"run time limit", true, func(*Engine, string) error {
+			time.Sleep(time.Minute)
+			return nil
+		}, StatusFailed, ErrDeadline},
+		{"engine closed", false, func(e *Engine, _ string) error { return e.Close() }, StatusCancelled, ErrClosed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := newTestEngine(t, Config{MaxRunTime: time.Minute})
+				release := make(chan struct{})
+				defer close(release) // before the engine's Close in cleanup
+				tk := mustSubmit(t, e, "o", SubmitOptions{}, func(ctx context.Context, r *Run) Outcome {
+					r.SetStatusMessage("halfway")
+					if tt.ignoresCtx {
+						<-release
+					} else {
+						<-ctx.Done()
+					}
+					return Outcome{Value: "late"}
+				})
+				synctest.Wait() // the work has set its message
+				sub, err := e.Watch("o", tk.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := tt.end(e, tk.ID); err != nil {
+					t.Fatalf("ending the task: %v", err)
+				}
+				var last Task
+				for s := range sub.C() {
+					last = s
+				}
+				views := map[string]Task{"watcher": last}
+				var out Outcome
+				if tt.wantErr != ErrClosed { // after Close, Get and Wait say ErrClosed
+					if views["Get"], err = e.Get("o", tk.ID); err != nil {
+						t.Fatalf("Get: %v", err)
+					}
+					if views["Wait"], out, err = e.Wait(t.Context(), "o", tk.ID); err != nil {
+						t.Fatalf("Wait: %v", err)
+					}
+					if out.Err != views["Wait"].Err {
+						t.Errorf("Wait: Outcome.Err %v, Task.Err %v; want the same", out.Err, views["Wait"].Err)
+					}
+				}
+				for view, v := range views {
+					if v.Status != tt.wantStatus || !errors.Is(v.Err, tt.wantErr) || v.StatusMessage != "halfway" {
+						t.Errorf("%s: got %s, Err %v, message %q; want %s, Err %v, message %q (the work's)",
+							view, v.Status, v.Err, v.StatusMessage, tt.wantStatus, tt.wantErr, "halfway")
+					}
+				}
+			})
 		})
-		synctest.Wait()
-		got, _ = e.Get("o", failed.ID)
-		if got.Status != StatusFailed || got.Err != boom || got.StatusMessage != "tried" {
-			t.Errorf("failed work: got %s, Err %v, message %q; want failed, boom, %q", got.Status, got.Err, got.StatusMessage, "tried")
-		}
-	})
+	}
+}
+
+// ErrDeadline is also a context.DeadlineExceeded, for callers that only
+// know the context package.
+func TestErrDeadlineIsDeadlineExceeded(t *testing.T) {
+	if !errors.Is(ErrDeadline, context.DeadlineExceeded) {
+		t.Errorf("errors.Is(ErrDeadline, context.DeadlineExceeded) = false, want true")
+	}
 }

@@ -74,8 +74,8 @@ func TestTTLPassesWhileRunning(t *testing.T) {
 		if elapsed := time.Since(start); elapsed != time.Minute {
 			t.Errorf("Wait returned after %v, want 1m", elapsed)
 		}
-		if got.Status != StatusFailed || !errors.Is(out.Err, context.DeadlineExceeded) {
-			t.Errorf("got %s, %v; want failed with DeadlineExceeded", got.Status, out.Err)
+		if got.Status != StatusFailed || !errors.Is(out.Err, ErrDeadline) || !errors.Is(got.Err, ErrDeadline) {
+			t.Errorf("got %s, Outcome.Err %v, Task.Err %v; want failed with ErrDeadline", got.Status, out.Err, got.Err)
 		}
 		if _, err := e.Get("alice", tk.ID); !errors.Is(err, ErrNotFound) {
 			t.Errorf("after TTL: got %v, want ErrNotFound", err)
@@ -102,8 +102,8 @@ func TestMaxRunTime(t *testing.T) {
 		})
 		time.Sleep(time.Minute)
 		synctest.Wait()
-		if err := <-causes; !errors.Is(err, context.DeadlineExceeded) {
-			t.Errorf("RequestInput at deadline: got %v, want DeadlineExceeded", err)
+		if err := <-causes; !errors.Is(err, ErrDeadline) {
+			t.Errorf("RequestInput at deadline: got %v, want ErrDeadline", err)
 		}
 		got, err := e.Get("alice", tk.ID)
 		if err != nil || got.Status != StatusFailed {
