@@ -21,15 +21,15 @@ const (
 // returned by functions wrap one of these; branch with [errors.Is].
 var (
 	ErrConfig         = errors.New("plugins: invalid config")
-	ErrClosed         = errors.New("plugins: watcher closed")
 	ErrNoDir          = errors.New("plugins: module directory does not exist")
 	ErrNotDir         = errors.New("plugins: module directory is not a directory")
 	ErrTooLarge       = errors.New("plugins: module file too large")
 	ErrTooMany        = errors.New("plugins: too many module files")
 	ErrNotRegular     = errors.New("plugins: module file is not a regular file")
 	ErrBadName        = errors.New("plugins: invalid module name")
-	ErrUnreadable     = errors.New("plugins: module file unreadable")
+	ErrUnreadable     = errors.New("plugins: cannot read module file or directory")
 	ErrDigestMismatch = errors.New("plugins: module file changed since it was scanned")
+	ErrUnstable       = errors.New("plugins: module file is still being written")
 	ErrWatch          = errors.New("plugins: cannot watch the module directory")
 )
 
@@ -39,8 +39,10 @@ var (
 type Config struct {
 	// Dir is the directory of tool modules: one "<name>.wasm" file per module,
 	// flat (subdirectories are ignored). It may be relative (made absolute
-	// once, at construction), may not exist yet, and may be a symbolic link
-	// that is later retargeted. Required.
+	// once, at construction) and may be a symbolic link. It must be a
+	// readable directory when [Scan] or [NewWatcher] is called; a Watcher
+	// then follows it as it is deleted, created again or retargeted.
+	// Required.
 	Dir string
 
 	// MaxModuleBytes is the largest module file that is read; a larger file is
@@ -56,7 +58,9 @@ type Config struct {
 
 	// Debounce is the quiet time the watcher waits after the last change
 	// before it rescans, and the minimum age of a file's modification time
-	// for it to count as completely written. Default DefaultDebounce (250ms).
+	// for it to count as completely written. NewWatcher waits up to four
+	// times Debounce, and never more than 2s, for files still being
+	// written at start. Default DefaultDebounce (250ms).
 	Debounce time.Duration
 
 	// MaxDelay bounds how long a stream of changes that never goes quiet can
@@ -112,4 +116,15 @@ func (c Config) withDefaults() (Config, error) {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return c, nil
+}
+
+// maxStartWait bounds how long NewWatcher waits for files still being
+// written at start.
+const maxStartWait = 2 * time.Second
+
+// startWait is how long NewWatcher waits for files still being written at
+// start: four settle periods, at most maxStartWait. A file that settled
+// just before start needs at most one.
+func (c Config) startWait() time.Duration {
+	return min(4*c.Debounce, maxStartWait)
 }

@@ -1,6 +1,7 @@
 package plugins
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -14,15 +15,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
+// testDebounce keeps the tests on real files and fsnotify quick. No test
+// depends on it for correctness: they wait for states, not for time.
 const testDebounce = 20 * time.Millisecond
 
-// waitTimeout is generous: the machine may be loaded; a passing test never
-// waits this long.
-const waitTimeout = 10 * time.Second
-
+// sum is the digest of s, computed here independently of Digest.
 func sum(s string) string {
 	h := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(h[:])
+	return "sha256:" + hex.EncodeToString(h[:])
 }
 
 // writeAtomic writes a file the safe way: a temporary dotfile renamed over
@@ -45,6 +45,20 @@ func writeFile(t testing.TB, path, content string) {
 	}
 }
 
+// scanDir is one scan by sc of its directory, without the Watcher.
+func scanDir(t testing.TB, sc *scanner) *Snapshot {
+	t.Helper()
+	ls, err := sc.list(resolveDir(sc.cfg.Dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := sc.read(context.Background(), ls, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.snap
+}
+
 // state is what a test expects of a snapshot: module name → digest, and
 // the sentinel of each problem.
 type state struct {
@@ -63,7 +77,7 @@ func stateOf(s *Snapshot) state {
 	return st
 }
 
-var sentinels = []error{ErrNoDir, ErrNotDir, ErrTooLarge, ErrTooMany, ErrNotRegular, ErrBadName, ErrUnreadable, ErrWatch, ErrUnstable}
+var sentinels = []error{ErrNoDir, ErrNotDir, ErrTooLarge, ErrTooMany, ErrNotRegular, ErrBadName, ErrUnreadable, ErrWatch, ErrUnstable, ErrToolConflict, ErrLoad}
 
 func sentinelName(err error) string {
 	for _, s := range sentinels {
@@ -73,6 +87,8 @@ func sentinelName(err error) string {
 	}
 	return err.Error()
 }
+
+var noProblems []string
 
 // mods builds the expected modules from name → content.
 func mods(kv ...string) map[string]string {
@@ -101,29 +117,47 @@ func newTestWatcher(t testing.TB, cfg Config) *Watcher {
 }
 
 // waitState receives snapshots until one matches want, and returns the
-// snapshots seen on the way (including the matching one).
+// snapshots seen on the way (including the matching one). It sets no time
+// budget of its own: see beforeDeadline.
 func waitState(t testing.TB, w *Watcher, want state) []*Snapshot {
 	t.Helper()
 	var seen []*Snapshot
-	timeout := time.After(waitTimeout)
+	stuck := beforeDeadline(t)
 	for {
 		select {
 		case s, ok := <-w.Changes():
 			if !ok {
 				t.Fatalf("Changes closed while waiting for %+v", want)
 			}
-			if len(seen) > 0 && s.Seq() <= seen[len(seen)-1].Seq() {
-				t.Errorf("snapshot Seq %d after %d, want increasing", s.Seq(), seen[len(seen)-1].Seq())
+			if len(seen) > 0 && s.seq <= seen[len(seen)-1].seq {
+				t.Errorf("snapshot seq %d after %d, want increasing", s.seq, seen[len(seen)-1].seq)
 			}
 			seen = append(seen, s)
 			if cmp.Diff(want, stateOf(s)) == "" {
 				return seen
 			}
-		case <-timeout:
-			t.Fatalf("no snapshot matched within %v; latest differs (-want +got):\n%s", waitTimeout, cmp.Diff(want, stateOf(w.Current())))
+		case <-stuck:
+			t.Fatalf("test deadline near and no snapshot matched; latest differs (-want +got):\n%s", cmp.Diff(want, stateOf(w.cur.Load())))
 			return nil
 		}
 	}
+}
+
+// beforeDeadline fires shortly before the test binary's own deadline (go
+// test -timeout), so that a wait that never ends reports what it saw
+// rather than a goroutine dump. It is no time budget: a slow machine only
+// makes a passing test slower. Without a deadline it never fires.
+func beforeDeadline(t testing.TB) <-chan time.Time {
+	d, ok := t.(interface{ Deadline() (time.Time, bool) })
+	if !ok {
+		return nil
+	}
+	deadline, ok := d.Deadline()
+	if !ok {
+		return nil
+	}
+	left := time.Until(deadline)
+	return time.After(left - left/20)
 }
 
 // openFDs counts this process's open file descriptors (linux only).

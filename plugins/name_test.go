@@ -10,7 +10,7 @@ func TestModuleName(t *testing.T) {
 	tests := []struct {
 		base      string
 		candidate bool
-		name      string // "" when ModuleName fails
+		name      string // "" when moduleName fails
 	}{
 		{"echo.wasm", true, "echo"},
 		{"a.wasm", true, "a"},
@@ -36,15 +36,15 @@ func TestModuleName(t *testing.T) {
 		{strings.Repeat("x", 129) + ".wasm", true, ""},
 	}
 	for _, tt := range tests {
-		if got := IsCandidate(tt.base); got != tt.candidate {
-			t.Errorf("IsCandidate(%q) = %v, want %v", tt.base, got, tt.candidate)
+		if got := isCandidate(tt.base); got != tt.candidate {
+			t.Errorf("isCandidate(%q) = %v, want %v", tt.base, got, tt.candidate)
 		}
-		got, err := ModuleName(tt.base)
+		got, err := moduleName(tt.base)
 		if got != tt.name {
-			t.Errorf("ModuleName(%q) = %q, %v; want %q", tt.base, got, err, tt.name)
+			t.Errorf("moduleName(%q) = %q, %v; want %q", tt.base, got, err, tt.name)
 		}
 		if (err != nil) != (tt.name == "") || err != nil && !errors.Is(err, ErrBadName) {
-			t.Errorf("ModuleName(%q) error = %v, want ErrBadName iff no name", tt.base, err)
+			t.Errorf("moduleName(%q) error = %v, want ErrBadName iff no name", tt.base, err)
 		}
 	}
 }
@@ -54,21 +54,21 @@ func FuzzModuleName(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, base string) {
-		name, err := ModuleName(base)
+		name, err := moduleName(base)
 		if err != nil {
 			if !errors.Is(err, ErrBadName) {
-				t.Fatalf("ModuleName(%q): error %v does not wrap ErrBadName", base, err)
+				t.Fatalf("moduleName(%q): error %v does not wrap ErrBadName", base, err)
 			}
 			return
 		}
-		if !IsCandidate(base) {
-			t.Fatalf("ModuleName(%q) = %q but IsCandidate is false", base, name)
+		if !isCandidate(base) {
+			t.Fatalf("moduleName(%q) = %q but isCandidate is false", base, name)
 		}
-		if name+Ext != base {
-			t.Fatalf("ModuleName(%q) = %q, not the base without %s", base, name, Ext)
+		if name+wasmExt != base {
+			t.Fatalf("moduleName(%q) = %q, not the base without %s", base, name, wasmExt)
 		}
 		if name == "" || len(name) > maxNameLen || strings.ContainsAny(name, "/\\ \x00~#") || name[0] == '.' || name[0] == '-' {
-			t.Fatalf("ModuleName(%q) = %q: unsafe name accepted", base, name)
+			t.Fatalf("moduleName(%q) = %q: unsafe name accepted", base, name)
 		}
 	})
 }

@@ -5,7 +5,6 @@ import (
 	"io/fs"
 	"slices"
 	"strings"
-	"time"
 )
 
 // ScanFS takes a snapshot of the modules at the root of fsys, with the same
@@ -25,13 +24,13 @@ func ScanFS(fsys fs.FS, cfg Config) (*Snapshot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnreadable, err)
 	}
-	s := &Snapshot{taken: time.Now()}
+	s := &Snapshot{}
 	for _, e := range entries {
 		base := e.Name()
-		if e.IsDir() || !IsCandidate(base) {
+		if e.IsDir() || !isCandidate(base) {
 			continue
 		}
-		name, err := ModuleName(base)
+		name, err := moduleName(base)
 		if err != nil {
 			s.problems = append(s.problems, Problem{Name: base, Path: base, Err: err})
 			continue
@@ -54,21 +53,21 @@ func ScanFS(fsys fs.FS, cfg Config) (*Snapshot, error) {
 			s.problems = append(s.problems, Problem{Name: name, Path: base, Err: fmt.Errorf("%w: %v", ErrUnreadable, err)})
 			continue
 		}
-		s.modules = append(s.modules, Module{Name: name, Path: base, Digest: digestOf(b), Size: int64(len(b)), ModTime: info.ModTime(), fsys: fsys})
+		s.modules = append(s.modules, Module{Name: name, Path: base, Digest: Digest(b), Size: int64(len(b)), ModTime: info.ModTime(), fsys: fsys})
 	}
 	slices.SortFunc(s.modules, func(a, b Module) int { return strings.Compare(a.Name, b.Name) })
 	sortProblems(s.problems)
 	return s, nil
 }
 
-// readFS is ReadBytes for a module found by ScanFS.
+// readFS is readBytes for a module found by ScanFS.
 func (m Module) readFS() ([]byte, error) {
 	b, err := fs.ReadFile(m.fsys, m.Path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrUnreadable, m.Name, err)
 	}
-	if d := digestOf(b); d != m.Digest {
-		return nil, fmt.Errorf("%w: %s: digest %s, snapshot saw %s", ErrDigestMismatch, m.Name, shortDigest(d), shortDigest(m.Digest))
+	if err := m.checkDigest(b); err != nil {
+		return nil, err
 	}
 	return b, nil
 }

@@ -23,50 +23,28 @@ func names(ms []Module) []string {
 	return out
 }
 
-func TestCompare(t *testing.T) {
+func TestDigest(t *testing.T) {
+	// The SHA-256 of no bytes.
+	if got, want := Digest(nil), "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"; got != want {
+		t.Errorf("Digest(nil) = %s, want %s", got, want)
+	}
 	dir := t.TempDir()
-	scan := func(files map[string]string) *Snapshot {
-		t.Helper()
-		ents, _ := os.ReadDir(dir)
-		for _, e := range ents {
-			os.Remove(filepath.Join(dir, e.Name()))
+	writeFile(t, filepath.Join(dir, "a.wasm"), "aaa")
+	s, err := Scan(context.Background(), Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsnap, err := ScanFS(fstest.MapFS{"a.wasm": {Data: []byte("aaa")}}, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, snap := range []*Snapshot{s, fsnap} {
+		if m, _ := snap.module("a"); m.Digest != Digest([]byte("aaa")) {
+			t.Errorf("Module.Digest = %q, want Digest of the content, %q", m.Digest, Digest([]byte("aaa")))
 		}
-		for n, c := range files {
-			writeFile(t, filepath.Join(dir, n+".wasm"), c)
-		}
-		s, err := Scan(context.Background(), Config{Dir: dir})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
 	}
-	old := scan(map[string]string{"keep": "k", "edit": "v1", "gone": "g", "mv": "m"})
-	new := scan(map[string]string{"keep": "k", "edit": "v2", "add": "a", "moved": "m"})
-
-	d := Compare(old, new)
-	got := map[string][]string{"added": names(d.Added), "removed": names(d.Removed), "changed": names(d.Changed), "unchanged": names(d.Unchanged)}
-	want := map[string][]string{"added": {"add", "moved"}, "removed": {"gone", "mv"}, "changed": {"edit"}, "unchanged": {"keep"}}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("Compare (-want +got):\n%s", diff)
-	}
-	if d.Empty() {
-		t.Error("Empty() = true, want false")
-	}
-	// A rename keeps its digest, so the host can reuse the compiled module.
-	if d.Added[1].Digest != d.Removed[1].Digest {
-		t.Errorf("renamed module digest %s, want %s", d.Added[1].Digest, d.Removed[1].Digest)
-	}
-	if d.Changed[0].Digest != sum("v2") {
-		t.Errorf("changed entry digest is %s, want the new one %s", d.Changed[0].Digest, sum("v2"))
-	}
-	if !Compare(new, new).Empty() {
-		t.Error("Compare(s, s) is not empty")
-	}
-	if got := names(Compare(nil, new).Added); len(got) != 4 {
-		t.Errorf("Compare(nil, s).Added = %v, want all 4", got)
-	}
-	if got := names(Compare(new, nil).Removed); len(got) != 4 {
-		t.Errorf("Compare(s, nil).Removed = %v, want all 4", got)
+	if got, want := shortDigest(Digest(nil)), "sha256:e3b0c44298fc"; got != want {
+		t.Errorf("shortDigest = %s, want %s", got, want)
 	}
 }
 
@@ -109,25 +87,25 @@ func TestScanRules(t *testing.T) {
 	if diff := cmp.Diff(want, stateOf(s)); diff != "" {
 		t.Errorf("Scan (-want +got):\n%s", diff)
 	}
-	m, ok := s.Module("a")
+	m, ok := s.module("a")
 	if !ok || m.Size != 3 || m.Path != filepath.Join(dir, "a.wasm") {
 		t.Errorf("Module(a) = %+v, %v; want size 3 at %s", m, ok, filepath.Join(dir, "a.wasm"))
 	}
-	b, err := m.ReadBytes()
+	b, err := m.readBytes()
 	if err != nil || string(b) != "aaa" {
-		t.Errorf("ReadBytes = %q, %v; want %q", b, err, "aaa")
+		t.Errorf("readBytes = %q, %v; want %q", b, err, "aaa")
 	}
 	writeFile(t, m.Path, "bbb")
-	if _, err := m.ReadBytes(); !errors.Is(err, ErrDigestMismatch) {
-		t.Errorf("ReadBytes after rewrite: err %v, want ErrDigestMismatch", err)
+	if _, err := m.readBytes(); !errors.Is(err, ErrDigestMismatch) {
+		t.Errorf("readBytes after rewrite: err %v, want ErrDigestMismatch", err)
 	}
 	writeFile(t, m.Path, "bbbb")
-	if _, err := m.ReadBytes(); !errors.Is(err, ErrDigestMismatch) {
-		t.Errorf("ReadBytes after growth: err %v, want ErrDigestMismatch", err)
+	if _, err := m.readBytes(); !errors.Is(err, ErrDigestMismatch) {
+		t.Errorf("readBytes after growth: err %v, want ErrDigestMismatch", err)
 	}
 	os.Remove(m.Path)
-	if _, err := m.ReadBytes(); !errors.Is(err, ErrUnreadable) {
-		t.Errorf("ReadBytes after remove: err %v, want ErrUnreadable", err)
+	if _, err := m.readBytes(); !errors.Is(err, ErrUnreadable) {
+		t.Errorf("readBytes after remove: err %v, want ErrUnreadable", err)
 	}
 }
 
@@ -149,29 +127,11 @@ func TestScanMaxModules(t *testing.T) {
 	}
 }
 
-func TestScanDirProblems(t *testing.T) {
-	dir := t.TempDir()
-	file := filepath.Join(dir, "file")
-	writeFile(t, file, "x")
-	for _, tt := range []struct {
-		dir  string
-		want string
-	}{
-		{filepath.Join(dir, "missing"), "module directory does not exist"},
-		{file, "module directory is not a directory"},
-	} {
-		s, err := Scan(context.Background(), Config{Dir: tt.dir})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if diff := cmp.Diff(state{Modules: map[string]string{}, Problems: []string{tt.want}}, stateOf(s)); diff != "" {
-			t.Errorf("Scan(%s) (-want +got):\n%s", tt.dir, diff)
-		}
-	}
+func TestScanConfigErrors(t *testing.T) {
 	if _, err := Scan(context.Background(), Config{}); !errors.Is(err, ErrConfig) {
 		t.Errorf("Scan with no Dir: err %v, want ErrConfig", err)
 	}
-	if _, err := Scan(context.Background(), Config{Dir: dir, MaxModules: -1}); !errors.Is(err, ErrConfig) {
+	if _, err := Scan(context.Background(), Config{Dir: t.TempDir(), MaxModules: -1}); !errors.Is(err, ErrConfig) {
 		t.Errorf("Scan with MaxModules -1: err %v, want ErrConfig", err)
 	}
 }
@@ -187,13 +147,10 @@ func TestScanDigestCache(t *testing.T) {
 	sc.settle = 0
 	scanA := func() string {
 		t.Helper()
-		r, err := sc.scan(context.Background(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, ok := r.snap.Module("a")
+		s := scanDir(t, sc)
+		m, ok := s.module("a")
 		if !ok {
-			t.Fatalf("a missing: %+v", stateOf(r.snap))
+			t.Fatalf("a missing: %+v", stateOf(s))
 		}
 		return m.Digest
 	}
@@ -254,12 +211,12 @@ func TestScanFS(t *testing.T) {
 	if ps := s.Problems(); len(ps) != 1 || !errors.Is(ps[0].Err, ErrTooLarge) {
 		t.Errorf("problems: got %v, want one ErrTooLarge", ps)
 	}
-	m, _ := s.Module("b")
-	if b, err := m.ReadBytes(); err != nil || string(b) != "bbb" {
-		t.Errorf("ReadBytes: got %q, %v; want %q", b, err, "bbb")
+	m, _ := s.module("b")
+	if b, err := m.readBytes(); err != nil || string(b) != "bbb" {
+		t.Errorf("readBytes: got %q, %v; want %q", b, err, "bbb")
 	}
 	fsys["b.wasm"] = &fstest.MapFile{Data: []byte("changed")}
-	if _, err := m.ReadBytes(); !errors.Is(err, ErrDigestMismatch) {
-		t.Errorf("ReadBytes after change: got %v, want ErrDigestMismatch", err)
+	if _, err := m.readBytes(); !errors.Is(err, ErrDigestMismatch) {
+		t.Errorf("readBytes after change: got %v, want ErrDigestMismatch", err)
 	}
 }

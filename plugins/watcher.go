@@ -19,23 +19,24 @@ import (
 // fsnotify watcher. Its methods are safe for concurrent use.
 type Watcher struct {
 	cfg     Config
-	fw      *fsnotify.Watcher
+	fw      notifier
+	events  <-chan fsnotify.Event
+	errs    <-chan error
 	changes chan *Snapshot
 	cur     atomic.Pointer[Snapshot]
 	cancel  context.CancelFunc
 	done    chan struct{}
 	once    sync.Once
 
-	// Owned by the goroutine.
+	// Owned by the goroutine (before it starts, by NewWatcher).
 	sc         *scanner
+	parentDir  string // cfg.Dir's parent, watched to see the directory itself change; "" for the root
 	seq        uint64
-	parent     string // watched parent directory ("" when not watched)
 	watched    string // watched resolved directory ("" when not watched)
 	watchedFI  os.FileInfo
 	watchErr   error // why a watch could not be set, reported as a Problem
-	pending    bool
+	pending    bool  // a rescan is due when the timer fires
 	firstEvent time.Time
-	lastEvent  time.Time
 	timer      *time.Timer
 	stats      watcherStats
 }
@@ -44,12 +45,32 @@ type watcherStats struct {
 	scans, events atomic.Uint64
 }
 
-// NewWatcher scans the directory once, then watches it until Close. The
-// first snapshot is available at once from [Watcher.Current] and is also
-// the first value on [Watcher.Changes]. A directory that does not exist is
-// not an error: the snapshot is empty, with an [ErrNoDir] problem, and the
-// watcher picks the directory up when it appears. The error is non-nil for
-// an invalid config or when fsnotify cannot start.
+// notifier is what a Watcher needs of an *fsnotify.Watcher besides its
+// two channels. Tests give it a fake to run the Watcher inside a
+// testing/synctest bubble, whose clock never advances while fsnotify's
+// reader goroutine waits on I/O.
+type notifier interface {
+	Add(path string) error
+	Remove(path string) error
+	WatchList() []string
+	Close() error
+}
+
+// NewWatcher takes the first snapshot of the directory, then watches the
+// directory until Close. The directory must be readable at start: when it
+// does not exist, is not a directory or cannot be read, NewWatcher returns
+// an error wrapping [ErrNoDir], [ErrNotDir] or [ErrUnreadable] that names
+// it. A directory that disappears later is a problem of the later
+// snapshots, and is picked up again when it comes back.
+//
+// The first snapshot is the first value on [Watcher.Changes]. It leaves no
+// file out for being written just before start: NewWatcher waits for
+// such files to settle, for at most four times [Config.Debounce] and never
+// more than 2 s. A file still being written then is an [ErrUnstable]
+// problem of the first snapshot, and is loaded once it settles.
+//
+// The error is also non-nil for an invalid config or when fsnotify cannot
+// start.
 func NewWatcher(cfg Config) (*Watcher, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -59,10 +80,24 @@ func NewWatcher(cfg Config) (*Watcher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrWatch, err)
 	}
+	w, err := startWatcher(cfg, fw, fw.Events, fw.Errors)
+	if err != nil {
+		fw.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+// startWatcher is NewWatcher on a notifier and its channels, with cfg's
+// defaults filled in: it takes the first snapshot and starts the goroutine.
+// When it fails, closing n is the caller's.
+func startWatcher(cfg Config, n notifier, events <-chan fsnotify.Event, errs <-chan error) (*Watcher, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &Watcher{
 		cfg:     cfg,
-		fw:      fw,
+		fw:      n,
+		events:  events,
+		errs:    errs,
 		changes: make(chan *Snapshot, 1),
 		cancel:  cancel,
 		done:    make(chan struct{}),
@@ -70,7 +105,15 @@ func NewWatcher(cfg Config) (*Watcher, error) {
 		timer:   time.NewTimer(time.Hour),
 	}
 	w.timer.Stop()
-	w.rescan(ctx) // first snapshot, delivered before the goroutine starts
+	if parent := filepath.Dir(cfg.Dir); parent != cfg.Dir { // the root has no parent to watch
+		w.parentDir = parent
+	}
+	r, err := w.firstScan(ctx)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	w.deliver(r)
 	go w.run(ctx)
 	return w, nil
 }
@@ -83,23 +126,17 @@ func NewWatcher(cfg Config) (*Watcher, error) {
 // previous one. The channel is closed by Close.
 func (w *Watcher) Changes() <-chan *Snapshot { return w.changes }
 
-// Current returns the latest snapshot (never nil).
-func (w *Watcher) Current() *Snapshot { return w.cur.Load() }
-
 // Close stops the goroutine, waits for it, releases the fsnotify watcher
 // and closes the Changes channel. It is safe to call more than once; later
 // calls return nil.
 func (w *Watcher) Close() error {
-	err := ErrClosed
+	var err error
 	w.once.Do(func() {
 		w.cancel()
 		<-w.done
 		err = w.fw.Close()
 		close(w.changes)
 	})
-	if errors.Is(err, ErrClosed) {
-		return nil
-	}
 	return err
 }
 
@@ -112,7 +149,7 @@ func (w *Watcher) run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case ev, ok := <-w.fw.Events:
+		case ev, ok := <-w.events:
 			if !ok {
 				return
 			}
@@ -120,7 +157,7 @@ func (w *Watcher) run(ctx context.Context) {
 			if w.relevant(ev) {
 				w.touch()
 			}
-		case err, ok := <-w.fw.Errors:
+		case err, ok := <-w.errs:
 			if !ok {
 				return
 			}
@@ -135,16 +172,17 @@ func (w *Watcher) run(ctx context.Context) {
 	}
 }
 
-// relevant reports whether an event may change the snapshot: anything about
-// the directory entry itself (in its parent), the resolved directory, or a
+// relevant reports whether an event may change the snapshot or the
+// watches: anything about the directory entry itself (in its parent), the
+// parent itself (deleted, its watch is gone), the resolved directory, or a
 // candidate file in it. Events for temporaries and other siblings are
 // dropped without a rescan.
 func (w *Watcher) relevant(ev fsnotify.Event) bool {
 	switch dir, base := filepath.Split(ev.Name); {
-	case ev.Name == w.cfg.Dir || ev.Name == w.watched:
+	case ev.Name == w.cfg.Dir || ev.Name == w.watched || ev.Name == w.parentDir:
 		return true
 	case filepath.Clean(dir) == w.watched:
-		return IsCandidate(base)
+		return isCandidate(base)
 	}
 	return false
 }
@@ -158,7 +196,6 @@ func (w *Watcher) touch() {
 		w.pending = true
 		w.firstEvent = now
 	}
-	w.lastEvent = now
 	at := now.Add(w.cfg.Debounce)
 	if limit := w.firstEvent.Add(w.cfg.MaxDelay); at.After(limit) {
 		at = limit
@@ -176,44 +213,94 @@ func (w *Watcher) retryAt(t time.Time) {
 	w.timer.Reset(time.Until(t))
 }
 
-// rescan re-resolves the directory, refreshes the watches, scans, and
-// delivers the snapshot if it differs from the current one.
-func (w *Watcher) rescan(ctx context.Context) {
-	w.syncWatches()
-	r, err := w.sc.scan(ctx, w.cur.Load())
+// scan resolves the directory, makes the watches match it, and scans it.
+// The error wraps ErrNoDir, ErrNotDir or ErrUnreadable when the directory
+// cannot be read, or is the context's.
+func (w *Watcher) scan(ctx context.Context, prev *Snapshot) (scanResult, error) {
+	d := resolveDir(w.cfg.Dir)
+	w.syncWatches(d)
+	w.stats.scans.Add(1)
+	ls, err := w.sc.list(d)
 	if err != nil {
+		return scanResult{}, err
+	}
+	return w.sc.read(ctx, ls, prev)
+}
+
+// firstScan takes the first snapshot. Files still being written are waited
+// for: the directory is scanned again when the earliest of them may have
+// settled, until startWait has passed. What is still unsettled then is an
+// ErrUnstable problem, so that the first snapshot leaves no file out
+// silently; the file is looked at again later, like any file being
+// written. A directory that cannot be read is an error.
+func (w *Watcher) firstScan(ctx context.Context) (scanResult, error) {
+	deadline := time.Now().Add(w.cfg.startWait())
+	for {
+		r, err := w.scan(ctx, nil)
+		if err != nil {
+			return scanResult{}, dirError(w.cfg.Dir, err)
+		}
+		next, ok := r.nextLook()
+		if !ok || next.After(deadline) {
+			r.reportUnsettled()
+			return r, nil
+		}
+		time.Sleep(time.Until(next))
+	}
+}
+
+// rescan scans the directory and delivers the snapshot. A directory that
+// cannot be read any more gives a snapshot with no modules and that
+// problem; the watcher picks the directory up when it comes back.
+func (w *Watcher) rescan(ctx context.Context) {
+	r, err := w.scan(ctx, w.cur.Load())
+	if ctx.Err() != nil {
 		return // closing
 	}
-	w.stats.scans.Add(1)
-	snap := r.snap
-	if w.watchErr != nil {
-		snap.problems = append(snap.problems, Problem{Path: w.cfg.Dir, Err: w.watchErr})
+	if err != nil {
+		r = scanResult{snap: &Snapshot{problems: []Problem{{Path: w.cfg.Dir, Err: err}}}}
 	}
-	sortProblems(snap.problems)
+	w.deliver(r)
+}
 
-	var next time.Time
-	for _, u := range r.unstable {
-		if next.IsZero() || u.retryAt.Before(next) {
-			next = u.retryAt
-		}
-	}
+// deliver adds the watch problem to a scan's snapshot, arranges the next
+// look at the directory, and publishes the snapshot.
+func (w *Watcher) deliver(r scanResult) {
 	if w.watchErr != nil {
-		if t := time.Now().Add(w.cfg.RetryInterval); next.IsZero() || t.Before(next) {
-			next = t
+		// After the scan's own problems, which are sorted with the
+		// directory's last.
+		r.snap.problems = append(r.snap.problems, Problem{Path: w.cfg.Dir, Err: w.watchErr})
+	}
+	w.lookAgain(r)
+	w.publish(r.snap)
+}
+
+// lookAgain arms the timer for when the earliest file still being written
+// may have settled, or for the next poll when a watch could not be set,
+// whichever comes first.
+func (w *Watcher) lookAgain(r scanResult) {
+	next, ok := r.nextLook()
+	if w.watchErr != nil {
+		if poll := time.Now().Add(w.cfg.RetryInterval); !ok || poll.Before(next) {
+			next, ok = poll, true
 		}
 	}
-	if !next.IsZero() {
+	if ok {
 		w.retryAt(next)
 	}
+}
 
-	if prev := w.cur.Load(); prev != nil && prev.sameContent(snap) {
+// publish makes snap the current snapshot and delivers it on Changes,
+// unless it says the same as the current one.
+func (w *Watcher) publish(snap *Snapshot) {
+	if cur := w.cur.Load(); cur != nil && cur.sameContent(snap) {
 		return
 	}
 	w.seq++
 	snap.seq = w.seq
 	w.cur.Store(snap)
-	// Coalesce: the goroutine is the only sender, so after taking out a
-	// snapshot the consumer has not received yet, the send cannot block.
+	// Coalesce: only the owner sends, so after taking out a snapshot the
+	// consumer has not received yet, the send cannot block.
 	select {
 	case <-w.changes:
 	default:
@@ -221,67 +308,69 @@ func (w *Watcher) rescan(ctx context.Context) {
 	w.changes <- snap
 }
 
-// syncWatches makes the fsnotify watches match the directory as it is now:
-// the parent directory (to see the directory itself appear, disappear or be
-// retargeted) and the resolved directory (to see its files).
-func (w *Watcher) syncWatches() {
-	var errs []error
-	parentMissing := false
-	parent := filepath.Dir(w.cfg.Dir)
-	if parent == w.cfg.Dir {
-		parent = "" // the root has no parent to watch
-	}
-	if w.parent != parent || parent != "" && !w.isWatched(parent) {
-		if w.parent != "" {
-			_ = w.fw.Remove(w.parent)
-			w.parent = ""
-		}
-		if parent != "" {
-			if err := w.fw.Add(parent); err != nil {
-				parentMissing = errors.Is(err, fs.ErrNotExist)
-				errs = append(errs, fmt.Errorf("parent %s: %w", parent, err))
-			} else {
-				w.parent = parent
-			}
-		}
-	}
+// syncWatches makes the fsnotify watches match the directory as d says it
+// is now: the parent directory (to see the directory itself appear,
+// disappear or be retargeted) and the resolved directory (to see its
+// files). A watch that cannot be set becomes watchErr: a problem of the
+// snapshot, and a reason to poll.
+func (w *Watcher) syncWatches(d dirState) {
+	parentErr := w.watchParent()
+	dirErr := w.watchDir(d)
+	w.watchErr = w.watchProblem(parentErr, dirErr)
+}
 
-	target, err := filepath.EvalSymlinks(w.cfg.Dir)
-	var fi os.FileInfo
-	if err == nil {
-		fi, err = os.Stat(target)
-		if err == nil && !fi.IsDir() {
-			target, fi = "", nil
-		}
+// watchParent adds the watch on the directory's parent when it is not in
+// place: not added yet, or dropped by fsnotify with a deleted parent.
+func (w *Watcher) watchParent() error {
+	if w.parentDir == "" || w.isWatched(w.parentDir) {
+		return nil
 	}
-	if err != nil {
-		target, fi = "", nil
+	if err := w.fw.Add(w.parentDir); err != nil {
+		return fmt.Errorf("parent %s: %w", w.parentDir, err)
 	}
-	// The same path may be a new directory (deleted and created again), whose
-	// watch fsnotify dropped with the old one: compare identities too.
-	same := target == w.watched && (fi == nil) == (w.watchedFI == nil) &&
-		(fi == nil || os.SameFile(fi, w.watchedFI)) && (target == "" || w.isWatched(target))
-	if !same {
-		if w.watched != "" && w.watched != parent {
-			_ = w.fw.Remove(w.watched) // may be gone already
-		}
-		w.watched, w.watchedFI = "", nil
-		if target != "" {
-			if err := w.fw.Add(target); err != nil {
-				errs = append(errs, fmt.Errorf("%s: %v", target, err))
-			} else {
-				w.watched, w.watchedFI = target, fi
-			}
-		}
+	return nil
+}
+
+// watchDir moves the watch on the directory's files to the directory d
+// resolves to, unless that one is watched already. The same path may be a
+// new directory (deleted and created again), whose watch fsnotify dropped
+// with the old one: identities are compared too.
+func (w *Watcher) watchDir(d dirState) error {
+	if w.watching(d) {
+		return nil
 	}
-	if len(errs) > 0 {
-		w.watchErr = fmt.Errorf("%w: %v; polling every %v", ErrWatch, errors.Join(errs...), w.cfg.RetryInterval)
-		if parentMissing {
-			w.watchErr = fmt.Errorf("%w: parent directory %s does not exist; polling every %v", ErrWatch, parent, w.cfg.RetryInterval)
-		}
-	} else {
-		w.watchErr = nil
+	if w.watched != "" && w.watched != w.parentDir {
+		_ = w.fw.Remove(w.watched) // may be gone already
 	}
+	w.watched, w.watchedFI = "", nil
+	if d.err != nil {
+		return nil // nothing to watch; the parent's watch sees it come back
+	}
+	if err := w.fw.Add(d.path); err != nil {
+		return fmt.Errorf("%s: %v", d.path, err)
+	}
+	w.watched, w.watchedFI = d.path, d.fi
+	return nil
+}
+
+// watching reports whether the watch on the directory's files is the one
+// d calls for: none when d is no directory, else one on d's directory.
+func (w *Watcher) watching(d dirState) bool {
+	if d.err != nil {
+		return w.watched == ""
+	}
+	return d.path == w.watched && w.watchedFI != nil && os.SameFile(d.fi, w.watchedFI) && w.isWatched(d.path)
+}
+
+// watchProblem says why the watches could not be set, or is nil.
+func (w *Watcher) watchProblem(parentErr, dirErr error) error {
+	switch {
+	case errors.Is(parentErr, fs.ErrNotExist):
+		return fmt.Errorf("%w: parent directory %s does not exist; polling every %v", ErrWatch, w.parentDir, w.cfg.RetryInterval)
+	case parentErr != nil || dirErr != nil:
+		return fmt.Errorf("%w: %v; polling every %v", ErrWatch, errors.Join(parentErr, dirErr), w.cfg.RetryInterval)
+	}
+	return nil
 }
 
 func (w *Watcher) isWatched(path string) bool {

@@ -1,14 +1,17 @@
 package plugins
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
-)
 
-var noProblems []string
+	"github.com/fsnotify/fsnotify"
+	"github.com/google/go-cmp/cmp"
+)
 
 func TestWatcherScript(t *testing.T) {
 	dir := t.TempDir()
@@ -62,39 +65,6 @@ func TestWatcherScript(t *testing.T) {
 	}
 }
 
-// TestWatcherChunkedWrite writes a module in chunks, more slowly than the
-// debounce interval would allow if only events were counted: no delivered
-// snapshot may contain a partial file, and the write yields one delivery.
-func TestWatcherChunkedWrite(t *testing.T) {
-	dir := t.TempDir()
-	w := newTestWatcher(t, Config{Dir: dir})
-	waitState(t, w, state{Modules: mods()})
-
-	full := strings.Repeat("0123456789abcdef", 4096) // 64 KiB
-	f, err := os.Create(filepath.Join(dir, "big.wasm"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	const chunks = 16
-	step := len(full) / chunks
-	for i := 0; i < chunks; i++ {
-		if _, err := f.WriteString(full[i*step : (i+1)*step]); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(testDebounce / 4) // a slow writer, not synchronisation
-	}
-	f.Close()
-	seen := waitState(t, w, state{Modules: mods("big", full)})
-	for _, s := range seen {
-		if m, ok := s.Module("big"); ok && m.Digest != sum(full) {
-			t.Errorf("snapshot %d holds a partial big.wasm (%d bytes)", s.Seq(), m.Size)
-		}
-	}
-	if len(seen) != 1 {
-		t.Errorf("a chunked write delivered %d snapshots, want 1", len(seen))
-	}
-}
-
 // TestWatcherSymlinkSwitch follows a deploy that retargets the directory's
 // symbolic link atomically, and then keeps watching the new target only.
 func TestWatcherSymlinkSwitch(t *testing.T) {
@@ -123,10 +93,10 @@ func TestWatcherSymlinkSwitch(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitState(t, w, state{Modules: mods("a", "a2", "b", "b2")})
-	if got := w.Current().ResolvedDir(); got != v2 {
-		t.Errorf("ResolvedDir = %s, want %s", got, v2)
+	if got := w.cur.Load().resolved; got != v2 {
+		t.Errorf("resolved directory %s, want %s", got, v2)
 	}
-	if m, _ := w.Current().Module("b"); m.Path != filepath.Join(v2, "b.wasm") {
+	if m, _ := w.cur.Load().module("b"); m.Path != filepath.Join(v2, "b.wasm") {
 		t.Errorf("Path = %s, want it in %s", m.Path, v2)
 	}
 
@@ -135,22 +105,24 @@ func TestWatcherSymlinkSwitch(t *testing.T) {
 	writeFile(t, filepath.Join(v2, "c.wasm"), "c2")
 	seen := waitState(t, w, state{Modules: mods("a", "a2", "b", "b2", "c", "c2")})
 	for _, s := range seen {
-		if _, ok := s.Module("old"); ok {
-			t.Errorf("snapshot %d holds a module of the old release", s.Seq())
+		if _, ok := s.module("old"); ok {
+			t.Errorf("snapshot %d holds a module of the old release", s.seq)
 		}
 	}
 }
 
+// TestWatcherDirLifecycle follows the directory as it is deleted, created
+// again and replaced after start: each state is a snapshot.
 func TestWatcherDirLifecycle(t *testing.T) {
 	root := t.TempDir()
 	dir := filepath.Join(root, "tools")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	w := newTestWatcher(t, Config{Dir: dir})
-	waitState(t, w, state{Modules: mods(), Problems: []string{"module directory does not exist"}})
+	waitState(t, w, state{Modules: mods()})
 
-	t.Run("created after start", func(t *testing.T) {
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
+	t.Run("written", func(t *testing.T) {
 		writeFile(t, filepath.Join(dir, "a.wasm"), "a")
 		waitState(t, w, state{Modules: mods("a", "a")})
 	})
@@ -186,12 +158,20 @@ func TestWatcherDirLifecycle(t *testing.T) {
 	})
 }
 
-// TestWatcherParentMissing starts with not even the parent directory: the
-// watcher polls until it can watch.
-func TestWatcherParentMissing(t *testing.T) {
+// TestWatcherParentRemoved deletes the directory and its parent while
+// watching: the watcher polls until it can watch again.
+func TestWatcherParentRemoved(t *testing.T) {
 	root := t.TempDir()
-	dir := filepath.Join(root, "srv", "tools")
+	srv := filepath.Join(root, "srv")
+	dir := filepath.Join(srv, "tools")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	w := newTestWatcher(t, Config{Dir: dir, RetryInterval: 30 * time.Millisecond})
+	waitState(t, w, state{Modules: mods()})
+	if err := os.RemoveAll(srv); err != nil {
+		t.Fatal(err)
+	}
 	waitState(t, w, state{Modules: mods(), Problems: []string{"module directory does not exist", "cannot watch the module directory"}})
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -203,35 +183,118 @@ func TestWatcherParentMissing(t *testing.T) {
 	waitState(t, w, state{Modules: mods("a", "a", "b", "b")})
 }
 
+// TestWatcherParentDeletedLater deletes the directory, then its parent,
+// each with its own event: the parent's own event must make the watcher
+// notice that its watch is gone and poll.
+func TestWatcherParentDeletedLater(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBubble(t)
+		srv := filepath.Join(b.dir, "srv")
+		b.dir = filepath.Join(srv, "tools")
+		if err := os.MkdirAll(b.dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		b.start(Config{Debounce: bubbleDebounce, RetryInterval: 10 * bubbleDebounce})
+		<-b.w.Changes()
+
+		b.removed(b.dir)
+		time.Sleep(2 * bubbleDebounce)
+		s, _ := b.received()
+		if diff := cmp.Diff(state{Modules: mods(), Problems: []string{"module directory does not exist"}}, stateOf(s)); diff != "" {
+			t.Fatalf("directory deleted (-want +got):\n%s", diff)
+		}
+		b.removed(srv)
+		time.Sleep(2 * bubbleDebounce)
+		s, _ = b.received()
+		if diff := cmp.Diff(state{Modules: mods(), Problems: []string{"module directory does not exist", "cannot watch the module directory"}}, stateOf(s)); diff != "" {
+			t.Fatalf("parent deleted (-want +got):\n%s", diff)
+		}
+
+		// Nothing is watched: only polling can see the directory come back.
+		synctest.Wait()
+		if err := os.MkdirAll(b.dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		b.writeAt("a.wasm", "a", time.Now())
+		time.Sleep(10*bubbleDebounce + 2*bubbleDebounce)
+		s, _ = b.received()
+		if diff := cmp.Diff(state{Modules: mods("a", "a")}, stateOf(s)); diff != "" {
+			t.Errorf("directory back (-want +got):\n%s", diff)
+		}
+	})
+}
+
+// TestStartDirErrors: a directory that cannot be read at start is an error
+// of NewWatcher and Scan that names it, not a problem of a snapshot.
+func TestStartDirErrors(t *testing.T) {
+	root := t.TempDir()
+	file := filepath.Join(root, "file")
+	writeFile(t, file, "x")
+	if err := os.Symlink("nowhere", filepath.Join(root, "dangling")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("file", filepath.Join(root, "link-to-file")); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		dir  string
+		want error
+	}{
+		{filepath.Join(root, "missing"), ErrNoDir},
+		{filepath.Join(root, "no", "parent"), ErrNoDir},
+		{filepath.Join(root, "dangling"), ErrNoDir},
+		{file, ErrNotDir},
+		{filepath.Join(root, "link-to-file"), ErrNotDir},
+	}
+	if os.Getuid() != 0 { // root reads any directory
+		unreadable := filepath.Join(root, "unreadable")
+		if err := os.Mkdir(unreadable, 0); err != nil {
+			t.Fatal(err)
+		}
+		tests = append(tests, struct {
+			dir  string
+			want error
+		}{unreadable, ErrUnreadable})
+	}
+	for _, tt := range tests {
+		w, err := NewWatcher(Config{Dir: tt.dir, Debounce: testDebounce})
+		if err == nil {
+			w.Close()
+		}
+		if !errors.Is(err, tt.want) || !strings.Contains(err.Error(), tt.dir) {
+			t.Errorf("NewWatcher(%s): error %v, want one wrapping %v that names the directory", tt.dir, err, tt.want)
+		}
+		if _, err := Scan(t.Context(), Config{Dir: tt.dir}); !errors.Is(err, tt.want) || !strings.Contains(err.Error(), tt.dir) {
+			t.Errorf("Scan(%s): error %v, want one wrapping %v that names the directory", tt.dir, err, tt.want)
+		}
+	}
+}
+
 // TestWatcherCoalesces lets changes pile up without receiving: the channel
 // holds only the latest snapshot.
 func TestWatcherCoalesces(t *testing.T) {
-	dir := t.TempDir()
-	w := newTestWatcher(t, Config{Dir: dir})
-	<-w.Changes() // the first, empty snapshot
-	for i := range 5 {
-		writeFile(t, filepath.Join(dir, "a.wasm"), strings.Repeat("a", i+1))
-		// Wait for the watcher to have taken each version, without receiving.
-		deadline := time.Now().Add(waitTimeout)
-		for {
-			if m, ok := w.Current().Module("a"); ok && m.Size == int64(i+1) {
-				break
+	synctest.Test(t, func(t *testing.T) {
+		b := newBubble(t)
+		b.start(Config{Debounce: bubbleDebounce})
+		<-b.w.Changes() // the first, empty snapshot
+		for i := range 5 {
+			b.write("a.wasm", strings.Repeat("a", i+1))
+			time.Sleep(2 * bubbleDebounce) // the debounce passes; the file settles
+			synctest.Wait()
+			if m, ok := b.w.cur.Load().module("a"); !ok || m.Size != int64(i+1) {
+				t.Fatalf("version %d is not current: %+v", i+1, stateOf(b.w.cur.Load()))
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("version %d never became current", i+1)
-			}
-			time.Sleep(time.Millisecond) // polling Current, which has no channel
 		}
-	}
-	s := <-w.Changes()
-	if m, _ := s.Module("a"); m.Size != 5 {
-		t.Errorf("coalesced snapshot has a of size %d, want the latest, 5", m.Size)
-	}
-	select {
-	case s := <-w.Changes():
-		t.Errorf("a second snapshot (seq %d) was queued", s.Seq())
-	default:
-	}
+		s := <-b.w.Changes()
+		if m, _ := s.module("a"); m.Size != 5 {
+			t.Errorf("coalesced snapshot has a of size %d, want the latest, 5", m.Size)
+		}
+		select {
+		case s := <-b.w.Changes():
+			t.Errorf("a second snapshot (seq %d) was queued", s.seq)
+		default:
+		}
+	})
 }
 
 func TestWatcherClose(t *testing.T) {
@@ -247,7 +310,30 @@ func TestWatcherClose(t *testing.T) {
 	}
 	for range w.Changes() { // drains the buffered snapshot, then ends
 	}
-	if w.Current() == nil {
-		t.Error("Current() = nil after Close, want the last snapshot")
+	if w.cur.Load() == nil {
+		t.Error("no current snapshot after Close, want the last one")
 	}
+}
+
+// TestWatcherCloseEndsGoroutine starts and closes watchers, some with a
+// rescan pending: the bubble ends only if every goroutine they started
+// has ended.
+func TestWatcherCloseEndsGoroutine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBubble(t)
+		for i := range 50 {
+			cfg, _ := Config{Dir: b.dir, Debounce: bubbleDebounce}.withDefaults()
+			fn := newFakeNotifier()
+			w, err := startWatcher(cfg, fn, fn.events, fn.errs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i%2 == 1 {
+				fn.events <- fsnotify.Event{Name: b.path("a.wasm"), Op: fsnotify.Create}
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,19 +17,29 @@ import (
 // fakeCompiled stands for the host's compiled module.
 type fakeCompiled struct{ digest string }
 
-// fakeLoader "compiles" a file whose content is its manifest JSON; content
-// starting with "trap" fails to compile.
+// fakeLoader "compiles" a file whose content is its manifest JSON and
+// decodes it with abi.DecodeManifest, as the host does. Content starting
+// with "trap" fails to compile; content "no manifest" compiles but returns
+// no manifest.
 type fakeLoader struct {
 	loads    []string // module names, in order
 	released []string // digests
 }
 
-func (f *fakeLoader) Load(ctx context.Context, m Module, wasm []byte) (*fakeCompiled, []byte, error) {
+func (f *fakeLoader) Load(ctx context.Context, m Module, wasm []byte) (*fakeCompiled, *abi.Manifest, error) {
 	f.loads = append(f.loads, m.Name)
-	if strings.HasPrefix(string(wasm), "trap") {
+	c := &fakeCompiled{digest: m.Digest}
+	switch {
+	case strings.HasPrefix(string(wasm), "trap"):
 		return nil, nil, errors.New("compile: unreachable")
+	case string(wasm) == "no manifest":
+		return c, nil, nil
 	}
-	return &fakeCompiled{digest: m.Digest}, wasm, nil
+	man, err := abi.DecodeManifest(wasm)
+	if err != nil {
+		return c, nil, err
+	}
+	return c, man, nil
 }
 
 func (f *fakeLoader) Release(c *fakeCompiled) {
@@ -46,6 +55,29 @@ func manifest(tools ...string) string {
 	}
 	b, _ := json.Marshal(m)
 	return string(b)
+}
+
+// toolOwners maps each tool of g to the module that declares it, checking
+// Tool on the way.
+func toolOwners(t *testing.T, g *Generation[*fakeCompiled]) map[string]string {
+	t.Helper()
+	owners := map[string]string{}
+	for n := range g.tools {
+		l, tool, ok := g.Tool(n)
+		if !ok || tool.Name != n {
+			t.Errorf("Tool(%q) = %v, %v", n, tool.Name, ok)
+		}
+		owners[n] = l.Module.Name
+	}
+	return owners
+}
+
+func problemsOf(g *Generation[*fakeCompiled]) []string {
+	var ps []string
+	for _, p := range g.Problems() {
+		ps = append(ps, p.Name+": "+sentinelName(p.Err))
+	}
+	return ps
 }
 
 func TestBuild(t *testing.T) {
@@ -119,23 +151,13 @@ func TestBuild(t *testing.T) {
 			for _, c := range released {
 				fl.Release(c)
 			}
-			got := want{loads: fl.loads, tools: map[string]string{}}
+			got := want{loads: fl.loads, tools: toolOwners(t, next), problems: problemsOf(next)}
 			for _, d := range fl.released {
 				for _, c := range []string{manifest("x"), manifest("y"), manifest("y", "w"), manifest("e")} {
 					if sum(c) == d {
 						got.released = append(got.released, c)
 					}
 				}
-			}
-			for _, n := range next.ToolNames() {
-				l, tool, ok := next.Tool(n)
-				if !ok || tool.Name != n {
-					t.Errorf("Tool(%q) = %v, %v", n, tool.Name, ok)
-				}
-				got.tools[n] = l.Module.Name
-			}
-			for _, p := range next.Problems() {
-				got.problems = append(got.problems, p.Name+": "+sentinelNameGen(p.Err))
 			}
 			slices.Sort(got.released)
 			slices.Sort(st.want.released)
@@ -150,13 +172,51 @@ func TestBuild(t *testing.T) {
 	}
 }
 
-func sentinelNameGen(err error) string {
-	for _, s := range []error{ErrToolConflict, ErrLoad} {
-		if errors.Is(err, s) {
-			return strings.TrimPrefix(s.Error(), "plugins: ")
-		}
+// TestBuildRefuses checks the modules Build refuses in one build, what it
+// loads for them, and what it releases at once.
+func TestBuildRefuses(t *testing.T) {
+	tests := []struct {
+		name     string
+		files    map[string]string
+		loads    []string
+		released []string // digests of compiled modules Build released itself
+		problems []string
+	}{
+		{"a loader that returns no manifest", map[string]string{"a": "no manifest"},
+			[]string{"a"}, []string{sum("no manifest")}, []string{"a: module failed to load"}},
+		{"an invalid manifest", map[string]string{"a": `{"abi":1,"tools":[]}`},
+			[]string{"a"}, []string{sum(`{"abi":1,"tools":[]}`)}, []string{"a: module failed to load"}},
+		{"two files with one failing content are loaded once", map[string]string{"a": "trap", "b": "trap"},
+			[]string{"a"}, nil, []string{"a: module failed to load", "b: module failed to load"}},
+		{"two files with one good content are loaded once, and conflict", map[string]string{"a": manifest("x"), "b": manifest("x")},
+			[]string{"a"}, nil, []string{"b: tool name declared by two modules"}},
 	}
-	return fmt.Sprint(err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for n, c := range tt.files {
+				writeFile(t, filepath.Join(dir, n+".wasm"), c)
+			}
+			snap, err := Scan(context.Background(), Config{Dir: dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fl := &fakeLoader{}
+			next, released := Build(context.Background(), nil, snap, fl)
+			if diff := cmp.Diff(tt.loads, fl.loads); diff != "" {
+				t.Errorf("loads (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.released, fl.released); diff != "" {
+				t.Errorf("released by Build (-want +got):\n%s", diff)
+			}
+			if len(released) != 0 {
+				t.Errorf("released for the host: %d, want none (there was no previous generation)", len(released))
+			}
+			if diff := cmp.Diff(tt.problems, problemsOf(next)); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+		})
+	}
 }
 
 func TestBuildCancelledIsRetried(t *testing.T) {
