@@ -1,0 +1,84 @@
+package hosttest
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Wasm returns the module built from the source file at path (relative to
+// the test's package directory): ".wat" with wat2wasm (Debian wabt), ".c"
+// with clang for wasm32-wasi and wasi-libc (Debian clang lld wasi-libc).
+// Each source is built once per test process. A missing toolchain skips the
+// test with the reason, except under CI=true, where it fails: CI installs
+// every toolchain (.ci/run).
+func Wasm(tb testing.TB, path string) []byte {
+	tb.Helper()
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	b, err := builds.get(abs)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			tb.Fatalf("hosttest: %v", err)
+		}
+		tb.Skipf("hosttest: %v (install wabt for .wat, clang lld wasi-libc for .c)", err)
+	}
+	return b
+}
+
+// builds caches built modules by source path for the life of the process.
+var builds = &buildCache{m: map[string]*build{}}
+
+type buildCache struct {
+	mu sync.Mutex
+	m  map[string]*build
+}
+
+type build struct {
+	once sync.Once
+	wasm []byte
+	err  error
+}
+
+func (c *buildCache) get(src string) ([]byte, error) {
+	c.mu.Lock()
+	b := c.m[src]
+	if b == nil {
+		b = &build{}
+		c.m[src] = b
+	}
+	c.mu.Unlock()
+	b.once.Do(func() { b.wasm, b.err = compile(src) })
+	return b.wasm, b.err
+}
+
+func compile(src string) ([]byte, error) {
+	dir, err := os.MkdirTemp("", "hosttest-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	out := filepath.Join(dir, "m.wasm")
+	var cmd *exec.Cmd
+	switch filepath.Ext(src) {
+	case ".wat":
+		cmd = exec.Command("wat2wasm", src, "-o", out)
+	case ".c":
+		// -nodefaultlibs: Debian's clang lacks the wasm32 compiler-rt
+		// builtins unless libclang-rt-dev-wasm32 is installed; the test
+		// modules need none.
+		cmd = exec.Command("clang", "--target=wasm32-wasi", "--sysroot=/usr", "-O2", "-nodefaultlibs", src, "-lc", "-o", out)
+	default:
+		return nil, fmt.Errorf("building %s: unknown source kind", src)
+	}
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("building %s: %v: %s", filepath.Base(src), err, strings.TrimSpace(string(msg)))
+	}
+	return os.ReadFile(out)
+}
