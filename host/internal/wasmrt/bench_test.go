@@ -57,7 +57,7 @@ func BenchmarkCall(b *testing.B) {
 			defer m.Close(ctx)
 			b.Run("wasmrt", func(b *testing.B) {
 				for b.Loop() {
-					if _, err := m.Call(ctx, bm.tool, json.RawMessage(bm.args), Limits{}, nil); err != nil {
+					if _, err := m.Call(ctx, bm.tool, json.RawMessage(bm.args), testLimits, nil); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -161,7 +161,7 @@ func BenchmarkLiveInstanceMemory(b *testing.B) {
 				runtime.ReadMemStats(&before)
 				var wg sync.WaitGroup
 				for range n {
-					wg.Go(func() { m.Call(ctx, c.tool, json.RawMessage(c.args), Limits{}, ev) })
+					wg.Go(func() { m.Call(ctx, c.tool, json.RawMessage(c.args), testLimits, ev) })
 				}
 				arrived.Wait()
 				runtime.GC()

@@ -19,7 +19,7 @@ func TestTableAndLocalBounds(t *testing.T) {
 		if err != nil {
 			t.Fatalf("interpreter=%v: Load tablegrow: %v", interp, err)
 		}
-		res, err := m.Call(ctx, "grow", nil, Limits{}, nil)
+		res, err := m.Call(ctx, "grow", nil, testLimits, nil)
 		if err != nil || len(res.Content) != 1 || res.Content[0].Text != "bounded" {
 			t.Errorf("interpreter=%v: table.grow past initial+65536: got %v, %v; want the tool to see -1 and answer bounded", interp, res, err)
 		}

@@ -1,34 +1,41 @@
 // Package wasmrt runs wasmtask tool modules in wazero. It is the only
 // package of wasmtask that imports wazero; no wazero type leaves it.
 //
-// It owns: compiling a module once per content digest (sha256), checking it
-// against ABI v1 (package abi) at load, asking it to describe itself, and
-// running each call in a fresh, sandboxed instance with per-call limits. It
-// does not own which modules exist (package plugins), policies (package
-// host) or tasks (package taskengine).
+// It owns: compiling a module, checking it against ABI v1 (package abi) at
+// load, asking it to describe itself, decoding its manifest and compiling
+// its input schemas — every load-time fact, computed once, here — and
+// running each call in a fresh, sandboxed instance with the call's limits.
+// It does not own which modules exist or their digests (package plugins
+// loads each digest once), the sandbox's numbers (package host's policy
+// hands complete Limits down; wasmrt keeps no defaults), or tasks (package
+// taskengine).
 //
-//	rt, err := wasmrt.New(ctx, wasmrt.Config{CacheDir: dir})
+//	rt, err := wasmrt.New(ctx, wasmrt.Config{MaxMemoryMiB: 256, LoadLimits: lim})
 //	defer rt.Close(ctx)
 //	m, err := rt.Load(ctx, "add", wasm) // compile, check imports/exports, describe
 //	defer m.Close(ctx)
-//	res, err := m.Call(ctx, "add", json.RawMessage(`{"a":1,"b":2}`), wasmrt.Limits{}, nil)
+//	res, err := m.Call(ctx, "add", json.RawMessage(`{"a":1,"b":2}`), lim, events)
 //
 // # Load
 //
 // Load refuses, with an error that says what to change: bytes that are not
 // Wasm ([ErrNotWasm]); modules wazero cannot compile ([ErrCompile]); imports
 // from "wasmtask_v<N>" with N ≠ 1 (abi.ErrVersion, naming both versions);
-// unknown or mistyped "wasmtask_v1" functions, imports from modules other
-// than WASI preview1 and wasmtask_v1, or no "_start" export ([ErrABI]); a
-// describe run that fails (a [*GuestError] with tool "describe", run with
-// 2 s and 1 MiB of output); a manifest that abi.DecodeManifest refuses; an
-// input schema that github.com/google/jsonschema-go cannot resolve
-// ([ErrSchema]). Arguments are validated against the schema at each call
-// ([ErrArguments]) before any guest runs.
+// unknown or mistyped "wasmtask_v1" or WASI functions, imports from modules
+// other than WASI preview1 and wasmtask_v1, or no "_start" export
+// ([ErrABI]); a describe run that fails (a [*GuestError] with tool
+// "describe", run within Config.LoadLimits); a manifest that
+// abi.DecodeManifest refuses; an input schema that
+// github.com/google/jsonschema-go cannot resolve ([ErrSchema]).
 //
-// Loading the same bytes again, under any name, shares the compiled code and
-// the manifest. The compiled code is freed when the last Module using it is
-// closed and its last call has ended.
+// A call's arguments are parsed once, in Module.Call, and validated against
+// the compiled schema before any guest runs ([*ArgumentsError]); the request
+// the guest reads is then written around them, not encoded again.
+//
+// Load does not share modules: plugins.Build loads each content digest once
+// and keeps the Module across reloads, and wazero's compilation cache makes
+// compiling the same bytes twice cheap anyway. A Module's compiled code is
+// freed when it is closed and its last call has ended.
 //
 // # Calls and the sandbox
 //
@@ -47,8 +54,8 @@
 // mounts go through os.Root for every path operation.
 //
 // Memory is limited per call by an experimental wazero memory allocator
-// that refuses growth past Limits.MemoryPages (memory.grow returns -1 to
-// the guest); Config.MaxMemoryPages caps every per-call limit. A call that
+// that refuses growth past Limits.MemoryMiB (memory.grow returns -1 to
+// the guest); Config.MaxMemoryMiB caps every per-call limit. A call that
 // hit the limit and then failed is [KindOutOfMemory].
 //
 // # Cancellation
@@ -77,10 +84,11 @@
 //
 // # Concurrency and lifecycle
 //
-// Runtime and Module are safe for concurrent use. Events methods of one call
-// are called from the goroutine running that call, one at a time. Module
-// Close does not wait: calls in flight finish, then the module is released
-// (Done reports it). Runtime Close ends every running call (KindCanceled
-// wrapping ErrClosed) and frees all compiled code; it also closes the
-// compilation cache.
+// Runtime and Module are safe for concurrent use. The abi.Events of one
+// call are called from the goroutine running that call, one at a time.
+// Module Close does not wait: calls in flight finish, then the module is
+// released (Done reports it). Module Abort closes it and ends its calls in
+// flight ([ErrAborted]). Runtime Close ends every running call
+// (KindCanceled wrapping ErrClosed) and frees all compiled code; it also
+// closes the compilation cache.
 package wasmrt

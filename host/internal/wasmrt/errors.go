@@ -24,10 +24,26 @@ var (
 	ErrSchema = errors.New("wasmrt: invalid input schema")
 	// ErrUnknownTool means Call named a tool the manifest does not declare.
 	ErrUnknownTool = errors.New("wasmrt: unknown tool")
-	// ErrArguments means the call arguments are not a JSON object or do not
-	// match the tool's input schema. The guest is not run.
+	// ErrAborted is wrapped by the error of a call ended by Module.Abort.
+	ErrAborted = errors.New("wasmrt: module aborted")
+	// ErrArguments is matched by an *ArgumentsError.
 	ErrArguments = errors.New("wasmrt: invalid arguments")
 )
+
+// ArgumentsError is the error of a call whose arguments are not a JSON
+// object or do not match the tool's input schema. The guest is not run.
+// errors.Is(err, ErrArguments) holds.
+type ArgumentsError struct {
+	Tool   string
+	Detail string // what is wrong, from the schema validator
+}
+
+func (e *ArgumentsError) Error() string {
+	return fmt.Sprintf("invalid arguments for tool %q: %s", e.Tool, e.Detail)
+}
+
+// Is reports whether target is ErrArguments.
+func (e *ArgumentsError) Is(target error) bool { return target == ErrArguments }
 
 // Kind classifies why a guest call failed.
 type Kind string

@@ -32,16 +32,16 @@ func TestSandboxFilesAndEnv(t *testing.T) {
 	if err := os.Symlink("hello.txt", filepath.Join(dir, "inner")); err != nil {
 		t.Fatal(err)
 	}
-	ro := Limits{Mounts: []Mount{{HostDir: dir, GuestPath: "/data"}}}
-	rw := Limits{Mounts: []Mount{{HostDir: dir, GuestPath: "/data", Write: true}}}
+	ro := with(Limits{Mounts: []Mount{{HostDir: dir, GuestPath: "/data"}}})
+	rw := with(Limits{Mounts: []Mount{{HostDir: dir, GuestPath: "/data", Write: true}}})
 
 	tests := []struct {
 		name, tool, path string
 		lim              Limits
 		want             string
 	}{
-		{"no files by default", "read", "/etc/passwd", Limits{}, "cannot open"},
-		{"no mount by default", "read", "/data/hello.txt", Limits{}, "cannot open"},
+		{"no files by default", "read", "/etc/passwd", testLimits, "cannot open"},
+		{"no mount by default", "read", "/data/hello.txt", testLimits, "cannot open"},
 		{"read a mounted file", "read", "/data/hello.txt", ro, "hi there"},
 		{"symlink inside the mount", "read", "/data/inner", ro, "hi there"},
 		{"absolute symlink out of the mount", "read", "/data/escape", ro, "cannot open"},
@@ -52,8 +52,8 @@ func TestSandboxFilesAndEnv(t *testing.T) {
 		{"write through a symlink out", "write", "/data/escape", rw, "cannot write"},
 		{"write to a writable mount", "write", "/data/new.txt", rw, "ok"},
 		{"read back from a writable mount", "read", "/data/new.txt", rw, "written"},
-		{"no environment by default", "env", "HOME", Limits{}, "(unset)"},
-		{"granted environment", "env", "HOME", Limits{Env: map[string]string{"HOME": "/home/tool"}}, "/home/tool"},
+		{"no environment by default", "env", "HOME", testLimits, "(unset)"},
+		{"granted environment", "env", "HOME", with(Limits{Env: map[string]string{"HOME": "/home/tool"}}), "/home/tool"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -15,7 +15,7 @@ func TestCallBombStops(t *testing.T) {
 		name := map[bool]string{false: "compiler", true: "interpreter"}[interp]
 		t.Run(name+"/timeout", func(t *testing.T) {
 			m := load(t, newRuntime(t, Config{Interpreter: interp}), "callbomb")
-			_, err := m.Call(context.Background(), "callbomb", nil, Limits{Timeout: 100 * time.Millisecond}, nil)
+			_, err := m.Call(context.Background(), "callbomb", nil, with(Limits{Timeout: 100 * time.Millisecond}), nil)
 			var ge *GuestError
 			if !errors.As(err, &ge) || ge.Kind != KindTimeout {
 				t.Fatalf("got %v, want a GuestError of kind %q", err, KindTimeout)
@@ -26,7 +26,7 @@ func TestCallBombStops(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			stop := time.AfterFunc(50*time.Millisecond, cancel)
 			defer stop.Stop()
-			_, err := m.Call(ctx, "callbomb", nil, Limits{Timeout: time.Minute}, nil)
+			_, err := m.Call(ctx, "callbomb", nil, with(Limits{Timeout: time.Minute}), nil)
 			if !errors.Is(err, context.Canceled) {
 				t.Fatalf("got %v, want an error that is context.Canceled", err)
 			}

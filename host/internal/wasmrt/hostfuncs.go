@@ -13,19 +13,6 @@ import (
 	"github.com/wasmtask/wasmtask/abi"
 )
 
-// Events receives what a guest reports while a call runs. Methods are called
-// on the goroutine running the guest, one at a time, and should return
-// quickly, except Elicit, which blocks until the user answers or ctx is done.
-type Events interface {
-	Progress(progress, total float64, msg string)
-	Status(msg string)
-	Log(level int32, msg string)
-	// Elicit asks the user for input. It returns an error wrapping
-	// errors.ErrUnsupported when the requestor cannot answer; the guest then
-	// sees abi.ElicitUnsupported.
-	Elicit(ctx context.Context, req abi.ElicitRequest) (abi.ElicitReply, error)
-}
-
 // Bounds on what a guest hands to the host functions.
 const (
 	maxMessageBytes = 4 << 10  // progress and status messages are truncated here
@@ -34,10 +21,10 @@ const (
 
 // callState is the per-call state the host functions find in their context.
 type callState struct {
-	ev       Events // may be nil
-	logLeft  int    // log budget left, bytes
-	logNoted bool   // the "log truncated" notice was sent
-	reply    []byte // pending elicit reply
+	ev       abi.Events // may be nil
+	logLeft  int        // log budget left, bytes
+	logNoted bool       // the "log truncated" notice was sent
+	reply    []byte     // pending elicit reply
 }
 
 type callStateKey struct{}
@@ -194,7 +181,9 @@ func hostElicit(ctx context.Context, mod api.Module, stack []uint64) {
 		exitOnDone(ctx)
 	}
 	if err != nil {
-		s.log(abi.LogWarning, "wasmtask: elicitation failed: "+err.Error())
+		// The guest learns nobody can answer; why (the client's
+		// capabilities, a limit of the host) is the host's to log, not
+		// text for the guest's log, which reaches the client.
 		stack[0] = api.EncodeI32(abi.ElicitUnsupported)
 		return
 	}

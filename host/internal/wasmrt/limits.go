@@ -1,38 +1,25 @@
 package wasmrt
 
 import (
+	"errors"
+	"fmt"
 	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero/experimental"
 )
 
-// Defaults of Limits; a zero field of Limits means its default.
 const (
-	// DefaultMemoryPages is 64 MiB: a Go-built tool needs about 10–20 MiB
-	// for small work; C, Rust and WAT tools far less.
-	DefaultMemoryPages = 1024
-	// DefaultTimeout is the wall-clock limit of one call.
-	DefaultTimeout = 30 * time.Second
-	// DefaultMaxOutputBytes bounds what a call may write to stdout.
-	DefaultMaxOutputBytes = 1 << 20
-	// DefaultMaxLogBytes bounds the log of a call: stderr plus the log host
-	// function. The tail of stderr kept for errors has the same bound.
-	DefaultMaxLogBytes = 64 << 10
-	// DefaultMaxMemoryPages is the runtime-wide ceiling (256 MiB).
-	DefaultMaxMemoryPages = 4096
-
-	// Limits of the describe run at load time.
-	describeTimeout   = 2 * time.Second
-	describeMaxOutput = 1 << 20
-
-	pageSize = 65536
+	pageSize     = 65536
+	maxWasm32MiB = 4096 // 65536 pages: all a wasm32 memory can address
 )
 
-// Limits bound one call. The zero value means every default. Limits are
-// set by the operator, never by the module.
+// Limits bound one call. Every field but Env and Mounts is required (a zero
+// field is an error): the numbers are the operator's, resolved by the host
+// from its policy, never by the module, and wasmrt keeps no defaults of its
+// own.
 type Limits struct {
-	MemoryPages    uint32            // linear memory, in 64 KiB pages; capped by Config.MaxMemoryPages
+	MemoryMiB      int               // linear memory; capped by Config.MaxMemoryMiB
 	Timeout        time.Duration     // wall clock
 	MaxOutputBytes int               // stdout; past it the call fails with KindOutputTooLarge
 	MaxLogBytes    int               // stderr and log calls forwarded to Events.Log; tail of stderr kept
@@ -49,23 +36,21 @@ type Mount struct {
 	Write     bool
 }
 
-func (l Limits) withDefaults(ceiling uint32) Limits {
-	if l.MemoryPages == 0 {
-		l.MemoryPages = DefaultMemoryPages
+// ErrLimits is wrapped by the error of a Limits value with a missing field.
+var ErrLimits = errors.New("wasmrt: incomplete limits")
+
+func (l Limits) validate() error {
+	switch {
+	case l.MemoryMiB <= 0:
+		return fmt.Errorf("%w: MemoryMiB %d", ErrLimits, l.MemoryMiB)
+	case l.Timeout <= 0:
+		return fmt.Errorf("%w: Timeout %v", ErrLimits, l.Timeout)
+	case l.MaxOutputBytes <= 0:
+		return fmt.Errorf("%w: MaxOutputBytes %d", ErrLimits, l.MaxOutputBytes)
+	case l.MaxLogBytes <= 0:
+		return fmt.Errorf("%w: MaxLogBytes %d", ErrLimits, l.MaxLogBytes)
 	}
-	if l.MemoryPages > ceiling {
-		l.MemoryPages = ceiling
-	}
-	if l.Timeout <= 0 {
-		l.Timeout = DefaultTimeout
-	}
-	if l.MaxOutputBytes <= 0 {
-		l.MaxOutputBytes = DefaultMaxOutputBytes
-	}
-	if l.MaxLogBytes <= 0 {
-		l.MaxLogBytes = DefaultMaxLogBytes
-	}
-	return l
+	return nil
 }
 
 // limitedAllocator backs one instance's linear memory and refuses growth
@@ -110,7 +95,7 @@ func (m *limitedMemory) Reallocate(size uint64) []byte {
 	}
 	// Grow geometrically to keep memory.grow loops linear, but never past
 	// the limit.
-	newCap := max(size, uint64(cap(m.buf))*2, m.capHint)
+	newCap := max(size, uint64(cap(m.buf))*2)
 	newCap = max(min(newCap, m.a.limit), size)
 	nb := make([]byte, size, newCap)
 	copy(nb, m.buf)

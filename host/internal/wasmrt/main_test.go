@@ -6,80 +6,61 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/wasmtask/wasmtask/abi"
+	"github.com/wasmtask/wasmtask/host/hosttest"
 )
 
-// Test modules are written in WAT (testdata/*.wat) and C (testdata/*.c) and
-// compiled by TestMain into a temporary directory: the sources are the truth,
-// no generated binary is checked in. wat2wasm (Debian wabt) is required when
-// CI is set, otherwise its absence skips the tests that need it; clang with
-// wasi-libc is optional (it builds the filesystem guest).
-var (
-	modDir    string
-	buildErrs = map[string]error{}
-)
+// Test modules are written in WAT (testdata/*.wat) and C (testdata/*.c):
+// the sources are the truth, no generated binary is checked in. The shared
+// fixture builder (hosttest.Wasm) builds each once per test process; a
+// missing toolchain skips the tests that need it, except under CI=true.
 
-func TestMain(m *testing.M) {
-	os.Exit(runMain(m))
-}
-
-func runMain(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "wasmrt-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	modDir = dir
-	wats, _ := filepath.Glob("testdata/*.wat")
-	for _, w := range wats {
-		name := strings.TrimSuffix(filepath.Base(w), ".wat")
-		out, err := exec.Command("wat2wasm", w, "-o", filepath.Join(dir, name+".wasm")).CombinedOutput()
-		if err != nil {
-			buildErrs[name] = fmt.Errorf("wat2wasm %s: %v: %s", w, err, out)
-			if os.Getenv("CI") != "" {
-				fmt.Fprintln(os.Stderr, buildErrs[name])
-				return 1
-			}
-		}
-	}
-	cs, _ := filepath.Glob("testdata/*.c")
-	for _, c := range cs {
-		name := strings.TrimSuffix(filepath.Base(c), ".c")
-		// -nodefaultlibs: Debian's clang lacks the wasm32 compiler-rt
-		// builtins unless libclang-rt-dev-wasm32 is installed; these
-		// modules do not need them.
-		out, err := exec.Command("clang", "--target=wasm32-wasi", "--sysroot=/usr", "-O2", "-nodefaultlibs",
-			c, "-lc", "-o", filepath.Join(dir, name+".wasm")).CombinedOutput()
-		if err != nil {
-			buildErrs[name] = fmt.Errorf("clang %s: %v: %s", c, err, out)
-		}
-	}
-	return m.Run()
-}
-
-// wasmFile returns a compiled test module, skipping the test when its
-// toolchain is missing.
+// wasmFile returns the test module built from testdata/name.wat or .c.
 func wasmFile(tb testing.TB, name string) []byte {
 	tb.Helper()
-	if err := buildErrs[name]; err != nil {
-		tb.Skipf("test module %s not built: %v", name, err)
+	src := filepath.Join("testdata", name+".wat")
+	if _, err := os.Stat(src); err != nil {
+		src = filepath.Join("testdata", name+".c")
 	}
-	b, err := os.ReadFile(filepath.Join(modDir, name+".wasm"))
-	if err != nil {
-		tb.Skipf("test module %s: %v", name, err)
-	}
-	return b
+	return hosttest.Wasm(tb, src)
 }
 
+// testLimits are the limits of a test call; with fills a Limits' zero
+// fields from them.
+var testLimits = Limits{MemoryMiB: 64, Timeout: 30 * time.Second, MaxOutputBytes: 1 << 20, MaxLogBytes: 64 << 10}
+
+func with(l Limits) Limits {
+	if l.MemoryMiB == 0 {
+		l.MemoryMiB = testLimits.MemoryMiB
+	}
+	if l.Timeout == 0 {
+		l.Timeout = testLimits.Timeout
+	}
+	if l.MaxOutputBytes == 0 {
+		l.MaxOutputBytes = testLimits.MaxOutputBytes
+	}
+	if l.MaxLogBytes == 0 {
+		l.MaxLogBytes = testLimits.MaxLogBytes
+	}
+	return l
+}
+
+// newRuntime starts a Runtime; zero fields of cfg take a 256 MiB ceiling
+// and describe limits of 2 s and 1 MiB of output.
 func newRuntime(tb testing.TB, cfg Config) *Runtime {
 	tb.Helper()
+	if cfg.MaxMemoryMiB == 0 {
+		cfg.MaxMemoryMiB = 256
+	}
+	if cfg.LoadLimits.Timeout == 0 {
+		cfg.LoadLimits.Timeout = 2 * time.Second
+	}
+	cfg.LoadLimits = with(cfg.LoadLimits)
 	r, err := New(context.Background(), cfg)
 	if err != nil {
 		tb.Fatalf("New: %v", err)
@@ -134,7 +115,7 @@ func (e *events) Elicit(ctx context.Context, req abi.ElicitRequest) (abi.ElicitR
 }
 
 // callText calls tool and returns the text of its first content block.
-func callText(tb testing.TB, m *Module, tool, args string, lim Limits, ev Events) string {
+func callText(tb testing.TB, m *Module, tool, args string, lim Limits, ev abi.Events) string {
 	tb.Helper()
 	res, err := m.Call(context.Background(), tool, json.RawMessage(args), lim, ev)
 	if err != nil {

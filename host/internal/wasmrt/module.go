@@ -10,47 +10,48 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/wasmtask/wasmtask/abi"
 )
 
-// Module is a loaded tool module. It is safe for concurrent use: every Call
-// runs in its own instance. Close it when done; calls in flight finish first.
+// Module is a loaded tool module: its compiled code, its validated
+// manifest and its compiled input schemas. It is safe for concurrent use:
+// every Call runs in its own instance. Close it when done; calls in flight
+// finish first.
 type Module struct {
 	r    *Runtime
-	e    *entry
 	name string
+
+	// Set by Load, then read-only.
+	compiled wazero.CompiledModule
+	manifest *abi.Manifest
+	schemas  map[string]*jsonschema.Resolved // by tool name
+	minPages uint32                          // initial memory of the module
 
 	mu       sync.Mutex
 	closed   bool
 	inflight int
-	done     chan struct{} // closed when closed and no call is in flight
+	aborts   map[*callCtl]struct{} // calls in flight, for Abort
+	done     chan struct{}         // closed when closed and no call is in flight
 }
+
+// callCtl lets Abort end one call in flight.
+type callCtl struct{ cancel context.CancelCauseFunc }
 
 // Name returns the name given to Load.
 func (m *Module) Name() string { return m.name }
 
-// Digest returns the content digest of the module's bytes (see Digest).
-func (m *Module) Digest() string { return m.e.digest }
-
-// Manifest returns the validated manifest. It is shared: do not modify it.
-func (m *Module) Manifest() *abi.Manifest { return m.e.manifest }
-
-// Tool returns the declared tool called name.
-func (m *Module) Tool(name string) (abi.Tool, bool) {
-	for _, t := range m.e.manifest.Tools {
-		if t.Name == name {
-			return t, true
-		}
-	}
-	return abi.Tool{}, false
-}
+// Manifest returns the validated, normalised manifest. It is shared: do not
+// modify it.
+func (m *Module) Manifest() *abi.Manifest { return m.manifest }
 
 // Close marks the module closed: later calls fail with ErrClosed. It does
 // not wait: calls in flight run to their end, and the compiled code is freed
-// after the last of them (when no other Module shares it). Done reports when.
+// after the last of them. Done reports when.
 func (m *Module) Close(context.Context) error {
 	m.mu.Lock()
 	if m.closed {
@@ -66,27 +67,49 @@ func (m *Module) Close(context.Context) error {
 	return nil
 }
 
+// Abort closes the module and ends its calls in flight: they fail with a
+// *GuestError wrapping ErrAborted, whatever their guest does afterwards.
+// The host aborts a module removed from the tool directory when the
+// operator asked for that.
+func (m *Module) Abort() {
+	m.mu.Lock()
+	calls := make([]*callCtl, 0, len(m.aborts))
+	for c := range m.aborts {
+		calls = append(calls, c)
+	}
+	m.mu.Unlock()
+	_ = m.Close(context.Background())
+	for _, c := range calls {
+		c.cancel(ErrAborted)
+	}
+}
+
 // Done is closed once the module is closed and its last call has ended.
 func (m *Module) Done() <-chan struct{} { return m.done }
 
 func (m *Module) free() {
-	m.r.release(m.e)
+	_ = m.compiled.Close(context.Background())
 	close(m.done)
 }
 
-func (m *Module) acquire() bool {
+func (m *Module) acquire(c *callCtl) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
 		return false
 	}
 	m.inflight++
+	if m.aborts == nil {
+		m.aborts = make(map[*callCtl]struct{})
+	}
+	m.aborts[c] = struct{}{}
 	return true
 }
 
-func (m *Module) releaseCall() {
+func (m *Module) releaseCall(c *callCtl) {
 	m.mu.Lock()
 	m.inflight--
+	delete(m.aborts, c)
 	last := m.closed && m.inflight == 0
 	m.mu.Unlock()
 	if last {
@@ -94,47 +117,140 @@ func (m *Module) releaseCall() {
 	}
 }
 
-// Call runs tool with args (a JSON object; empty means {}) in a fresh
-// instance bounded by lim, reporting to ev (which may be nil). A guest
-// failure is a *GuestError; ErrUnknownTool and ErrArguments come before the
-// guest runs; ErrClosed after Close. A returned Result may itself have
-// IsError set: that is the tool's own answer.
-func (m *Module) Call(ctx context.Context, tool string, args json.RawMessage, lim Limits, ev Events) (*abi.Result, error) {
-	if !m.acquire() {
+// compile guards every function entry (see guard.go), compiles the module
+// and checks its imports and exports against the ABI.
+func (m *Module) compile(ctx context.Context, wasm []byte) error {
+	guarded, guardErr := guardEntries(wasm)
+	if guardErr != nil {
+		// Let wazero explain a malformed module; refuse one it would accept
+		// but that cannot be guarded.
+		guarded = wasm
+	}
+	compiled, err := m.r.rt.CompileModule(ctx, guarded)
+	if err != nil {
+		return fmt.Errorf("load %q: %w: %v", m.name, ErrCompile, err)
+	}
+	if guardErr != nil {
+		_ = compiled.Close(ctx)
+		return fmt.Errorf("load %q: %w: %v", m.name, ErrCompile, guardErr)
+	}
+	if err := checkImportsExports(compiled, m.r.wasi); err != nil {
+		_ = compiled.Close(ctx)
+		return fmt.Errorf("load %q: %w", m.name, err)
+	}
+	for _, mem := range compiled.ExportedMemories() {
+		m.minPages = max(m.minPages, mem.Min())
+	}
+	m.compiled = compiled
+	return nil
+}
+
+// describe asks the module for its manifest, validates it and compiles the
+// tools' input schemas.
+func (m *Module) describe(ctx context.Context) error {
+	lim := m.r.cfg.LoadLimits
+	lim.MemoryMiB = max(lim.MemoryMiB, int((uint64(m.minPages)*pageSize+(1<<20)-1)>>20))
+	out, gerr := m.r.run(ctx, m, abi.MethodDescribe, describeRequest, lim, nil)
+	if gerr != nil {
+		return fmt.Errorf("load %q: describe failed: %w", m.name, gerr)
+	}
+	man, err := abi.DecodeManifest(out)
+	if err != nil {
+		return fmt.Errorf("load %q: %w", m.name, err)
+	}
+	schemas := make(map[string]*jsonschema.Resolved, len(man.Tools))
+	for _, t := range man.Tools {
+		var s jsonschema.Schema
+		if err := json.Unmarshal(t.InputSchema, &s); err != nil {
+			return fmt.Errorf("load %q: %w: tool %q: %v", m.name, ErrSchema, t.Name, err)
+		}
+		rs, err := s.Resolve(nil)
+		if err != nil {
+			return fmt.Errorf("load %q: %w: tool %q: %v", m.name, ErrSchema, t.Name, err)
+		}
+		schemas[t.Name] = rs
+	}
+	m.manifest, m.schemas = man, schemas
+	return nil
+}
+
+var describeRequest = []byte(fmt.Sprintf(`{"abi":%d,"method":%q}`, abi.Version, abi.MethodDescribe))
+
+// Call runs tool with args (a JSON object; empty or null means {}) in a
+// fresh instance bounded by lim, reporting to ev (which may be nil). The
+// arguments are parsed once, here, and validated against the tool's input
+// schema before the guest runs (an *ArgumentsError). A guest failure is a
+// *GuestError; ErrUnknownTool comes before the guest runs; ErrClosed after
+// Close. A returned Result may itself have IsError set: that is the tool's
+// own answer.
+func (m *Module) Call(ctx context.Context, tool string, args json.RawMessage, lim Limits, ev abi.Events) (*abi.Result, error) {
+	if err := lim.validate(); err != nil {
+		return nil, fmt.Errorf("call %q of %q: %w", tool, m.name, err)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	ctl := &callCtl{cancel: cancel}
+	if !m.acquire(ctl) {
 		return nil, fmt.Errorf("call %q of %q: %w", tool, m.name, ErrClosed)
 	}
-	defer m.releaseCall()
-	rs, ok := m.e.schemas[tool]
+	defer m.releaseCall(ctl)
+	rs, ok := m.schemas[tool]
 	if !ok {
 		return nil, fmt.Errorf("call %q of %q: %w", tool, m.name, ErrUnknownTool)
 	}
+	args, err := validArguments(rs, args)
+	if err != nil {
+		return nil, &ArgumentsError{Tool: tool, Detail: err.Error()}
+	}
+	out, gerr := m.r.run(ctx, m, tool, callRequest(tool, args), lim, ev)
+	if context.Cause(ctx) == ErrAborted {
+		// Whatever the guest did after the abort (a guest woken from a
+		// sleep by the cancel may still exit with a result), the call
+		// ends with it.
+		return nil, &GuestError{Module: m.name, Tool: tool, Kind: KindCanceled, Msg: "the module was aborted", cause: ErrAborted}
+	}
+	if gerr != nil {
+		return nil, gerr
+	}
+	res, err := abi.DecodeResult(out)
+	if err != nil {
+		detail := strings.TrimPrefix(err.Error(), abi.ErrResult.Error()+": ")
+		return nil, &GuestError{Module: m.name, Tool: tool, Kind: KindBadOutput, Msg: detail + snippet(out), cause: err}
+	}
+	return res, nil
+}
+
+// validArguments parses args once and validates them: a JSON object that
+// the schema accepts. Empty or null arguments are {}.
+func validArguments(rs *jsonschema.Resolved, args json.RawMessage) (json.RawMessage, error) {
 	args = bytes.TrimSpace(args)
 	if len(args) == 0 || bytes.Equal(args, []byte("null")) {
 		args = json.RawMessage("{}")
 	}
 	var v any
 	if err := json.Unmarshal(args, &v); err != nil {
-		return nil, fmt.Errorf("call %q of %q: %w: %v", tool, m.name, ErrArguments, err)
+		return nil, fmt.Errorf("not valid JSON: %v", err)
 	}
 	if _, isObj := v.(map[string]any); !isObj {
-		return nil, fmt.Errorf("call %q of %q: %w: not a JSON object", tool, m.name, ErrArguments)
+		return nil, errors.New("not a JSON object")
 	}
 	if err := rs.Validate(v); err != nil {
-		return nil, fmt.Errorf("call %q of %q: %w: %v", tool, m.name, ErrArguments, err)
+		return nil, err
 	}
-	req, err := json.Marshal(abi.Request{ABI: abi.Version, Method: abi.MethodCall, Tool: tool, Arguments: args})
-	if err != nil {
-		return nil, fmt.Errorf("call %q of %q: %w: %v", tool, m.name, ErrArguments, err)
-	}
-	out, gerr := m.r.run(ctx, m.e, m.name, tool, req, lim.withDefaults(m.r.cfg.MaxMemoryPages), ev)
-	if gerr != nil {
-		return nil, gerr
-	}
-	res, err := abi.DecodeResult(out)
-	if err != nil {
-		return nil, &GuestError{Module: m.name, Tool: tool, Kind: KindBadOutput, Msg: err.Error() + snippet(out), cause: err}
-	}
-	return res, nil
+	return args, nil
+}
+
+// callRequest is the abi.Request of a call. It is written, not marshalled:
+// args were parsed and validated already (a second encode would scan them
+// again), and a tool name is made of characters JSON needs no escape for
+// (abi.ValidToolName).
+func callRequest(tool string, args json.RawMessage) []byte {
+	b := make([]byte, 0, len(args)+len(tool)+64)
+	b = fmt.Appendf(b, `{"abi":%d,"method":%q,"tool":"`, abi.Version, abi.MethodCall)
+	b = append(b, tool...)
+	b = append(b, `","arguments":`...)
+	b = append(b, args...)
+	return append(b, '}')
 }
 
 // snippet quotes the start of bad output for an error message.
@@ -150,90 +266,127 @@ func snippet(out []byte) string {
 	return fmt.Sprintf(" (stdout %q)", out)
 }
 
-// run runs one request in a fresh instance and returns its stdout. lim must
-// have its defaults applied.
-func (r *Runtime) run(ctx context.Context, e *entry, name, tool string, req []byte, lim Limits, ev Events) ([]byte, *GuestError) {
-	fail := func(kind Kind, msg string, stderr string, cause error) *GuestError {
-		return &GuestError{Module: name, Tool: tool, Kind: kind, Msg: msg, Stderr: stderr, cause: cause}
+// run runs one request in a fresh instance and returns its stdout. It is
+// the only place a guest runs: prepare the call's sandbox, instantiate (which
+// runs _start), then classify how it ended.
+func (r *Runtime) run(ctx context.Context, m *Module, tool string, req []byte, lim Limits, ev abi.Events) ([]byte, *GuestError) {
+	c := &call{r: r, m: m, tool: tool, lim: lim}
+	if lim.MemoryMiB > r.cfg.MaxMemoryMiB {
+		c.lim.MemoryMiB = r.cfg.MaxMemoryMiB
 	}
-	memLimit := fmt.Sprintf("the module needs more than its limit of %d pages (%d MiB)", lim.MemoryPages, uint64(lim.MemoryPages)*pageSize>>20)
-	if e.minPages > lim.MemoryPages {
-		return nil, fail(KindOutOfMemory, fmt.Sprintf("%s: it starts with %d pages", memLimit, e.minPages), "", nil)
+	if need := uint64(m.minPages) * pageSize; need > c.memLimit() {
+		return nil, c.fail(KindOutOfMemory, fmt.Sprintf("%s: it starts with %.4g MiB", c.memMsg(), float64(need)/(1<<20)), nil)
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, fail(ctxKind(err), err.Error(), "", nil)
+		return nil, c.fail(ctxKind(err), err.Error(), nil)
 	}
-
-	callCtx, cancelTimeout := context.WithTimeout(ctx, lim.Timeout)
+	callCtx, cancelTimeout := context.WithTimeout(ctx, c.lim.Timeout)
 	defer cancelTimeout()
 	callCtx, cancel := context.WithCancel(callCtx)
 	defer cancel()
 
-	state := &callState{ev: ev, logLeft: lim.MaxLogBytes}
+	state := &callState{ev: ev, logLeft: c.lim.MaxLogBytes}
 	if !r.track(state, cancel) {
-		return nil, fail(KindCanceled, "the runtime was closed", "", ErrClosed)
+		return nil, c.fail(KindCanceled, "the runtime was closed", ErrClosed)
 	}
 	defer r.untrack(state)
-	stdout := &limitedWriter{max: lim.MaxOutputBytes, over: cancel}
-	stderr := &logWriter{max: lim.MaxLogBytes}
-	if ev != nil {
-		stderr.sink = func(line string) { state.log(abi.LogInfo, line) }
-	}
-	cfg := r.base.
-		WithArgs(name).
-		WithStdin(bytes.NewReader(req)).
-		WithStdout(stdout).
-		WithStderr(stderr).
-		WithNanosleep(func(ns int64) { sleepCtx(callCtx, ns) })
-	for k, v := range lim.Env {
-		cfg = cfg.WithEnv(k, v)
-	}
-	if len(lim.Mounts) > 0 {
-		fsc, roots, err := openMounts(lim.Mounts)
-		if err != nil {
-			return nil, fail(KindInstantiate, err.Error(), "", err)
-		}
-		defer closeRoots(roots)
-		cfg = cfg.WithFSConfig(fsc)
-	}
 
-	alloc := &limitedAllocator{limit: uint64(lim.MemoryPages) * pageSize, over: cancel}
+	cfg, cleanup, err := c.sandbox(callCtx, req, state, cancel)
+	if err != nil {
+		return nil, c.fail(KindInstantiate, err.Error(), err)
+	}
+	defer cleanup()
+	alloc := &limitedAllocator{limit: c.memLimit(), over: cancel}
 	runCtx := experimental.WithMemoryAllocator(callCtx, alloc)
 	runCtx = context.WithValue(runCtx, callStateKey{}, state)
 
 	start := time.Now()
-	mod, err := r.rt.InstantiateModule(runCtx, e.compiled, cfg)
+	mod, err := r.rt.InstantiateModule(runCtx, m.compiled, cfg)
 	if mod != nil {
 		_ = mod.Close(context.Background())
 	}
-	stderr.flush()
-	tail := string(stderr.tail)
-
-	if err == nil && !stdout.exceeded && callCtx.Err() == nil {
-		return stdout.buf, nil
+	c.stderr.flush()
+	c.tail = string(c.stderr.tail)
+	if err == nil && !c.stdout.exceeded && callCtx.Err() == nil {
+		return c.stdout.buf, nil
 	}
+	return nil, c.classify(ctx, callCtx, err, alloc, time.Since(start))
+}
+
+// call is the state of one run that its steps share.
+type call struct {
+	r      *Runtime
+	m      *Module
+	tool   string
+	lim    Limits
+	stdout *limitedWriter
+	stderr *logWriter
+	tail   string // stderr tail, once the guest ended
+}
+
+func (c *call) memLimit() uint64 { return uint64(c.lim.MemoryMiB) << 20 }
+
+func (c *call) memMsg() string {
+	return fmt.Sprintf("the module needs more than its memory limit of %d MiB", c.lim.MemoryMiB)
+}
+
+func (c *call) fail(kind Kind, msg string, cause error) *GuestError {
+	return &GuestError{Module: c.m.name, Tool: c.tool, Kind: kind, Msg: msg, Stderr: c.tail, cause: cause}
+}
+
+// sandbox is the module configuration of one call: stdin holds req, stdout
+// and stderr are bounded, and only the granted environment and mounts are
+// visible. cleanup closes the mounts after the call.
+func (c *call) sandbox(callCtx context.Context, req []byte, state *callState, cancel context.CancelFunc) (wazero.ModuleConfig, func(), error) {
+	c.stdout = &limitedWriter{max: c.lim.MaxOutputBytes, over: cancel}
+	c.stderr = &logWriter{max: c.lim.MaxLogBytes}
+	if state.ev != nil {
+		c.stderr.sink = func(line string) { state.log(abi.LogInfo, line) }
+	}
+	cfg := c.r.base.
+		WithArgs(c.m.name).
+		WithStdin(bytes.NewReader(req)).
+		WithStdout(c.stdout).
+		WithStderr(c.stderr).
+		WithNanosleep(func(ns int64) { sleepCtx(callCtx, ns) })
+	for k, v := range c.lim.Env {
+		cfg = cfg.WithEnv(k, v)
+	}
+	if len(c.lim.Mounts) == 0 {
+		return cfg, func() {}, nil
+	}
+	fsc, roots, err := openMounts(c.lim.Mounts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg.WithFSConfig(fsc), func() { closeRoots(roots) }, nil
+}
+
+// classify turns how a guest that did not succeed ended into a GuestError.
+// ctx is the caller's context, callCtx the call's (with its timeout).
+func (c *call) classify(ctx, callCtx context.Context, err error, alloc *limitedAllocator, ran time.Duration) *GuestError {
 	switch {
-	case r.isClosed():
-		return nil, fail(KindCanceled, "the runtime was closed", tail, ErrClosed)
-	case stdout.exceeded:
-		return nil, fail(KindOutputTooLarge, fmt.Sprintf("output exceeds %d bytes", lim.MaxOutputBytes), tail, nil)
+	case c.r.isClosed():
+		return c.fail(KindCanceled, "the runtime was closed", ErrClosed)
+	case c.stdout.exceeded:
+		return c.fail(KindOutputTooLarge, fmt.Sprintf("output exceeds %d bytes", c.lim.MaxOutputBytes), nil)
 	case alloc.refused.Load() && ctx.Err() == nil:
-		return nil, fail(KindOutOfMemory, memLimit, tail, nil)
+		return c.fail(KindOutOfMemory, c.memMsg(), nil)
 	case ctx.Err() != nil:
-		return nil, fail(ctxKind(ctx.Err()), ctx.Err().Error(), tail, ctx.Err())
+		return c.fail(ctxKind(ctx.Err()), ctx.Err().Error(), ctx.Err())
 	case callCtx.Err() != nil:
-		return nil, fail(KindTimeout, fmt.Sprintf("exceeded %v (ran %v)", lim.Timeout, time.Since(start).Round(time.Millisecond)), tail, nil)
+		return c.fail(KindTimeout, fmt.Sprintf("exceeded %v (ran %v)", c.lim.Timeout, ran.Round(time.Millisecond)), nil)
 	}
 	var exit *sys.ExitError
 	if errors.As(err, &exit) {
-		return nil, fail(KindExit, fmt.Sprintf("exit code %d", exit.ExitCode()), tail, nil)
+		return c.fail(KindExit, fmt.Sprintf("exit code %d", exit.ExitCode()), nil)
 	}
 	msg := err.Error()
 	kind := KindTrap
 	if !strings.Contains(msg, "function[_start] failed") {
 		kind = KindInstantiate
 	}
-	return nil, fail(kind, trimTrap(msg), tail, err)
+	return c.fail(kind, trimTrap(msg), err)
 }
 
 func ctxKind(err error) Kind {

@@ -4,9 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -14,7 +11,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
@@ -23,7 +19,9 @@ import (
 	"github.com/wasmtask/wasmtask/abi"
 )
 
-// Config configures a Runtime. The zero value is valid.
+// Config configures a Runtime. MaxMemoryMiB and every field of LoadLimits
+// are required: the host decides the sandbox's numbers, in one place, and
+// hands them down (package host, policy.go).
 type Config struct {
 	// CacheDir, when set, keeps compiled code on disk so that the next
 	// process compiles a known module in a fraction of the time. "" keeps
@@ -32,10 +30,24 @@ type Config struct {
 	// Interpreter selects wazero's interpreter instead of its compiler. The
 	// compiler is used where wazero supports it (amd64, arm64) unless set.
 	Interpreter bool
-	// MaxMemoryPages is the runtime-wide ceiling of one instance's linear
-	// memory, in 64 KiB pages; per-call limits are capped by it. 0 means
-	// DefaultMaxMemoryPages (256 MiB).
-	MaxMemoryPages uint32
+	// MaxMemoryMiB is the runtime-wide ceiling of one instance's linear
+	// memory; the MemoryMiB of a call's Limits is capped by it.
+	MaxMemoryMiB int
+	// LoadLimits bound the describe run at load time. A module whose
+	// initial memory is larger than LoadLimits.MemoryMiB gets its initial
+	// memory (capped by MaxMemoryMiB): a module must be loadable to be
+	// granted anything by a policy.
+	LoadLimits Limits
+}
+
+func (c Config) validate() error {
+	if c.MaxMemoryMiB <= 0 || c.MaxMemoryMiB > maxWasm32MiB {
+		return fmt.Errorf("wasmrt: MaxMemoryMiB %d is outside 1..%d", c.MaxMemoryMiB, maxWasm32MiB)
+	}
+	if err := c.LoadLimits.validate(); err != nil {
+		return fmt.Errorf("wasmrt: LoadLimits: %w", err)
+	}
+	return nil
 }
 
 // Runtime compiles modules and runs their calls. It is safe for concurrent
@@ -46,34 +58,17 @@ type Runtime struct {
 	cache wazero.CompilationCache
 	base  wazero.ModuleConfig
 
-	mu      sync.Mutex
-	closed  bool
-	entries map[string]*entry                 // by digest; an entry lives while a Module or Load uses it
-	calls   map[*callState]context.CancelFunc // running calls, ended by Close
-}
+	wasi map[string]hostSignature // the WASI functions the runtime provides
 
-// entry is one compiled module, shared by every Module loaded from the same
-// bytes.
-type entry struct {
-	digest string
-	ready  chan struct{} // closed when the fields below are set
-	err    error
-
-	compiled wazero.CompiledModule
-	manifest *abi.Manifest
-	schemas  map[string]*jsonschema.Resolved // by tool name
-	minPages uint32                          // initial memory of the module
-
-	refs int // guarded by Runtime.mu
+	mu     sync.Mutex
+	closed bool
+	calls  map[*callState]context.CancelFunc // running calls, ended by Close
 }
 
 // New returns a Runtime. Close it when done.
 func New(ctx context.Context, cfg Config) (*Runtime, error) {
-	if cfg.MaxMemoryPages == 0 {
-		cfg.MaxMemoryPages = DefaultMaxMemoryPages
-	}
-	if cfg.MaxMemoryPages > 65536 {
-		return nil, fmt.Errorf("wasmrt: MaxMemoryPages %d is over the 4 GiB of wasm32", cfg.MaxMemoryPages)
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
 	var cache wazero.CompilationCache
 	if cfg.CacheDir != "" {
@@ -91,7 +86,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	}
 	rc = rc.WithCloseOnContextDone(true).
 		// Memory is bounded per call by limitedAllocator, capped at
-		// cfg.MaxMemoryPages. wazero's own limit is left at the wasm32
+		// cfg.MaxMemoryMiB. wazero's own limit is left at the wasm32
 		// maximum: when it refuses a growth first, the allocator never
 		// hears of it and the failure could not be told from a trap.
 		WithMemoryLimitPages(65536).
@@ -101,6 +96,10 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		_ = rt.Close(ctx)
 		_ = cache.Close(ctx)
 		return nil, fmt.Errorf("wasmrt: WASI: %w", err)
+	}
+	wasiFuncs := make(map[string]hostSignature)
+	for name, def := range rt.Module(wasi_snapshot_preview1.ModuleName).ExportedFunctionDefinitions() {
+		wasiFuncs[name] = hostSignature{params: def.ParamTypes(), results: def.ResultTypes()}
 	}
 	if err := instantiateHost(ctx, rt); err != nil {
 		_ = rt.Close(ctx)
@@ -112,7 +111,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		WithRandSource(rand.Reader).
 		WithSysWalltime().
 		WithSysNanotime()
-	return &Runtime{cfg: cfg, rt: rt, cache: cache, base: base, entries: make(map[string]*entry), calls: make(map[*callState]context.CancelFunc)}, nil
+	return &Runtime{cfg: cfg, rt: rt, cache: cache, base: base, wasi: wasiFuncs, calls: make(map[*callState]context.CancelFunc)}, nil
 }
 
 // Close ends every running call (they fail with KindCanceled wrapping
@@ -150,141 +149,63 @@ func (r *Runtime) untrack(s *callState) {
 	r.mu.Unlock()
 }
 
+// Running returns how many calls are running now, on any module: a call
+// counts from just before its instance is created until it has ended.
+func (r *Runtime) Running() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.calls)
+}
+
 func (r *Runtime) isClosed() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.closed
 }
 
-// Digest returns the content digest Load uses: "sha256:" and 64 hex digits.
-func Digest(wasm []byte) string {
-	sum := sha256.Sum256(wasm)
-	return "sha256:" + hex.EncodeToString(sum[:])
-}
-
 var wasmMagic = []byte{0x00, 'a', 's', 'm'}
 
-// Load compiles wasm (once per digest: loading the same bytes again shares
-// the compiled code and manifest), checks it against the ABI, runs describe
-// with tight limits, and validates the manifest and the tools' input
-// schemas. name is used in errors and as the guest's program name.
+// Load compiles wasm, checks it against the ABI, runs describe within
+// Config.LoadLimits, and validates the manifest (abi.DecodeManifest) and
+// compiles the tools' input schemas: every fact about the module is computed
+// here, once. name is used in errors and as the guest's program name.
+//
+// Load does not share modules: the caller (package plugins' Build) loads
+// each content digest once and reuses the Module across reloads. wazero's
+// compilation cache still makes a second compile of the same bytes cheap.
 func (r *Runtime) Load(ctx context.Context, name string, wasm []byte) (*Module, error) {
 	if !bytes.HasPrefix(wasm, wasmMagic) {
 		return nil, fmt.Errorf("load %q: %w (no \\0asm header)", name, ErrNotWasm)
 	}
-	d := Digest(wasm)
-	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
+	if r.isClosed() {
 		return nil, fmt.Errorf("load %q: %w", name, ErrClosed)
 	}
-	e, ok := r.entries[d]
-	if !ok {
-		e = &entry{digest: d, ready: make(chan struct{})}
-		r.entries[d] = e
+	m := &Module{r: r, name: name, done: make(chan struct{})}
+	if err := m.compile(ctx, wasm); err != nil {
+		return nil, err
 	}
-	e.refs++
-	r.mu.Unlock()
-
-	if !ok {
-		e.err = r.build(ctx, e, name, wasm)
-		close(e.ready)
-	} else {
-		select {
-		case <-e.ready:
-		case <-ctx.Done():
-			r.release(e)
-			return nil, fmt.Errorf("load %q: %w", name, ctx.Err())
-		}
+	if err := m.describe(ctx); err != nil {
+		_ = m.compiled.Close(context.Background())
+		return nil, err
 	}
-	if e.err != nil {
-		r.release(e)
-		return nil, e.err
-	}
-	return &Module{r: r, e: e, name: name, done: make(chan struct{})}, nil
+	return m, nil
 }
 
-// release drops one reference to e and frees it after the last.
-func (r *Runtime) release(e *entry) {
-	r.mu.Lock()
-	e.refs--
-	last := e.refs == 0
-	if last && r.entries[e.digest] == e {
-		delete(r.entries, e.digest)
-	}
-	r.mu.Unlock()
-	if last && e.compiled != nil {
-		_ = e.compiled.Close(context.Background())
-	}
-}
-
-// liveEntries reports how many compiled modules are held (for tests).
-func (r *Runtime) liveEntries() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.entries)
-}
-
-func (r *Runtime) build(ctx context.Context, e *entry, name string, wasm []byte) error {
-	guarded, guardErr := guardEntries(wasm)
-	if guardErr != nil {
-		// Let wazero explain a malformed module; refuse one it would accept
-		// but that cannot be guarded.
-		guarded = wasm
-	}
-	compiled, err := r.rt.CompileModule(ctx, guarded)
-	if err != nil {
-		return fmt.Errorf("load %q: %w: %v", name, ErrCompile, err)
-	}
-	if guardErr != nil {
-		_ = compiled.Close(ctx)
-		return fmt.Errorf("load %q: %w: %v", name, ErrCompile, guardErr)
-	}
-	e.compiled = compiled
-	if err := checkImportsExports(compiled); err != nil {
-		return fmt.Errorf("load %q: %w", name, err)
-	}
-	for _, m := range compiled.ExportedMemories() {
-		e.minPages = max(e.minPages, m.Min())
-	}
-	req, _ := json.Marshal(abi.Request{ABI: abi.Version, Method: abi.MethodDescribe})
-	// describe gets the module's initial memory when that is more than the
-	// default (capped by the ceiling): the operator's policy for its calls
-	// may grant it, and a module must be loadable to be granted anything.
-	out, gerr := r.run(ctx, e, name, abi.MethodDescribe, req, Limits{
-		MemoryPages:    max(DefaultMemoryPages, e.minPages),
-		Timeout:        describeTimeout,
-		MaxOutputBytes: describeMaxOutput,
-	}.withDefaults(r.cfg.MaxMemoryPages), nil)
-	if gerr != nil {
-		return fmt.Errorf("load %q: describe failed: %w", name, gerr)
-	}
-	man, err := abi.DecodeManifest(out)
-	if err != nil {
-		return fmt.Errorf("load %q: %w", name, err)
-	}
-	e.manifest = man
-	e.schemas = make(map[string]*jsonschema.Resolved, len(man.Tools))
-	for _, t := range man.Tools {
-		var s jsonschema.Schema
-		if err := json.Unmarshal(t.InputSchema, &s); err != nil {
-			return fmt.Errorf("load %q: %w: tool %q: %v", name, ErrSchema, t.Name, err)
-		}
-		rs, err := s.Resolve(nil)
-		if err != nil {
-			return fmt.Errorf("load %q: %w: tool %q: %v", name, ErrSchema, t.Name, err)
-		}
-		e.schemas[t.Name] = rs
-	}
-	return nil
-}
-
-// checkImportsExports refuses a module that the host cannot run under ABI v1.
-func checkImportsExports(c wazero.CompiledModule) error {
+// checkImportsExports refuses a module that the host cannot run under ABI
+// v1: every import must be a function the host provides, with its type.
+func checkImportsExports(c wazero.CompiledModule, wasi map[string]hostSignature) error {
 	for _, f := range c.ImportedFunctions() {
 		mod, fn, _ := f.Import()
 		switch {
 		case mod == wasi_snapshot_preview1.ModuleName:
+			sig, ok := wasi[fn]
+			if !ok {
+				return fmt.Errorf("%w: imports %s.%s, which WASI preview1 does not define", ErrABI, mod, fn)
+			}
+			if !slices.Equal(f.ParamTypes(), sig.params) || !slices.Equal(f.ResultTypes(), sig.results) {
+				return fmt.Errorf("%w: imports %s.%s with type %s, want %s",
+					ErrABI, mod, fn, sigString(f.ParamTypes(), f.ResultTypes()), sigString(sig.params, sig.results))
+			}
 		case mod == abi.ImportModule:
 			sig, ok := hostFuncs[fn]
 			if !ok {

@@ -22,7 +22,7 @@ func stillWorks(t *testing.T, r *Runtime) {
 		t.Fatalf("after the failure, Load ok: %v", err)
 	}
 	defer m.Close(context.Background())
-	if got := callText(t, m, "hello", `{}`, Limits{}, nil); got != "hello" {
+	if got := callText(t, m, "hello", `{}`, testLimits, nil); got != "hello" {
 		t.Fatalf("after the failure, hello = %q, want %q", got, "hello")
 	}
 }
@@ -41,7 +41,7 @@ func TestLoadRefused(t *testing.T) {
 		{name: "manifest abi 2", module: "abi2", is: abi.ErrVersion, want: []string{"declares ABI v2", "speaks v1", "rebuild"}},
 		{name: "imports wasmtask_v2", module: "import_v2", is: abi.ErrVersion, want: []string{`"wasmtask_v2" (ABI v2)`, `ABI v1 ("wasmtask_v1")`, "rebuild"}},
 		{name: "missing _start", module: "nostart", is: ErrABI, want: []string{`no "_start" export`}},
-		{name: "manifest not JSON", module: "badjson", is: abi.ErrManifest, want: []string{"invalid manifest", "unexpected EOF"}},
+		{name: "manifest not JSON", module: "badjson", is: abi.ErrManifest, want: []string{"invalid manifest", "the JSON document is incomplete"}},
 		{name: "invalid input schema", module: "badschema", is: ErrSchema, want: []string{`tool "run"`, "pattern: error parsing regexp"}},
 		{name: "duplicate tools", module: "duptools", is: abi.ErrManifest, want: []string{`duplicate tool name "run"`}},
 		{name: "unknown host function", module: "unknown_import", is: ErrABI, want: []string{"wasmtask_v1.frobnicate", "does not define", "elicit, log, progress, reply, status"}},
@@ -68,16 +68,13 @@ func TestLoadRefused(t *testing.T) {
 					t.Errorf("Load error = %q, want it to contain %q", err, w)
 				}
 			}
-			if n := r.liveEntries(); n != 0 {
-				t.Errorf("after a refused load, %d compiled modules held, want 0", n)
-			}
 			stillWorks(t, r)
 		})
 	}
 }
 
 func TestCallFailures(t *testing.T) {
-	r := newRuntime(t, Config{MaxMemoryPages: 256})
+	r := newRuntime(t, Config{MaxMemoryMiB: 16})
 	m := load(t, r, "hostile")
 	tests := []struct {
 		name   string
@@ -89,14 +86,14 @@ func TestCallFailures(t *testing.T) {
 		want   []string
 	}{
 		{name: "trap", tool: "trap", kind: KindTrap, want: []string{"unreachable"}},
-		{name: "infinite loop times out", tool: "loop", lim: Limits{Timeout: 100 * time.Millisecond}, kind: KindTimeout, is: context.DeadlineExceeded, want: []string{"exceeded 100ms"}},
+		{name: "infinite loop times out", tool: "loop", lim: with(Limits{Timeout: 100 * time.Millisecond}), kind: KindTimeout, is: context.DeadlineExceeded, want: []string{"exceeded 100ms"}},
 		{name: "infinite loop canceled", tool: "loop", cancel: true, kind: KindCanceled, is: context.Canceled, want: []string{"context canceled"}},
-		{name: "sleep cut by timeout", tool: "sleep", lim: Limits{Timeout: 100 * time.Millisecond}, kind: KindTimeout, is: context.DeadlineExceeded},
-		{name: "out of memory", tool: "oom", lim: Limits{MemoryPages: 32}, kind: KindOutOfMemory, want: []string{"limit of 32 pages (2 MiB)"}},
-		{name: "memory capped by runtime ceiling", tool: "oom", lim: Limits{MemoryPages: 60000}, kind: KindOutOfMemory, want: []string{"limit of 256 pages (16 MiB)"}},
-		{name: "garbage stdout", tool: "garbage", kind: KindBadOutput, is: abi.ErrResult, want: []string{"invalid result", `"not json :-("`}},
-		{name: "endless stdout", tool: "flood", lim: Limits{MaxOutputBytes: 1024}, kind: KindOutputTooLarge, want: []string{"output exceeds 1024 bytes"}},
-		{name: "valid but too large", tool: "big", lim: Limits{MaxOutputBytes: 1024}, kind: KindOutputTooLarge, want: []string{"output exceeds 1024 bytes"}},
+		{name: "sleep cut by timeout", tool: "sleep", lim: with(Limits{Timeout: 100 * time.Millisecond}), kind: KindTimeout, is: context.DeadlineExceeded},
+		{name: "out of memory", tool: "oom", lim: with(Limits{MemoryMiB: 2}), kind: KindOutOfMemory, want: []string{"memory limit of 2 MiB"}},
+		{name: "memory capped by runtime ceiling", tool: "oom", lim: with(Limits{MemoryMiB: 60000}), kind: KindOutOfMemory, want: []string{"memory limit of 16 MiB"}},
+		{name: "garbage stdout", tool: "garbage", kind: KindBadOutput, is: abi.ErrResult, want: []string{`"not json :-("`}},
+		{name: "endless stdout", tool: "flood", lim: with(Limits{MaxOutputBytes: 1024}), kind: KindOutputTooLarge, want: []string{"output exceeds 1024 bytes"}},
+		{name: "valid but too large", tool: "big", lim: with(Limits{MaxOutputBytes: 1024}), kind: KindOutputTooLarge, want: []string{"output exceeds 1024 bytes"}},
 		{name: "wild pointer", tool: "wild", kind: KindTrap, want: []string{"wasmtask_v1.log: buffer [4294967040, 4294971136) is outside the module's memory (65536 bytes)"}},
 		{name: "exit code", tool: "xit", kind: KindExit, want: []string{"exit code 3", "stderr: bad thing"}},
 	}
@@ -110,13 +107,9 @@ func TestCallFailures(t *testing.T) {
 				stop := time.AfterFunc(50*time.Millisecond, cancel)
 				defer stop.Stop()
 			}
-			start := time.Now()
-			res, err := m.Call(ctx, tt.tool, nil, tt.lim, nil)
+			res, err := m.Call(ctx, tt.tool, nil, with(tt.lim), nil)
 			if err == nil {
 				t.Fatalf("Call %s = %+v, want a %s error", tt.tool, res, tt.kind)
-			}
-			if d := time.Since(start); d > 10*time.Second {
-				t.Errorf("Call %s took %v: the guest was not stopped", tt.tool, d)
 			}
 			var ge *GuestError
 			if !errors.As(err, &ge) {
@@ -137,7 +130,7 @@ func TestCallFailures(t *testing.T) {
 				t.Errorf("error = %q, want it to name the module and tool first", err)
 			}
 			// The same module and another both still work.
-			if got := callText(t, m, "big", `{}`, Limits{}, nil); !strings.HasPrefix(got, "xxx") {
+			if got := callText(t, m, "big", `{}`, testLimits, nil); !strings.HasPrefix(got, "xxx") {
 				t.Errorf("after the failure, big = %.10q…, want x…", got)
 			}
 			stillWorks(t, r)
@@ -159,12 +152,12 @@ func TestCallRefusedBeforeRunning(t *testing.T) {
 		{"hello", `{"who":5}`, ErrArguments, "who"},
 	}
 	for _, tt := range tests {
-		_, err := m.Call(context.Background(), tt.tool, json.RawMessage(tt.args), Limits{}, nil)
+		_, err := m.Call(context.Background(), tt.tool, json.RawMessage(tt.args), testLimits, nil)
 		if !errors.Is(err, tt.is) || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Call(%s, %s) error = %v, want %v containing %q", tt.tool, tt.args, err, tt.is, tt.want)
 		}
 	}
-	if got := callText(t, m, "hello", `{"who":"you"}`, Limits{}, nil); got != "hello" {
+	if got := callText(t, m, "hello", `{"who":"you"}`, testLimits, nil); got != "hello" {
 		t.Errorf("hello = %q, want hello", got)
 	}
 }
@@ -173,7 +166,7 @@ func TestEvents(t *testing.T) {
 	r := newRuntime(t, Config{})
 	m := load(t, r, "ok")
 	ev := &events{}
-	if got := callText(t, m, "progress", `{}`, Limits{}, ev); got != "hello" {
+	if got := callText(t, m, "progress", `{}`, testLimits, ev); got != "hello" {
 		t.Errorf("progress = %q, want hello", got)
 	}
 	got := map[string][]string{"progress": ev.progress, "status": ev.status, "logs": ev.logs}
@@ -191,7 +184,7 @@ func TestLogBounded(t *testing.T) {
 	r := newRuntime(t, Config{})
 	m := load(t, r, "ok")
 	ev := &events{}
-	callText(t, m, "progress", `{}`, Limits{MaxLogBytes: 4}, ev)
+	callText(t, m, "progress", `{}`, with(Limits{MaxLogBytes: 4}), ev)
 	// "why" (3 bytes) fits; "stderr" (6) does not: one notice instead.
 	want := []string{"2:why", "2:wasmtask: log limit reached, further guest log dropped"}
 	if d := cmp.Diff(want, ev.logs); d != "" {
@@ -207,7 +200,7 @@ func TestElicit(t *testing.T) {
 		gotReq = req
 		return abi.ElicitReply{Action: "accept", Content: json.RawMessage(`{"name":"Ada"}`)}, nil
 	}}
-	res, err := m.Call(context.Background(), "ask", nil, Limits{}, ev)
+	res, err := m.Call(context.Background(), "ask", nil, testLimits, ev)
 	if err != nil {
 		t.Fatalf("ask: %v", err)
 	}
@@ -221,7 +214,7 @@ func TestElicit(t *testing.T) {
 		t.Errorf("reply seen by the guest = %s, want %s", got, want)
 	}
 	// Without an Events, elicit is unsupported and the guest exits 7.
-	_, err = m.Call(context.Background(), "ask", nil, Limits{}, nil)
+	_, err = m.Call(context.Background(), "ask", nil, testLimits, nil)
 	var ge *GuestError
 	if !errors.As(err, &ge) || ge.Kind != KindExit || !strings.Contains(ge.Msg, "exit code 7") {
 		t.Errorf("ask without events: %v, want exit code 7", err)
@@ -241,7 +234,7 @@ func TestElicitBlockedThenCanceled(t *testing.T) {
 			return abi.ElicitReply{}, ctx.Err()
 		}}
 		ctx, cancel := context.WithCancel(context.Background())
-		lim := Limits{}
+		lim := testLimits
 		if timeout {
 			lim.Timeout = 50 * time.Millisecond
 		} else {
@@ -281,7 +274,7 @@ func TestConcurrentCallsDoNotShareState(t *testing.T) {
 	errs := make([]error, n)
 	for i := range n {
 		wg.Go(func() {
-			res, err := m.Call(context.Background(), "ask", nil, Limits{}, ev)
+			res, err := m.Call(context.Background(), "ask", nil, testLimits, ev)
 			errs[i] = err
 			if err == nil {
 				texts[i] = res.Content[0].Text
@@ -310,14 +303,14 @@ func TestModuleCloseWaitsForCalls(t *testing.T) {
 	}}
 	done := make(chan error, 1)
 	go func() {
-		_, err := m.Call(context.Background(), "ask", nil, Limits{}, ev)
+		_, err := m.Call(context.Background(), "ask", nil, testLimits, ev)
 		done <- err
 	}()
 	<-entered
 	if err := m.Close(context.Background()); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	if _, err := m.Call(context.Background(), "hello", nil, Limits{}, nil); !errors.Is(err, ErrClosed) {
+	if _, err := m.Call(context.Background(), "hello", nil, testLimits, nil); !errors.Is(err, ErrClosed) {
 		t.Errorf("Call after Close = %v, want ErrClosed", err)
 	}
 	select {
@@ -325,21 +318,15 @@ func TestModuleCloseWaitsForCalls(t *testing.T) {
 		t.Fatal("Done before the call in flight ended")
 	default:
 	}
-	if n := r.liveEntries(); n != 1 {
-		t.Errorf("compiled modules held during the call = %d, want 1", n)
-	}
 	close(answer)
 	if err := <-done; err != nil {
 		t.Errorf("call in flight during Close = %v, want success", err)
 	}
-	<-m.Done()
-	if n := r.liveEntries(); n != 0 {
-		t.Errorf("compiled modules held after the last call = %d, want 0", n)
-	}
+	<-m.Done() // the compiled code is freed after the last call
 }
 
 func TestRuntimeCloseEndsCalls(t *testing.T) {
-	r, err := New(context.Background(), Config{})
+	r, err := New(context.Background(), Config{MaxMemoryMiB: 64, LoadLimits: with(Limits{Timeout: 2 * time.Second})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,7 +342,7 @@ func TestRuntimeCloseEndsCalls(t *testing.T) {
 	}}
 	done := make(chan error, 1)
 	go func() {
-		_, err := m.Call(context.Background(), "elicit", nil, Limits{}, ev)
+		_, err := m.Call(context.Background(), "elicit", nil, testLimits, ev)
 		done <- err
 	}()
 	<-entered
@@ -370,31 +357,6 @@ func TestRuntimeCloseEndsCalls(t *testing.T) {
 	}
 }
 
-func TestLoadSharesCompiledCode(t *testing.T) {
-	r := newRuntime(t, Config{})
-	a := load(t, r, "ok")
-	b, err := r.Load(context.Background(), "ok-again", wasmFile(t, "ok"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if a.Digest() != b.Digest() || !strings.HasPrefix(a.Digest(), "sha256:") || len(a.Digest()) != 71 {
-		t.Errorf("digests %q and %q, want equal sha256:<64 hex>", a.Digest(), b.Digest())
-	}
-	if a.Manifest() != b.Manifest() {
-		t.Error("second Load ran describe again, want the manifest shared")
-	}
-	if n := r.liveEntries(); n != 1 {
-		t.Errorf("compiled modules = %d, want 1", n)
-	}
-	b.Close(context.Background())
-	if got := callText(t, a, "hello", `{}`, Limits{}, nil); got != "hello" {
-		t.Errorf("after closing the twin, hello = %q", got)
-	}
-	if n := r.liveEntries(); n != 1 {
-		t.Errorf("compiled modules after closing one of two = %d, want 1", n)
-	}
-}
-
 func TestManifest(t *testing.T) {
 	r := newRuntime(t, Config{})
 	m := load(t, r, "ok")
@@ -406,7 +368,7 @@ func TestManifest(t *testing.T) {
 	if d := cmp.Diff([]string{"hello/forbidden", "ask/optional", "progress/forbidden"}, names); d != "" {
 		t.Errorf("tools (-want +got):\n%s", d)
 	}
-	if tl, ok := m.Tool("hello"); !ok || tl.Cache == nil || tl.Cache.TTLMillis != 60000 {
+	if tl := man.Tools[0]; tl.Cache == nil || tl.Cache.TTLMillis != 60000 {
 		t.Errorf("hello cache hint = %+v, want 60000 ms", tl.Cache)
 	}
 }
@@ -414,11 +376,11 @@ func TestManifest(t *testing.T) {
 func TestInterpreter(t *testing.T) {
 	r := newRuntime(t, Config{Interpreter: true})
 	m := load(t, r, "ok")
-	if got := callText(t, m, "hello", `{}`, Limits{}, nil); got != "hello" {
+	if got := callText(t, m, "hello", `{}`, testLimits, nil); got != "hello" {
 		t.Errorf("hello = %q, want hello", got)
 	}
 	h := load(t, r, "hostile")
-	_, err := h.Call(context.Background(), "loop", nil, Limits{Timeout: 50 * time.Millisecond}, nil)
+	_, err := h.Call(context.Background(), "loop", nil, with(Limits{Timeout: 50 * time.Millisecond}), nil)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("interpreted loop = %v, want a timeout", err)
 	}
