@@ -12,18 +12,6 @@ import (
 	"github.com/wasmtask/wasmtask/taskengine"
 )
 
-// bearer adds an Authorization header to every request.
-type bearer struct {
-	token string
-	rt    http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.rt.RoundTrip(r)
-}
-
 // With an auth context, a task belongs to the user: another session of the
 // same user can fetch it, another user cannot.
 func TestAuthUserOwnsTasks(t *testing.T) {
@@ -37,7 +25,8 @@ func TestAuthUserOwnsTasks(t *testing.T) {
 	srv := httptest.NewServer(auth.RequireBearerToken(verify, nil)(ts.HTTPHandler()))
 	t.Cleanup(srv.Close)
 	client := func(user string) *httpClient {
-		c := &httpClient{t: t, url: srv.URL + HTTPPath, hc: &http.Client{Transport: bearer{user, srv.Client().Transport}}}
+		c := newHTTPClient(t, srv)
+		c.hc.Header.Set("Authorization", "Bearer "+user)
 		c.initialize()
 		return c
 	}

@@ -1,26 +1,40 @@
-// Package mcpserver is wasmtask's MCP layer: it serves a [Tools] set over
-// stdio and Streamable HTTP with the official go-sdk, and adds the
-// 2025-11-25 task protocol on top of it, backed by a taskengine.Engine. All
-// go-sdk code of the product lives here; nothing of go-sdk appears in the
-// exported API.
+// Package mcpserver is wasmtask's MCP layer: it serves the host's tool
+// [Catalog] over stdio and Streamable HTTP with the official go-sdk, and adds
+// the 2025-11-25 task protocol on top of it, backed by a taskengine.Engine.
+// All go-sdk code of the product lives here; nothing of go-sdk appears in
+// the exported API.
 //
-//	s, err := mcpserver.New(mcpserver.Config{Tools: tools, Engine: engine, Logger: logger})
+//	s, err := mcpserver.New(mcpserver.Config{Catalog: current, Engine: engine, Logger: logger})
 //	...
 //	go s.ServeStdio(ctx, os.Stdin, os.Stdout) // or
 //	http.ListenAndServe(addr, s.HTTPHandler()) // serves /mcp
 //	...
-//	s.SyncTools() // after every hot reload
+//	s.ToolsChanged() // after a reload that changed the tool list
 //	...
-//	s.Close()      // then engine.Close()
+//	s.Drain(ctx)     // on shutdown: no new calls, wait for those in flight
+//	s.Close()        // then engine.Close()
 //
 // It owns: capability and tools/list rendering (capabilities.tasks,
-// execution.taskSupport), tools/call dispatch (plain or task, the
-// taskSupport rules, argument size and input-schema checks), tasks/get,
-// tasks/result, tasks/list, tasks/cancel, progress and log forwarding,
-// elicitation (plain, and input_required for tasks), task ownership, and
-// the audit log (task creation, completion, cancellation, retrieval). It
-// does not own running tools (the Tools implementation does) nor the task
-// store, its limits and TTLs (taskengine does).
+// execution.taskSupport), tools/call dispatch through the catalog (plain or
+// task, the taskSupport rules, the argument size), tasks/get, tasks/result,
+// tasks/list, tasks/cancel, progress and log forwarding, elicitation (plain,
+// and input_required for tasks), task ownership, the audit log (task
+// creation, completion, cancellation, retrieval) and every text a client
+// reads (errors.go). It does not own running tools, nor parsing and
+// validating their arguments (the Catalog does, once, inside the call's
+// admission and deadline), nor the task store, its limits and TTLs
+// (taskengine does).
+//
+// # Client-facing text
+//
+// Other rooms return errors; this one words them. A failed call is a
+// [Failure] (kind, detail, the tool's stderr tail) that errors.go turns
+// into the tool error's text; a task the engine ended carries its reason
+// (taskengine.Task.Err) and the status message is written here; go-sdk's
+// own errors for params it cannot decode, which quote Go types, are
+// reworded on both transports before they are written. No text a client
+// reads names a Go package, type or configuration field; the full error
+// goes to the server log.
 //
 // # Tasks
 //
@@ -35,8 +49,8 @@
 // tool elicits, the task becomes input_required and the elicitation/create
 // request (with the related-task _meta) is sent by a waiting tasks/result,
 // on its stream; the reply goes back to the tool and the task to working.
-// A client without the elicitation capability makes Events.Elicit fail with
-// [ErrElicitUnsupported] at once.
+// A client without the elicitation capability makes Events.Elicit fail at
+// once with an error that is errors.ErrUnsupported.
 //
 // notifications/tasks/status is sent on stdio for each status change; it
 // is not sent over Streamable HTTP (go-sdk cannot write custom notifications
@@ -61,7 +75,10 @@
 // (-32600), or a line over MaxMessageBytes (-32600) is answered and the
 // session goes on. Arguments that are not an object or exceed
 // MaxArgumentBytes get -32602; arguments failing the tool's input schema are
-// a tool error (isError), as MCP 2025-11-25 asks.
+// a tool error (isError), as MCP 2025-11-25 asks. On stdio a task is
+// announced by request ID: the code that creates it tells the connection
+// which response carries it, and the task's status notifications wait for
+// that response.
 //
 // # Concurrency and lifecycle
 //
@@ -69,12 +86,26 @@
 // when the session ends (stdio EOF, HTTP DELETE, idle timeout) or the Server
 // closes; blocked tasks/result and plain tool calls watch it, so neither
 // session close nor Close waits for a task. Tasks outlive their session
-// until their TTL. Close ends every session and waits for the goroutines
-// the Server started (stdio status notifiers); it does not close the
-// Engine, which belongs to the caller.
+// until their TTL. Drain refuses new tool calls and waits for the calls,
+// tasks and waiting tasks/result requests in flight. Close ends every
+// session — a stdio session first answers the requests the close released
+// (bounded) — and waits for the goroutines the Server started (stdio status
+// notifiers); it does not close the Engine, which belongs to the caller.
+// When stdin ends, a stdio session answers what it can within a bound and
+// ends, even with a request that would wait longer.
 //
 // # go-sdk workarounds (v1.8.0) and the upstream change that retires each
 //
+//   - No API to send notifications/tools/list_changed: go-sdk sends it only
+//     when its own tool registry changes, so ToolsChanged replaces one
+//     placeholder registration (never listed, never called: our middleware
+//     answers tools/list and tools/call from the catalog). Retired by an
+//     exported list-changed notification on the server.
+//   - Params go-sdk cannot decode are refused before any middleware with
+//     encoding/json's wording (Go type and field names): outgoing JSON-RPC
+//     errors are reworded, by our stdio connection and by a
+//     ResponseWriter wrapper over HTTP. Retired by go-sdk wording decode
+//     errors in JSON terms.
 //   - No tasks at all (go-sdk issue #626): tasks/* are custom methods
 //     (AddReceivingCustomMethod), capabilities.tasks and execution.taskSupport
 //     are added by rewriting the initialize and tools/list results in a

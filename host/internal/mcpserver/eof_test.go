@@ -15,11 +15,14 @@ func TestStdioAnswersRequestsBeforeEOF(t *testing.T) {
 	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	c.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"quick","arguments":{"name":"eof"}}}`)
 	c.send(`{"jsonrpc":"2.0","id":3,"method":"tasks/list"}`)
-	c.in.Close()
+	c.closeInput()
 
 	got := map[string]bool{}
-	for m := range c.msgs {
-		<-c.raw
+	for {
+		m, _, ok := c.nextRaw()
+		if !ok {
+			break
+		}
 		if id := idOf(m); id != "" {
 			got[id] = true
 		}

@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 go-sdk deprecates logging for protocol 2026-07-28 (SEP-2577); 2025-11-25 clients, which this server speaks, still receive a tool's log as notifications/message.
+
 package mcpserver
 
 import (
@@ -54,6 +56,9 @@ func (e *callEvents) Elicit(ctx context.Context, req abi.ElicitRequest) (abi.Eli
 	ctx, stop := withDone(e.ctx, ctx)
 	defer stop()
 	a := e.s.elicit(ctx, e.ss, "", req)
+	if a.err != nil {
+		e.s.log.Info("input request failed", "tool", e.tool, "err", a.err)
+	}
 	return a.reply, a.err
 }
 

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/wasmtask/wasmtask/abi"
@@ -46,10 +48,33 @@ func newFakeTools() *fakeTools {
 	return f
 }
 
-func (f *fakeTools) List() []abi.Tool {
+// Tools implements Catalog. The fake is a catalog of its own: set swaps
+// the tools it holds (tests of list_changed).
+func (f *fakeTools) Tools() []abi.Tool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]abi.Tool(nil), f.tools...)
+	out := make([]abi.Tool, 0, len(f.tools))
+	for _, t := range f.tools {
+		if t.TaskSupport == "" {
+			t.TaskSupport = abi.TaskForbidden
+		}
+		if len(t.InputSchema) == 0 {
+			t.InputSchema = json.RawMessage(`{"type":"object"}`)
+		}
+		out = append(out, t)
+	}
+	slices.SortFunc(out, func(a, b abi.Tool) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// Tool implements Catalog.
+func (f *fakeTools) Tool(name string) (abi.Tool, bool) {
+	for _, t := range f.Tools() {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return abi.Tool{}, false
 }
 
 func (f *fakeTools) set(tools []abi.Tool) {
@@ -62,14 +87,24 @@ func text(s string) *abi.Result {
 	return &abi.Result{Content: []abi.Content{{Type: "text", Text: s}}}
 }
 
-func (f *fakeTools) Call(ctx context.Context, name string, args json.RawMessage, ev Events) (*abi.Result, error) {
+func (f *fakeTools) Call(ctx context.Context, name string, args json.RawMessage, ev abi.Events) (*abi.Result, error) {
+	if _, ok := f.Tool(name); !ok {
+		return nil, fmt.Errorf("%w: %s", ErrUnknownTool, name)
+	}
 	switch name {
 	case "quick":
-		var a struct{ Name string }
-		if err := json.Unmarshal(args, &a); err != nil {
-			return nil, err
+		// The catalog validates arguments against the input schema; the
+		// fake checks the one property by hand.
+		var a map[string]any
+		_ = json.Unmarshal(args, &a)
+		name, ok := a["name"].(string)
+		switch {
+		case a["name"] == nil:
+			return nil, &Failure{Kind: FailArguments, Detail: `missing properties: ["name"]`, Err: errors.New("fake: no name")}
+		case !ok:
+			return nil, &Failure{Kind: FailArguments, Detail: "/properties/name: want a string", Err: errors.New("fake: name not a string")}
 		}
-		return text("hello " + a.Name), nil
+		return text("hello " + name), nil
 	case "plain":
 		return text("plain"), nil
 	case "required":
@@ -91,13 +126,13 @@ func (f *fakeTools) Call(ctx context.Context, name string, args json.RawMessage,
 			RequestedSchema: json.RawMessage(`{"type":"object","properties":{"color":{"type":"string"}},"required":["color"]}`),
 		})
 		if err != nil {
-			return nil, err
+			return nil, &Failure{Kind: FailCrashed, Detail: err.Error(), Err: err}
 		}
 		return text(fmt.Sprintf("action=%s content=%s", reply.Action, reply.Content)), nil
 	case "fail":
 		return &abi.Result{Content: []abi.Content{{Type: "text", Text: "bad input: no such city"}}, IsError: true}, nil
 	case "crash":
-		return nil, errors.New("tool crash: wasm trap: unreachable")
+		return nil, &Failure{Kind: FailCrashed, Detail: "wasm error: unreachable", Err: errors.New("fake: trap")}
 	}
 	return nil, fmt.Errorf("%w: %s", ErrUnknownTool, name)
 }
@@ -105,7 +140,7 @@ func (f *fakeTools) Call(ctx context.Context, name string, args json.RawMessage,
 // panicky panics for tool "boom".
 type panicky struct{ *fakeTools }
 
-func (p panicky) Call(ctx context.Context, name string, args json.RawMessage, ev Events) (*abi.Result, error) {
+func (p panicky) Call(ctx context.Context, name string, args json.RawMessage, ev abi.Events) (*abi.Result, error) {
 	if name == "boom" {
 		panic("boom")
 	}

@@ -1,7 +1,6 @@
 package mcpserver
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,18 +9,30 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/wasmtask/wasmtask/host/hosttest"
 	"github.com/wasmtask/wasmtask/taskengine"
 )
 
 // testServer is a Server with a fake tool set and its own engine.
 type testServer struct {
 	*Server
-	tools  *fakeTools
-	engine *taskengine.Engine
+	tools   *fakeTools
+	catalog atomicCatalog // what Config.Catalog returns; tools unless a test swaps it
+	engine  *taskengine.Engine
+
+	holds, releases atomic.Int64 // catalog references taken and given back
 }
+
+// atomicCatalog holds the catalog a test server serves.
+type atomicCatalog struct{ p atomic.Pointer[Catalog] }
+
+func (a *atomicCatalog) Store(c Catalog) { a.p.Store(&c) }
+func (a *atomicCatalog) Load() *Catalog  { return a.p.Load() }
 
 func newTestServer(t testing.TB, ecfg taskengine.Config) *testServer {
 	t.Helper()
@@ -34,11 +45,17 @@ func newTestServer(t testing.TB, ecfg taskengine.Config) *testServer {
 	if os.Getenv("MCPSERVER_TEST_LOG") != "" {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	s, err := New(Config{Tools: ft, Engine: e, Logger: logger, Name: "wasmtask-test", Version: "0.0.0", MaxArgumentBytes: 1024})
+	ts := &testServer{tools: ft, engine: e}
+	ts.catalog.Store(ft)
+	s, err := New(Config{Catalog: func() (Catalog, func()) {
+		ts.holds.Add(1)
+		var once sync.Once
+		return *ts.catalog.Load(), func() { once.Do(func() { ts.releases.Add(1) }) }
+	}, Engine: e, Logger: logger, Name: "wasmtask-test", Version: "0.0.0", MaxArgumentBytes: 1024})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := &testServer{Server: s, tools: ft, engine: e}
+	ts.Server = s
 	t.Cleanup(func() {
 		// Let every parked fake tool go so the engine can close.
 		close(ft.release)
@@ -48,12 +65,12 @@ func newTestServer(t testing.TB, ecfg taskengine.Config) *testServer {
 	return ts
 }
 
-// stdioClient drives one stdio session with raw JSON-RPC lines.
+// stdioClient drives one stdio session with raw JSON-RPC lines, over the
+// shared test client (hosttest), which checks every message it receives
+// for Go internals in client text. done receives what ServeStdio returned.
 type stdioClient struct {
 	t    testing.TB
-	in   *io.PipeWriter
-	msgs chan map[string]any
-	raw  chan string
+	hc   *hosttest.Client
 	done chan error
 }
 
@@ -61,49 +78,45 @@ func (ts *testServer) connectStdio(t testing.TB) *stdioClient {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	c := &stdioClient{t: t, in: inW, msgs: make(chan map[string]any, 256), raw: make(chan string, 256), done: make(chan error, 1)}
+	c := &stdioClient{t: t, done: make(chan error, 1)}
 	go func() {
 		c.done <- ts.ServeStdio(context.Background(), inR, outW)
 		outW.Close()
 	}()
-	go func() {
-		sc := bufio.NewScanner(outR)
-		sc.Buffer(nil, 16<<20)
-		for sc.Scan() {
-			var m map[string]any
-			if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-				m = map[string]any{"unparsable": sc.Text()}
-			}
-			c.raw <- sc.Text()
-			c.msgs <- m
-		}
-		close(c.msgs)
-	}()
-	t.Cleanup(func() { inW.Close() })
+	c.hc = hosttest.NewClient(t, inW, outR)
 	return c
 }
 
 func (c *stdioClient) send(line string) {
 	c.t.Helper()
-	if _, err := io.WriteString(c.in, line+"\n"); err != nil {
-		c.t.Fatalf("write: %v", err)
-	}
+	c.hc.SendRaw(line)
 }
 
-// next returns the next message from the server, or fails after a while.
+// closeInput ends the client's input (EOF on the server's stdin).
+func (c *stdioClient) closeInput() { c.hc.CloseInput() }
+
+// nextRaw returns the next message from the server, decoded and as sent;
+// ok is false when the server closed its output.
+func (c *stdioClient) nextRaw() (m map[string]any, raw string, ok bool) {
+	c.t.Helper()
+	msg, ok := c.hc.NextOrEnd()
+	if !ok {
+		return nil, "", false
+	}
+	if err := json.Unmarshal(msg.Raw, &m); err != nil {
+		c.t.Fatalf("unparsable message %s: %v", msg.Raw, err)
+	}
+	return m, string(msg.Raw), true
+}
+
+// next returns the next message from the server.
 func (c *stdioClient) next() map[string]any {
 	c.t.Helper()
-	select {
-	case m, ok := <-c.msgs:
-		if !ok {
-			c.t.Fatal("server closed the connection")
-		}
-		<-c.raw
-		return m
-	case <-time.After(10 * time.Second):
-		c.t.Fatal("timed out waiting for a message from the server")
+	m, _, ok := c.nextRaw()
+	if !ok {
+		c.t.Fatal("server closed the connection")
 	}
-	return nil
+	return m
 }
 
 // call sends a request and returns the response, skipping notifications

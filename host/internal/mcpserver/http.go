@@ -2,12 +2,14 @@ package mcpserver
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -43,6 +45,13 @@ func (s *Server) HTTPHandler() http.Handler {
 }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		http.Error(w, "the server is closed", http.StatusServiceUnavailable)
+		return
+	}
 	switch r.Method {
 	case http.MethodPost:
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(s.cfg.MaxMessageBytes)))
@@ -58,6 +67,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		body = liftBody(body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
+		w = &errorRewriter{ResponseWriter: w}
 	case http.MethodDelete:
 		// go-sdk closes the session while holding the DELETE, and closing
 		// waits for in-flight requests: release our blocked ones first, but
@@ -81,4 +91,80 @@ func (s *Server) sessionUserMatches(id string, r *http.Request) bool {
 		user = ti.UserID
 	}
 	return sess.user == user
+}
+
+// errorRewriter passes the JSON-RPC errors of a POST's answer through
+// clientRPCError, as the stdio connection does. go-sdk writes each answer
+// in one Write: a JSON body, or one SSE event ("data: {…}\n\n"). Only a
+// write that holds an error object is decoded.
+type errorRewriter struct {
+	http.ResponseWriter
+}
+
+func (w *errorRewriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+var errorMember = []byte(`"error":{`)
+
+func (w *errorRewriter) Write(b []byte) (int, error) {
+	if !bytes.Contains(b, errorMember) {
+		return w.ResponseWriter.Write(b)
+	}
+	prefix, payload, suffix := b[:0], b, []byte(nil)
+	if i := bytes.Index(b, []byte("data: ")); i >= 0 && bytes.HasSuffix(b, []byte("\n\n")) {
+		prefix, payload, suffix = b[:i+len("data: ")], b[i+len("data: "):len(b)-2], b[len(b)-2:]
+	}
+	out, ok := rewriteErrors(payload)
+	if !ok {
+		return w.ResponseWriter.Write(b)
+	}
+	msg := append(append(append([]byte(nil), prefix...), out...), suffix...)
+	if _, err := w.ResponseWriter.Write(msg); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+// rewriteErrors rewrites the error messages of one JSON-RPC message or a
+// batch of them; ok is false when nothing changed.
+func rewriteErrors(payload []byte) ([]byte, bool) {
+	var one struct {
+		Error *jsonrpc.Error `json:"error"`
+	}
+	if bytes.HasPrefix(bytes.TrimSpace(payload), []byte("[")) {
+		var batch []json.RawMessage
+		if json.Unmarshal(payload, &batch) != nil {
+			return nil, false
+		}
+		changed := false
+		for i, m := range batch {
+			if out, ok := rewriteErrors(m); ok {
+				batch[i], changed = out, true
+			}
+		}
+		if !changed {
+			return nil, false
+		}
+		out, err := json.Marshal(batch)
+		return out, err == nil
+	}
+	if json.Unmarshal(payload, &one) != nil || one.Error == nil {
+		return nil, false
+	}
+	clean := clientRPCMessage(one.Error.Message)
+	if clean == one.Error.Message {
+		return nil, false
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(payload, &fields) != nil {
+		return nil, false
+	}
+	e := *one.Error
+	e.Message = clean
+	b, err := json.Marshal(e)
+	if err != nil {
+		return nil, false
+	}
+	fields["error"] = b
+	out, err := json.Marshal(fields)
+	return out, err == nil
 }

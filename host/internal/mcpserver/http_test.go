@@ -10,17 +10,17 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/wasmtask/wasmtask/host/hosttest"
 	"github.com/wasmtask/wasmtask/taskengine"
 )
 
-// httpClient speaks raw Streamable HTTP to /mcp.
+// httpClient is a Streamable HTTP session over the shared test client
+// (hosttest), which checks every message it receives; elicitation requests
+// are answered with accept/green.
 type httpClient struct {
-	t   testing.TB
-	url string
-	sid string
-	hc  *http.Client
+	t  testing.TB
+	hc *hosttest.HTTPClient
 }
 
 func (ts *testServer) httpServer(t testing.TB) *httptest.Server {
@@ -30,92 +30,48 @@ func (ts *testServer) httpServer(t testing.TB) *httptest.Server {
 }
 
 func newHTTPClient(t testing.TB, srv *httptest.Server) *httpClient {
-	return &httpClient{t: t, url: srv.URL + HTTPPath, hc: srv.Client()}
+	hc := hosttest.NewHTTPClient(t, srv.URL+HTTPPath)
+	hc.HC = srv.Client()
+	hc.Elicit = func(json.RawMessage) any {
+		return map[string]any{"action": "accept", "content": map[string]any{"color": "green"}}
+	}
+	return &httpClient{t: t, hc: hc}
 }
 
+// do sends one raw request of the session (POST with body, or DELETE).
 func (c *httpClient) do(method, body string) *http.Response {
 	c.t.Helper()
-	req, err := http.NewRequest(method, c.url, strings.NewReader(body))
-	if err != nil {
-		c.t.Fatal(err)
+	var resp *http.Response
+	var err error
+	if method == http.MethodPost {
+		resp, err = c.hc.Post([]byte(body))
+	} else {
+		req, _ := http.NewRequest(method, c.hc.URL, nil)
+		req.Header.Set("Mcp-Session-Id", c.hc.SessionID)
+		resp, err = c.hc.HC.Do(req)
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if c.sid != "" {
-		req.Header.Set("Mcp-Session-Id", c.sid)
-		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-	}
-	resp, err := c.hc.Do(req)
 	if err != nil {
 		c.t.Fatal(err)
 	}
 	return resp
 }
 
-// call POSTs one request and returns its response, answering elicitation
-// requests that arrive on the stream with accept/blue.
-func (c *httpClient) call(id int, method string, params any) map[string]any {
+// call sends a request and returns its response as a map. (The shared
+// client numbers requests itself; id only documents the call site.)
+func (c *httpClient) call(_ int, method string, params any) map[string]any {
 	c.t.Helper()
-	msg := map[string]any{"jsonrpc": "2.0", "id": id, "method": method}
-	if params != nil {
-		msg["params"] = params
+	var m map[string]any
+	if err := json.Unmarshal(c.hc.Call(method, params).Raw, &m); err != nil {
+		c.t.Fatal(err)
 	}
-	b, _ := json.Marshal(msg)
-	resp := c.do(http.MethodPost, string(b))
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(resp.Body)
-		c.t.Fatalf("%s: HTTP %d: %s", method, resp.StatusCode, body)
-	}
-	if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" {
-		c.sid = sid
-	}
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
-		var m map[string]any
-		if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
-			c.t.Fatal(err)
-		}
-		return m
-	}
-	br := bufio.NewReader(resp.Body)
-	for {
-		line, err := br.ReadString('\n')
-		if err != nil {
-			c.t.Fatalf("%s: stream ended without a response: %v", method, err)
-		}
-		data, ok := strings.CutPrefix(strings.TrimRight(line, "\r\n"), "data: ")
-		if !ok {
-			continue
-		}
-		var m map[string]any
-		if err := json.Unmarshal([]byte(data), &m); err != nil {
-			c.t.Fatalf("bad event %q: %v", data, err)
-		}
-		if m["method"] == "elicitation/create" {
-			rid, _ := json.Marshal(m["id"])
-			r := c.do(http.MethodPost, fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"action":"accept","content":{"color":"green"}}}`, rid))
-			r.Body.Close()
-			continue
-		}
-		if _, isReq := m["method"]; !isReq && idOf(m) == fmt.Sprint(id) {
-			return m
-		}
-	}
-}
-
-func (c *httpClient) notify(method string) {
-	resp := c.do(http.MethodPost, fmt.Sprintf(`{"jsonrpc":"2.0","method":%q}`, method))
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusAccepted {
-		c.t.Fatalf("%s: HTTP %d, want 202", method, resp.StatusCode)
-	}
+	return m
 }
 
 func (c *httpClient) initialize() map[string]any {
 	c.t.Helper()
-	r := c.call(0, "initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{"elicitation": map[string]any{}}, "clientInfo": map[string]any{"name": "t", "version": "1"}})
-	c.notify("notifications/initialized")
-	return r
+	var m map[string]any
+	_ = json.Unmarshal(c.hc.Initialize(map[string]any{"elicitation": map[string]any{}}).Raw, &m)
+	return m
 }
 
 func TestHTTPTasks(t *testing.T) {
@@ -174,11 +130,7 @@ func TestHTTPTasks(t *testing.T) {
 	if got := result(c.call(10, "tasks/cancel", map[string]any{"taskId": slow}))["status"]; got != "cancelled" {
 		t.Errorf("tasks/cancel: got status %v, want cancelled", got)
 	}
-	select {
-	case <-ts.tools.cancelled:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the cancelled task's tool never saw its context end")
-	}
+	<-ts.tools.cancelled
 	// Malformed input over HTTP gets an error and the session goes on.
 	if got := errCode(c.call(11, "tasks/get", nil)); got != -32602 {
 		t.Errorf("tasks/get without params: got %d, want -32602", got)
@@ -196,54 +148,34 @@ func TestHTTPReleaseBlockedResult(t *testing.T) {
 			srv := ts.httpServer(t)
 			c := newHTTPClient(t, srv)
 			c.initialize()
-			id := taskIDOf(t, c.call(1, "tools/call", map[string]any{"name": "slow", "task": map[string]any{}}))
-			<-ts.tools.started
+			// ask waits for the user; its question reaches the client on
+			// the stream of the tasks/result below, which is then parked.
+			id := taskIDOf(t, c.call(1, "tools/call", map[string]any{"name": "ask", "task": map[string]any{}}))
+			parked := make(chan struct{})
 			done := make(chan int, 1)
 			go func() {
 				resp := c.do(http.MethodPost, fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tasks/result","params":{"taskId":%q}}`, id))
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
+				defer resp.Body.Close()
+				sc := bufio.NewScanner(resp.Body)
+				seen := false
+				for sc.Scan() {
+					if !seen && strings.Contains(sc.Text(), "elicitation/create") {
+						seen = true
+						close(parked)
+					}
+				}
 				done <- resp.StatusCode
 			}()
-			waitAttached(t, ts, id)
-			finished := make(chan struct{})
-			go func() {
-				defer close(finished)
-				if how == "delete" {
-					resp := c.do(http.MethodDelete, "")
-					resp.Body.Close()
-				} else {
-					ts.Close()
-				}
-			}()
-			select {
-			case <-finished:
-			case <-time.After(5 * time.Second):
-				t.Fatalf("%s blocked behind a pending tasks/result", how)
+			<-parked
+			if how == "delete" {
+				resp := c.do(http.MethodDelete, "")
+				resp.Body.Close()
+			} else {
+				ts.Close()
 			}
-			select {
-			case <-done:
-			case <-time.After(5 * time.Second):
-				t.Fatal("the pending tasks/result never returned")
-			}
+			<-done // the pending tasks/result returned
 		})
 	}
-}
-
-// waitAttached waits until a tasks/result for id is parked in the server.
-func waitAttached(t testing.TB, ts *testServer, id string) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		ts.mu.Lock()
-		_, ok := ts.attached[id]
-		ts.mu.Unlock()
-		if ok {
-			return
-		}
-		time.Sleep(time.Millisecond) // polling a condition, not synchronising on time
-	}
-	t.Fatal("tasks/result never parked")
 }
 
 // A body within MaxMessageBytes is accepted whether or not it carries
@@ -303,7 +235,7 @@ func FuzzLiftTaskParams(f *testing.F) {
 	f.Add([]byte(`{"_meta":null,"task":null}`))
 	f.Add([]byte(`[1]`))
 	f.Fuzz(func(t *testing.T, params []byte) {
-		out := liftTaskParams(params)
+		out := liftTaskParams(params, int64(7))
 		var m map[string]json.RawMessage
 		if json.Unmarshal(out, &m) != nil || bytes.Equal(out, params) {
 			return
@@ -311,5 +243,39 @@ func FuzzLiftTaskParams(f *testing.F) {
 		if _, ok := m["task"]; ok {
 			t.Errorf("task left in %s", out)
 		}
+		// A private key in the output is ours, never the client's: the
+		// request ID appears only next to a lifted task.
+		var meta map[string]json.RawMessage
+		_ = json.Unmarshal(m["_meta"], &meta)
+		if _, ok := meta[requestIDKey]; ok {
+			if _, lifted := meta[liftedTaskKey]; !lifted || string(meta[requestIDKey]) != "7" {
+				t.Errorf("request ID without a lifted task, or not ours, in %s", out)
+			}
+		}
 	})
+}
+
+// Params that go-sdk cannot decode are refused in the client's terms over
+// HTTP too (the shared client checks every message it receives).
+func TestHTTPParamsErrorsInClientTerms(t *testing.T) {
+	ts := newTestServer(t, taskengine.Config{})
+	srv := ts.httpServer(t)
+	c := hosttest.NewHTTPClient(t, srv.URL+HTTPPath)
+	c.HC = srv.Client()
+	c.Initialize(nil)
+	defer c.Close()
+	for _, tt := range []struct {
+		method string
+		params any
+		want   string
+	}{
+		{"tools/call", map[string]any{"name": 7}, `invalid params for tools/call: "name" must be a string`},
+		{"tasks/get", map[string]any{"taskId": 5}, `invalid params for tasks/get: "taskId" must be a string`},
+		{"tasks/cancel", "x", "invalid params for tasks/cancel: params must be an object"},
+	} {
+		r := c.Call(tt.method, tt.params)
+		if r.Code() != -32602 || r.Error.Message != tt.want {
+			t.Errorf("%s %v: got %s, want -32602 %q", tt.method, tt.params, r.Raw, tt.want)
+		}
+	}
 }

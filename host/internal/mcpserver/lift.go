@@ -11,20 +11,28 @@ import (
 // so a client cannot inject one.
 const liftedTaskKey = "io.wasmtask/lifted-task"
 
+// requestIDKey is the private _meta key that carries the JSON-RPC ID of a
+// task-augmented tools/call on stdio: the code that creates the task tells
+// the connection which response announces it (see lineConn.expectTask).
+// Like liftedTaskKey, a client-supplied value is removed first.
+const requestIDKey = "io.wasmtask/request-id"
+
 var (
-	taskField  = []byte(`"task"`)
-	liftedName = []byte(liftedTaskKey)
+	taskField   = []byte(`"task"`)
+	privateKeys = []byte("io.wasmtask/")
 )
 
 // liftTaskParams rewrites the params of a tools/call request: it deletes any
-// _meta[liftedTaskKey] the client sent, then moves params.task (if present) to
-// _meta[liftedTaskKey]. Params that are not a JSON object, or whose _meta is
-// not an object, are returned unchanged for go-sdk to reject.
+// _meta[liftedTaskKey] and _meta[requestIDKey] the client sent, then moves
+// params.task (if present) to _meta[liftedTaskKey] and, when reqID is not
+// nil, puts reqID in _meta[requestIDKey]. Params that are not a JSON object,
+// or whose _meta is not an object, are returned unchanged for go-sdk to
+// reject.
 //
 // The fast path skips the decode when neither name can occur; a backslash
 // anywhere (a JSON escape could spell either name) always takes the slow path.
-func liftTaskParams(params json.RawMessage) json.RawMessage {
-	if bytes.IndexByte(params, '\\') < 0 && !bytes.Contains(params, taskField) && !bytes.Contains(params, liftedName) {
+func liftTaskParams(params json.RawMessage, reqID any) json.RawMessage {
+	if bytes.IndexByte(params, '\\') < 0 && !bytes.Contains(params, taskField) && !bytes.Contains(params, privateKeys) {
 		return params
 	}
 	var fields map[string]json.RawMessage
@@ -39,16 +47,23 @@ func liftTaskParams(params json.RawMessage) json.RawMessage {
 		}
 	}
 	_, injected := meta[liftedTaskKey]
-	if !hasTask && !injected {
+	_, injectedID := meta[requestIDKey]
+	if !hasTask && !injected && !injectedID {
 		return params
 	}
 	delete(meta, liftedTaskKey)
+	delete(meta, requestIDKey)
 	delete(fields, "task")
 	if hasTask && !isNull(task) {
 		if meta == nil {
-			meta = make(map[string]json.RawMessage, 1)
+			meta = make(map[string]json.RawMessage, 2)
 		}
 		meta[liftedTaskKey] = task
+		if reqID != nil {
+			if b, err := json.Marshal(reqID); err == nil {
+				meta[requestIDKey] = b
+			}
+		}
 	}
 	if meta != nil {
 		b, err := json.Marshal(meta)
@@ -83,7 +98,7 @@ func liftMessage(raw json.RawMessage) (json.RawMessage, bool) {
 	if !ok {
 		return raw, false
 	}
-	lifted := liftTaskParams(params)
+	lifted := liftTaskParams(params, nil)
 	if bytes.Equal(lifted, params) {
 		return raw, false
 	}

@@ -1,72 +1,48 @@
 package mcpserver
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"maps"
 	"slices"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/wasmtask/wasmtask/abi"
 	"github.com/wasmtask/wasmtask/taskengine"
 )
 
-// Tools is the tool set the server exposes. The host implements it over its
-// Wasm runtime; it must be safe for concurrent use.
-type Tools interface {
-	// List returns the current tool set. Names are unique.
-	List() []abi.Tool
-	// Call runs tool name with args (a JSON object). A non-nil error is a
-	// tool failure and becomes a CallToolResult with isError set and the
-	// error's text, except an error wrapping [ErrUnknownTool], which becomes
-	// a JSON-RPC -32602 error. Call must return promptly once ctx is done.
-	Call(ctx context.Context, name string, args json.RawMessage, ev Events) (*abi.Result, error)
-}
-
-// Events is what a running tool may report or ask while it runs. Its methods
-// are safe for concurrent use and never block for long, except Elicit.
-type Events interface {
-	// Progress reports progress; it reaches the client when the call carried
-	// a progress token.
-	Progress(progress, total float64, msg string)
-	// Status sets the task's status message (task calls only).
-	Status(msg string)
-	// Log sends a log message (abi.Log* level) to the client.
-	Log(level int32, msg string)
-	// Elicit asks the user for input and waits for the answer. It returns an
-	// error wrapping [ErrElicitUnsupported] when the client cannot answer,
-	// and ctx's error when ctx ends first.
-	Elicit(ctx context.Context, req abi.ElicitRequest) (abi.ElicitReply, error)
-}
-
-// Errors shared with the [Tools] implementation.
+// Errors shared with the [Catalog] implementation.
 var (
-	// ErrUnknownTool is wrapped by Tools.Call when name is not (or no longer)
-	// a tool; the client gets -32602.
+	// ErrUnknownTool is wrapped by Catalog.Call when name is not (or no
+	// longer) a tool; the client gets -32602.
 	ErrUnknownTool = errors.New("mcpserver: unknown tool")
-	// ErrElicitUnsupported is returned by Events.Elicit when the client did
-	// not declare the elicitation capability (abi.ElicitUnsupported).
-	ErrElicitUnsupported = errors.New("mcpserver: the client cannot answer input requests")
 	// ErrClosed is returned by ServeStdio after Close.
 	ErrClosed = errors.New("mcpserver: server closed")
 )
 
-// Config configures a [Server]. Tools and Engine are required; every other
-// field has a default given in its comment.
+// errElicitUnsupported is what Events.Elicit returns when the client did not
+// declare the elicitation capability. errors.Is(err, errors.ErrUnsupported)
+// holds, as abi.Events asks.
+var errElicitUnsupported error = elicitUnsupported{}
+
+type elicitUnsupported struct{}
+
+func (elicitUnsupported) Error() string        { return "the client cannot answer input requests" }
+func (elicitUnsupported) Is(target error) bool { return target == errors.ErrUnsupported }
+
+// Config configures a [Server]. Catalog and Engine are required; every
+// other field has a default given in its comment.
 type Config struct {
-	Tools Tools
+	// Catalog returns the tool set served now, held until release is
+	// called: a request releases it when it is answered, a task when its
+	// work returns. It is called once per request that needs it.
+	Catalog func() (c Catalog, release func())
 	// Engine runs and stores tasks. The caller owns it: Close the Server
 	// first, then the Engine. Its Config sets the task limits (maximum TTL,
 	// running tasks per requestor, store size).
@@ -101,12 +77,9 @@ const (
 // It is safe for concurrent use. Close ends every session and releases every
 // blocked request; it does not close the Engine.
 type Server struct {
-	cfg   Config
-	log   *slog.Logger
-	mcp   *mcp.Server
-	tools atomic.Pointer[toolSet]
-
-	syncMu sync.Mutex // serialises SyncTools
+	cfg Config
+	log *slog.Logger
+	mcp *mcp.Server
 
 	mu       sync.Mutex
 	closed   bool
@@ -119,24 +92,83 @@ type Server struct {
 	http     *mcp.StreamableHTTPHandler
 
 	wg sync.WaitGroup // status notifiers
+
+	// Tool calls and tasks in flight, and tasks/result requests waiting,
+	// for Drain. Once draining, no new call is accepted; tasks/result still
+	// is (it is how a client gets what is being drained).
+	workMu   sync.Mutex
+	draining bool
+	work     int           // tool calls and tasks
+	waiting  int           // tasks/result requests
+	idle     chan struct{} // closed when both drop to 0 while draining
 }
 
-// toolSet is an immutable snapshot of the tools.
-type toolSet struct {
-	byName map[string]*toolEntry
-	sorted []*toolEntry
+// errDraining answers a tools/call that arrives while the server drains.
+var errDraining = rpcError(-32603, "the server is shutting down and accepts no new tool calls")
+
+// beginWork counts a tool call or task in; it fails once draining.
+func (s *Server) beginWork() error {
+	s.workMu.Lock()
+	defer s.workMu.Unlock()
+	if s.draining {
+		return errDraining
+	}
+	s.work++
+	return nil
 }
 
-type toolEntry struct {
-	tool   abi.Tool
-	schema *jsonschema.Resolved // nil: arguments are not validated
-	print  []byte               // JSON of tool, to detect changes
+func (s *Server) endWork() { s.countWork(&s.work, -1) }
+
+// beginWait and endWait count a tasks/result request in and out.
+func (s *Server) beginWait() { s.countWork(&s.waiting, +1) }
+func (s *Server) endWait()   { s.countWork(&s.waiting, -1) }
+
+func (s *Server) countWork(n *int, delta int) {
+	s.workMu.Lock()
+	defer s.workMu.Unlock()
+	*n += delta
+	if s.work+s.waiting == 0 && s.idle != nil {
+		close(s.idle)
+		s.idle = nil
+	}
 }
 
-// New returns a Server for cfg. It reads the tool set once (see SyncTools).
+// BeginDrain stops accepting tool calls: from now on they get an error
+// saying the server is shutting down. Other requests (tasks/get,
+// tasks/result, …) are still answered.
+func (s *Server) BeginDrain() {
+	s.workMu.Lock()
+	s.draining = true
+	s.workMu.Unlock()
+}
+
+// Drain stops accepting tool calls (BeginDrain) and waits until the calls
+// and tasks in flight have ended and the tasks/result requests waiting for
+// them have their answers, or ctx is done. Close the Server afterwards.
+func (s *Server) Drain(ctx context.Context) error {
+	s.BeginDrain()
+	s.workMu.Lock()
+	if s.work+s.waiting == 0 {
+		s.workMu.Unlock()
+		return nil
+	}
+	if s.idle == nil {
+		s.idle = make(chan struct{})
+	}
+	idle := s.idle
+	s.workMu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// New returns a Server for cfg.
 func New(cfg Config) (*Server, error) {
-	if cfg.Tools == nil {
-		return nil, errors.New("mcpserver: Config.Tools is nil")
+	if cfg.Catalog == nil {
+		return nil, errors.New("mcpserver: Config.Catalog is nil")
 	}
 	if cfg.Engine == nil {
 		return nil, errors.New("mcpserver: Config.Engine is nil")
@@ -173,7 +205,8 @@ func New(cfg Config) (*Server, error) {
 		Instructions: cfg.Instructions,
 		Logger:       cfg.Logger,
 		Capabilities: &mcp.ServerCapabilities{
-			Tools:   &mcp.ToolCapabilities{ListChanged: true},
+			Tools: &mcp.ToolCapabilities{ListChanged: true},
+			//lint:ignore SA1019 logging is deprecated only for protocol 2026-07-28 (SEP-2577); 2025-11-25 clients get tool logs.
 			Logging: &mcp.LoggingCapabilities{},
 		},
 	})
@@ -181,161 +214,7 @@ func New(cfg Config) (*Server, error) {
 	if err := s.registerTaskMethods(); err != nil {
 		return nil, err
 	}
-	s.tools.Store(&toolSet{byName: map[string]*toolEntry{}})
-	s.SyncTools()
 	return s, nil
-}
-
-// SyncTools re-reads Tools.List and updates what clients see; connected
-// clients get notifications/tools/list_changed (debounced) when anything
-// changed. Call it after every change of the tool set (hot reload). Calls
-// already running keep the tool they started with.
-func (s *Server) SyncTools() {
-	s.syncMu.Lock()
-	defer s.syncMu.Unlock()
-	old := s.tools.Load()
-	next := &toolSet{byName: make(map[string]*toolEntry)}
-	for _, t := range s.cfg.Tools.List() {
-		if _, dup := next.byName[t.Name]; dup {
-			s.log.Warn("duplicate tool name; keeping the first", "tool", t.Name)
-			continue
-		}
-		if t.TaskSupport == "" {
-			t.TaskSupport = abi.TaskForbidden
-		}
-		if len(t.InputSchema) == 0 {
-			t.InputSchema = json.RawMessage(`{"type":"object"}`)
-		}
-		print, _ := json.Marshal(t)
-		e := &toolEntry{tool: t, print: print}
-		if o, ok := old.byName[t.Name]; ok && bytes.Equal(o.print, print) {
-			e = o
-		} else {
-			e.schema = s.compileSchema(t)
-		}
-		next.byName[t.Name] = e
-	}
-	next.sorted = slices.SortedFunc(maps.Values(next.byName), func(a, b *toolEntry) int {
-		return strings.Compare(a.tool.Name, b.tool.Name)
-	})
-	var gone []string
-	for name := range old.byName {
-		if _, ok := next.byName[name]; !ok {
-			gone = append(gone, name)
-		}
-	}
-	s.tools.Store(next)
-	if len(gone) > 0 {
-		s.mcp.RemoveTools(gone...)
-	}
-	for _, e := range next.sorted {
-		if old.byName[e.tool.Name] != e {
-			s.addSDKTool(e.tool)
-		}
-	}
-}
-
-// addSDKTool registers a stub with go-sdk. Our middleware answers tools/list
-// and tools/call itself; the registration exists so that go-sdk sends
-// notifications/tools/list_changed and knows the names for its HTTP header
-// checks. go-sdk panics on schemas it dislikes; such a tool is still served.
-func (s *Server) addSDKTool(t abi.Tool) {
-	defer func() {
-		if r := recover(); r != nil {
-			s.log.Warn("go-sdk refused tool registration; list_changed may lag", "tool", t.Name, "panic", r)
-		}
-	}()
-	s.mcp.AddTool(&mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return nil, errors.New("mcpserver: tools/call bypassed the middleware")
-		})
-}
-
-// compileSchema resolves a tool's input schema for argument validation. A
-// schema that does not resolve (remote $ref, unsupported draft) is logged and
-// the tool's arguments are then only checked to be a JSON object.
-func (s *Server) compileSchema(t abi.Tool) *jsonschema.Resolved {
-	var sch jsonschema.Schema
-	if err := json.Unmarshal(t.InputSchema, &sch); err != nil {
-		s.log.Warn("input schema does not parse; arguments not validated", "tool", t.Name, "err", err)
-		return nil
-	}
-	r, err := sch.Resolve(nil)
-	if err != nil {
-		s.log.Warn("input schema does not resolve; arguments not validated", "tool", t.Name, "err", err)
-		return nil
-	}
-	return r
-}
-
-// session is the server's state for one MCP session.
-type session struct {
-	id     string
-	owner  string // taskengine owner when no auth user is known
-	user   string // auth user ID seen at creation, "" if none
-	ctx    context.Context
-	cancel context.CancelFunc
-	// notify writes a raw notification; nil where the transport gives no
-	// way to (Streamable HTTP).
-	notify func(method string, params any) error
-}
-
-// newSessionLocked records a session. s.mu must be held.
-func (s *Server) newSessionLocked(id string, notify func(string, any) error) *session {
-	ctx, cancel := context.WithCancel(context.Background())
-	sess := &session{id: id, owner: "session:" + rand.Text(), ctx: ctx, cancel: cancel, notify: notify}
-	if s.closed {
-		cancel()
-	}
-	s.sessions[id] = sess
-	return sess
-}
-
-// sessionFor returns the state of ss, creating it on first use (Streamable
-// HTTP sessions are created by go-sdk; we learn of them here).
-func (s *Server) sessionFor(ss *mcp.ServerSession, user string) *session {
-	id := ss.ID()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if sess, ok := s.sessions[id]; ok {
-		return sess
-	}
-	if len(s.sessions) >= 2*max(s.swept, 8) {
-		s.sweepLocked()
-	}
-	sess := s.newSessionLocked(id, nil)
-	sess.user = user
-	return sess
-}
-
-// sweepLocked forgets sessions go-sdk no longer has. It runs when the map
-// has doubled since the last sweep, so its cost is amortised O(1) per
-// session and the map stays within twice the live sessions.
-func (s *Server) sweepLocked() {
-	live := make(map[string]bool)
-	for ss := range s.mcp.Sessions() {
-		live[ss.ID()] = true
-	}
-	for id, sess := range s.sessions {
-		if !live[id] {
-			sess.cancel()
-			delete(s.sessions, id)
-		}
-	}
-	s.swept = len(s.sessions)
-}
-
-// releaseSession ends our state for a session: blocked tasks/result calls
-// and plain tool calls of that session return. Its tasks live on until
-// their TTL.
-func (s *Server) releaseSession(id string) {
-	s.mu.Lock()
-	sess, ok := s.sessions[id]
-	delete(s.sessions, id)
-	s.mu.Unlock()
-	if ok {
-		sess.cancel()
-	}
 }
 
 // ServeStdio serves one session over newline-delimited JSON-RPC on in and
@@ -349,7 +228,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 		conn.Close()
 		return ErrClosed
 	}
-	sess := s.newSessionLocked(conn.id, conn.notify)
+	sess := s.newSessionLocked(conn.id, conn)
 	s.mu.Unlock()
 	defer s.releaseSession(conn.id)
 
@@ -368,6 +247,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 		<-done
 		err = ctx.Err()
 	case <-sess.ctx.Done(): // Server.Close
+		conn.flush() // the requests it released get their answers
 		ss.Close()
 		<-done
 		err = ErrClosed
@@ -389,6 +269,15 @@ func (s *Server) Close() error {
 	for _, sess := range sessions {
 		sess.cancel()
 	}
+	// The requests the cancel released are answered before the stdio
+	// connections close (each bounded by eofGrace).
+	var flushed sync.WaitGroup
+	for _, sess := range sessions {
+		if sess.stdio != nil {
+			flushed.Go(sess.stdio.flush)
+		}
+	}
+	flushed.Wait()
 	for ss := range s.mcp.Sessions() {
 		ss.Close()
 	}

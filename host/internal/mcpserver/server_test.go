@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/wasmtask/wasmtask/abi"
 	"github.com/wasmtask/wasmtask/taskengine"
@@ -58,18 +57,10 @@ func TestCloseReleasesBlockedResult(t *testing.T) {
 
 	closed := make(chan error, 1)
 	go func() { closed <- ts.Close() }()
-	select {
-	case <-closed:
-	case <-time.After(5 * time.Second):
-		t.Fatal("Close blocked behind a pending tasks/result")
-	}
-	select {
-	case err := <-c.done:
-		if err != ErrClosed {
-			t.Errorf("ServeStdio returned %v, want ErrClosed", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("ServeStdio did not return after Close")
+	<-closed
+	err := <-c.done
+	if err != ErrClosed {
+		t.Errorf("ServeStdio returned %v, want ErrClosed", err)
 	}
 }
 
@@ -83,14 +74,10 @@ func TestClientEOFWithBlockedResult(t *testing.T) {
 	<-ts.tools.started
 	c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tasks/result","params":{"taskId":%q}}`, id))
 	c.call(3, "ping", nil)
-	c.in.Close()
-	select {
-	case err := <-c.done:
-		if err != nil {
-			t.Errorf("ServeStdio after EOF: got %v, want nil", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("ServeStdio did not return after EOF with a blocked tasks/result")
+	c.closeInput()
+	err := <-c.done
+	if err != nil {
+		t.Errorf("ServeStdio after EOF: got %v, want nil", err)
 	}
 	if n := ts.engine.Stats().Running; n != 1 {
 		t.Errorf("running tasks after the session ended: got %d, want 1 (tasks outlive sessions)", n)
@@ -106,13 +93,9 @@ func TestPlainCallCancelledNotification(t *testing.T) {
 	c.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow"}}`)
 	<-ts.tools.started
 	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"user"}}`)
-	select {
-	case cause := <-ts.tools.cancelled:
-		if cause != "context canceled" {
-			t.Errorf("tool saw cause %q, want context canceled", cause)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the tool never saw its context end")
+	cause := <-ts.tools.cancelled
+	if cause != "context canceled" {
+		t.Errorf("tool saw cause %q, want context canceled", cause)
 	}
 	if r := c.call(8, "ping", nil); r["error"] != nil {
 		t.Errorf("ping after cancellation: %v", r)
@@ -158,15 +141,15 @@ func TestOwnerLimit(t *testing.T) {
 	taskIDOf(t, other.call(1, "tools/call", map[string]any{"name": "slow", "task": map[string]any{}}))
 }
 
-// SyncTools after a change sends notifications/tools/list_changed and the
+// ToolsChanged after a change sends notifications/tools/list_changed and the
 // new list, with taskSupport, is served.
-func TestSyncToolsListChanged(t *testing.T) {
+func TestToolsChangedListChanged(t *testing.T) {
 	ts := newTestServer(t, taskengine.Config{})
 	c := ts.connectStdio(t)
 	c.initialize(true)
 	c.call(1, "tools/list", nil)
 	ts.tools.set([]abi.Tool{{Name: "fresh", TaskSupport: abi.TaskRequired}})
-	ts.SyncTools()
+	ts.ToolsChanged()
 	for {
 		if m := c.next(); m["method"] == "notifications/tools/list_changed" {
 			break
@@ -186,9 +169,8 @@ func TestSyncToolsListChanged(t *testing.T) {
 // session goes on.
 func TestPanicRecovered(t *testing.T) {
 	ts := newTestServer(t, taskengine.Config{})
-	ts.tools.set(append(ts.tools.List(), abi.Tool{Name: "boom"}))
-	ts.SyncTools()
-	ts.Server.cfg.Tools = panicky{ts.tools}
+	ts.tools.set(append(ts.tools.Tools(), abi.Tool{Name: "boom"}))
+	ts.catalog.Store(panicky{ts.tools})
 	c := ts.connectStdio(t)
 	c.initialize(true)
 	if got := errCode(c.call(1, "tools/call", map[string]any{"name": "boom"})); got != -32603 {
@@ -196,5 +178,27 @@ func TestPanicRecovered(t *testing.T) {
 	}
 	if r := c.call(2, "ping", nil); r["error"] != nil {
 		t.Errorf("ping after a panic: %v", r)
+	}
+}
+
+// Every request gives back the catalog it held, and a task holds it until
+// its work ends: a reload can close old modules only after the last holder.
+func TestCatalogHeldUntilWorkEnds(t *testing.T) {
+	ts := newTestServer(t, taskengine.Config{})
+	c := ts.connectStdio(t)
+	c.initialize(true)
+	c.call(1, "tools/list", nil)
+	c.call(2, "tools/call", map[string]any{"name": "plain"})
+	c.call(3, "tools/call", map[string]any{"name": "nope"})
+	c.call(4, "tools/call", map[string]any{"name": "required"}) // -32601 before any work
+	id := taskIDOf(t, c.call(5, "tools/call", map[string]any{"name": "slow", "task": map[string]any{}}))
+	<-ts.tools.started
+	if held := ts.holds.Load() - ts.releases.Load(); held != 1 {
+		t.Errorf("while a task runs: %d catalog references held, want 1 (the task's)", held)
+	}
+	ts.tools.release <- struct{}{}
+	c.call(6, "tasks/result", map[string]any{"taskId": id})
+	if ts.holds.Load() != ts.releases.Load() || ts.holds.Load() != 5 {
+		t.Errorf("after the task: %d references taken, %d given back; want 5 and 5", ts.holds.Load(), ts.releases.Load())
 	}
 }

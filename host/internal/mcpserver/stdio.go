@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -38,21 +39,31 @@ type lineConn struct {
 	wmu sync.Mutex
 	out io.Writer
 
-	// Requests read but not yet answered, by ID. At end of input, Read
-	// waits until they are answered before it reports EOF, so that a client
-	// that writes its requests and closes its end still gets every answer.
-	// tasks/result is not counted (see Read).
-	pmu     sync.Mutex
-	pending map[any]int
-	idle    chan struct{} // closed when pending becomes empty; nil while empty
+	// Requests read but not yet answered. At end of input, Read waits
+	// (bounded by eofGrace) until calls are answered before it reports EOF,
+	// so that a client that writes its requests and closes its end still
+	// gets every answer; a blocked tasks/result is not waited for there (it
+	// may wait as long as its task runs). When the server closes the
+	// session, both are waited for (flush): a tasks/result released by the
+	// close is answered, not cut off.
+	calls, results answerSet
 
 	// Status notifications of a task wait until the CreateTaskResult that
 	// announced the task is written, so a client never hears of a task
-	// before it knows its ID. Both maps are bounded by maxHeldTasks.
+	// before it knows its ID. The code that creates a task says which
+	// response carries it (expectTask). The maps are bounded by
+	// maxHeldTasks.
 	nmu       sync.Mutex
+	expected  map[any]string      // response ID → task ID it announces
 	announced map[string]bool     // task IDs whose CreateTaskResult was written
 	held      map[string]wireTask // latest status of a task not yet announced
 }
+
+// eofGrace bounds how long the end of input waits for the answers of
+// requests in flight: the server answers what it can, then the session
+// ends, even when a request (a subscriptions/listen, a long tool call)
+// would take longer.
+const eofGrace = 750 * time.Millisecond
 
 // maxHeldTasks bounds the task IDs a connection remembers for ordering
 // status notifications; past it the oldest knowledge is dropped (a status
@@ -137,7 +148,7 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		case f = <-c.frames:
 		}
 		if f.err != nil {
-			c.waitAnswered(ctx)
+			c.waitAnswered(ctx, &c.calls)
 			return nil, f.err
 		}
 		if f.tooLarge {
@@ -148,11 +159,12 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		if err != nil {
 			continue // already answered
 		}
-		// A blocked tasks/result is not waited for at end of input: it may
-		// wait as long as its task runs, and closing the session releases
-		// it. Every other request is answered first.
-		if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() && req.Method != methodTasksResult {
-			c.track(req.ID.Raw(), +1)
+		if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+			if req.Method == methodTasksResult {
+				c.results.add(req.ID.Raw(), +1)
+			} else {
+				c.calls.add(req.ID.Raw(), +1)
+			}
 		}
 		return msg, nil
 	}
@@ -171,11 +183,11 @@ func (c *lineConn) decode(data []byte) (jsonrpc.Message, error) {
 	}
 	msg, err := jsonrpc.DecodeMessage(data)
 	if err != nil {
-		c.writeError(rawID(data), jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
+		c.writeError(rawID(data), jsonrpc.CodeInvalidRequest, clientRPCMessage("invalid request: "+err.Error()))
 		return nil, errBadFrame
 	}
 	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == methodCallTool {
-		req.Params = liftTaskParams(req.Params)
+		req.Params = liftTaskParams(req.Params, req.ID.Raw())
 	}
 	return msg, nil
 }
@@ -216,34 +228,44 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if resp, ok := msg.(*jsonrpc.Response); ok && resp.Error != nil {
+		clean := *resp
+		clean.Error = clientRPCError(resp.Error)
+		msg = &clean
+	}
 	b, err := jsonrpc.EncodeMessage(msg)
 	if err != nil {
 		return fmt.Errorf("mcpserver: encoding message: %w", err)
 	}
 	err = c.writeLine(b)
 	if resp, ok := msg.(*jsonrpc.Response); ok {
-		c.track(resp.ID.Raw(), -1)
-		if id := createdTaskID(resp.Result); id != "" && err == nil {
-			c.announce(id)
+		if !c.calls.add(resp.ID.Raw(), -1) {
+			c.results.add(resp.ID.Raw(), -1)
+		}
+		c.nmu.Lock()
+		taskID, isTask := c.expected[resp.ID.Raw()]
+		delete(c.expected, resp.ID.Raw())
+		c.nmu.Unlock()
+		if isTask && err == nil && resp.Error == nil {
+			c.announce(taskID)
 		}
 	}
 	return err
 }
 
-// createdTaskID returns the task ID of a CreateTaskResult, or "".
-func createdTaskID(result json.RawMessage) string {
-	if !bytes.HasPrefix(result, []byte(`{"task":{`)) {
-		return ""
+// expectTask records that the response to request reqID (a JSON-RPC ID as
+// decoded into _meta) announces task taskID.
+func (c *lineConn) expectTask(reqID any, taskID string) {
+	id, err := jsonrpc.MakeID(reqID)
+	if err != nil || !id.IsValid() {
+		return
 	}
-	var r struct {
-		Task struct {
-			TaskID string `json:"taskId"`
-		} `json:"task"`
+	c.nmu.Lock()
+	defer c.nmu.Unlock()
+	if c.expected == nil || len(c.expected) >= maxHeldTasks {
+		c.expected = make(map[any]string)
 	}
-	if json.Unmarshal(result, &r) != nil {
-		return ""
-	}
-	return r.Task.TaskID
+	c.expected[id.Raw()] = taskID
 }
 
 // announce records that the client knows task id and sends its held status.
@@ -283,42 +305,71 @@ func terminal(status string) bool {
 	return taskengine.Status(status).Terminal()
 }
 
-// track counts a request read (+1) or answered (-1).
-func (c *lineConn) track(id any, delta int) {
-	c.pmu.Lock()
-	defer c.pmu.Unlock()
-	if c.pending == nil {
-		c.pending = make(map[any]int)
+// answerSet counts the requests read and not yet answered, by ID.
+type answerSet struct {
+	mu      sync.Mutex
+	pending map[any]int
+	idle    chan struct{} // closed when pending becomes empty; nil while empty
+}
+
+// add counts a request read (+1) or answered (-1); an answer of a request
+// the set does not hold reports false.
+func (a *answerSet) add(id any, delta int) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if delta < 0 && a.pending[id] == 0 {
+		return false
 	}
-	if delta > 0 && len(c.pending) == 0 {
-		c.idle = make(chan struct{})
+	if a.pending == nil {
+		a.pending = make(map[any]int)
 	}
-	if n := c.pending[id] + delta; n > 0 {
-		c.pending[id] = n
+	if delta > 0 && len(a.pending) == 0 {
+		a.idle = make(chan struct{})
+	}
+	if n := a.pending[id] + delta; n > 0 {
+		a.pending[id] = n
 	} else {
-		delete(c.pending, id)
+		delete(a.pending, id)
 	}
-	if len(c.pending) == 0 && c.idle != nil {
-		close(c.idle)
-		c.idle = nil
+	if len(a.pending) == 0 && a.idle != nil {
+		close(a.idle)
+		a.idle = nil
+	}
+	return true
+}
+
+// idleChan is closed when nothing is pending (nil: nothing is now).
+func (a *answerSet) idleChan() chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.idle
+}
+
+// waitAnswered blocks until every request of sets read so far has been
+// answered, eofGrace has passed, ctx is done, or the connection is closed.
+func (c *lineConn) waitAnswered(ctx context.Context, sets ...*answerSet) {
+	grace := time.NewTimer(eofGrace)
+	defer grace.Stop()
+	for _, set := range sets {
+		idle := set.idleChan()
+		if idle == nil {
+			continue
+		}
+		select {
+		case <-idle:
+		case <-grace.C:
+			return
+		case <-ctx.Done():
+			return
+		case <-c.closed:
+			return
+		}
 	}
 }
 
-// waitAnswered blocks until every request read so far has been answered,
-// ctx is done, or the connection is closed.
-func (c *lineConn) waitAnswered(ctx context.Context) {
-	c.pmu.Lock()
-	idle := c.idle
-	c.pmu.Unlock()
-	if idle == nil {
-		return
-	}
-	select {
-	case <-idle:
-	case <-ctx.Done():
-	case <-c.closed:
-	}
-}
+// flush waits (bounded by eofGrace) until every request read has been
+// answered: the session is ending and its blocked requests were released.
+func (c *lineConn) flush() { c.waitAnswered(context.Background(), &c.calls, &c.results) }
 
 func (c *lineConn) writeLine(b []byte) error {
 	select {

@@ -2,15 +2,12 @@ package mcpserver
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/wasmtask/wasmtask/abi"
 	"github.com/wasmtask/wasmtask/taskengine"
 )
 
@@ -40,11 +37,19 @@ type wireTask struct {
 // timeFormat is RFC 3339 in UTC with milliseconds.
 const timeFormat = "2006-01-02T15:04:05.000Z07:00"
 
+// wireTaskOf renders a task. A task the engine or its work ended with an
+// error gets the status message errors.go words for it, in place of the
+// last one its tool set.
 func wireTaskOf(t taskengine.Task) wireTask {
+	msg := t.StatusMessage
+	if t.Err != nil && t.Status.Terminal() {
+		tool, _ := t.Meta.(string)
+		msg = taskEndText(tool, t.Err)
+	}
 	w := wireTask{
 		TaskID:        t.ID,
 		Status:        string(t.Status),
-		StatusMessage: t.StatusMessage,
+		StatusMessage: msg,
 		CreatedAt:     t.CreatedAt.UTC().Format(timeFormat),
 		LastUpdatedAt: t.LastUpdatedAt.UTC().Format(timeFormat),
 		PollInterval:  t.PollInterval.Milliseconds(),
@@ -165,11 +170,19 @@ func (s *Server) tasksResult(ctx context.Context, _ *mcp.ServerSession, p *taskI
 		return nil, err
 	}
 	owner := rq.owner()
+	s.beginWait()
+	defer s.endWait()
 	ctx, stop := withDone(ctx, rq.sess.ctx)
 	defer stop()
 	t, out, err := s.waitTask(ctx, rq, owner, id)
 	if err != nil {
 		if rq.sess.ctx.Err() != nil {
+			s.mu.Lock()
+			closed := s.closed
+			s.mu.Unlock()
+			if closed {
+				return nil, rpcError(jsonrpc.CodeInternalError, "the server shut down while waiting for task %q", id)
+			}
 			return nil, rpcError(jsonrpc.CodeInternalError, "session closed while waiting for task %q", id)
 		}
 		return nil, engineError(err, id)
@@ -186,7 +199,8 @@ func (s *Server) tasksResult(ctx context.Context, _ *mcp.ServerSession, p *taskI
 	case t.Status == taskengine.StatusCancelled:
 		return nil, rpcError(jsonrpc.CodeInternalError, "task %q was cancelled", id)
 	case out.Err != nil:
-		r := toolError(out.Err.Error())
+		tool, _ := t.Meta.(string)
+		r := toolError(failureText(tool, out.Err))
 		r.Meta = relatedMeta(id)
 		return r, nil
 	}
@@ -263,68 +277,6 @@ func (s *Server) deliveryContext(id string, def context.Context) context.Context
 	return def
 }
 
-// elicitAnswer is what an input request of a task is answered with.
-type elicitAnswer struct {
-	reply abi.ElicitReply
-	err   error
-}
-
-// deliverInputs sends each pending input request of the task that no other
-// waiter is delivering as an elicitation/create with the related-task _meta,
-// and answers the task with the client's reply. Delivery goroutines belong
-// to the calling waitTask (wg), and end with ctx.
-func (s *Server) deliverInputs(ctx context.Context, rq requestor, owner, id string, wg *sync.WaitGroup) {
-	reqs, err := s.cfg.Engine.PendingInput(owner, id)
-	if err != nil {
-		return
-	}
-	for _, r := range reqs {
-		key := id + "\x00" + r.ID
-		s.mu.Lock()
-		busy := s.inflight[key]
-		s.inflight[key] = true
-		s.mu.Unlock()
-		if busy {
-			continue
-		}
-		wg.Go(func() {
-			defer func() {
-				s.mu.Lock()
-				delete(s.inflight, key)
-				s.mu.Unlock()
-			}()
-			req, _ := r.Payload.(abi.ElicitRequest)
-			ans := s.elicit(ctx, rq.ss, id, req)
-			if ans.err != nil && ctx.Err() != nil {
-				return // the waiter left; the next tasks/result delivers it again
-			}
-			_ = s.cfg.Engine.Answer(owner, id, r.ID, ans)
-		})
-	}
-}
-
-// elicit sends one elicitation/create to the client and waits for the reply.
-func (s *Server) elicit(ctx context.Context, ss *mcp.ServerSession, taskID string, req abi.ElicitRequest) elicitAnswer {
-	params := &mcp.ElicitParams{Mode: "form", Message: req.Message}
-	if len(req.RequestedSchema) > 0 {
-		params.RequestedSchema = req.RequestedSchema
-	}
-	if taskID != "" {
-		params.Meta = relatedMeta(taskID)
-	}
-	res, err := ss.Elicit(ctx, params)
-	if err != nil {
-		return elicitAnswer{err: fmt.Errorf("elicitation failed: %w", err)}
-	}
-	reply := abi.ElicitReply{Action: res.Action}
-	if res.Content != nil {
-		if b, err := json.Marshal(res.Content); err == nil {
-			reply.Content = b
-		}
-	}
-	return elicitAnswer{reply: reply}
-}
-
 // watchStatus sends notifications/tasks/status on each status change of a
 // task, for transports that can write raw notifications (stdio). The
 // goroutine ends when the task is terminal or the session ends; Close waits
@@ -354,7 +306,7 @@ func (s *Server) watchStatus(sess *session, owner, id string) {
 				}
 				if t.Status != last {
 					last = t.Status
-					if err := sess.notify(methodTaskStatus, wireTaskOf(t)); err != nil {
+					if err := sess.stdio.notify(methodTaskStatus, wireTaskOf(t)); err != nil {
 						return
 					}
 				}
@@ -363,11 +315,4 @@ func (s *Server) watchStatus(sess *session, owner, id string) {
 			}
 		}
 	}()
-}
-
-// clientCanElicit reports whether the session's client declared the
-// elicitation capability.
-func clientCanElicit(ss *mcp.ServerSession) bool {
-	ip := ss.InitializeParams()
-	return ip != nil && ip.Capabilities != nil && ip.Capabilities.Elicitation != nil
 }

@@ -24,8 +24,9 @@ const (
 
 // Catalog is one generation of the served tools: an immutable value, safe
 // for concurrent use. The server asks [Config.Catalog] for the current one
-// once per request, so a tools/list and the tools/call it leads to read the
-// same table.
+// once per request and dispatches the request through it: the declaration
+// a tools/call is checked against and the tool it runs are of one
+// generation, the one tools/list rendered if no reload came between.
 type Catalog interface {
 	// Tools returns the served tools, sorted by name, with their
 	// declarations normalised (abi.DecodeManifest). The slice is shared:
@@ -139,7 +140,13 @@ func (s *Server) callTool(ctx context.Context, rq requestor, p *mcp.CallToolPara
 	reqID := p.Meta[requestIDKey]
 	delete(p.Meta, liftedTaskKey)
 	delete(p.Meta, requestIDKey)
-	cat := s.cfg.Catalog()
+	cat, release := s.cfg.Catalog()
+	handedOver := false // a created task releases the catalog when its work ends
+	defer func() {
+		if !handedOver {
+			release()
+		}
+	}()
 	tool, ok := cat.Tool(p.Name)
 	if !ok {
 		return nil, rpcError(jsonrpc.CodeInvalidParams, "unknown tool %q", p.Name)
@@ -169,7 +176,9 @@ func (s *Server) callTool(ctx context.Context, rq requestor, p *mcp.CallToolPara
 		s.endWork()
 		return nil, err
 	}
-	return s.createTask(rq, cat, tool.Name, p.Arguments, token, ttl, reqID)
+	res, err := s.createTask(rq, cat, release, tool.Name, p.Arguments, token, ttl, reqID)
+	handedOver = err == nil
+	return res, err
 }
 
 // checkArgs checks what the protocol asks of arguments, without parsing
@@ -229,10 +238,11 @@ func (s *Server) execute(ctx context.Context, cat Catalog, tool string, args jso
 // reqID is the request's JSON-RPC ID where the connection gave it (stdio):
 // the connection announces the task when it writes that response.
 // The caller counted the task in (beginWork); its work counts it out.
-func (s *Server) createTask(rq requestor, cat Catalog, tool string, args json.RawMessage, token any, ttl time.Duration, reqID any) (mcp.Result, error) {
+func (s *Server) createTask(rq requestor, cat Catalog, release func(), tool string, args json.RawMessage, token any, ttl time.Duration, reqID any) (mcp.Result, error) {
 	owner := rq.owner()
 	work := func(ctx context.Context, run *taskengine.Run) taskengine.Outcome {
 		defer s.endWork()
+		defer release()
 		id := run.ID()
 		ev := &taskEvents{s: s, rq: rq, run: run, id: id, token: token, tool: tool}
 		res, err := s.execute(ctx, cat, tool, args, ev)

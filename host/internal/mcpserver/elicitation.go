@@ -1,0 +1,86 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wasmtask/wasmtask/abi"
+)
+
+// Elicitation: a running tool asks the user for input. A plain call sends
+// elicitation/create on its own request's stream; a task's input requests
+// wait in the engine (the task is input_required) and a waiting
+// tasks/result delivers them.
+
+// elicitAnswer is what an input request of a task is answered with.
+type elicitAnswer struct {
+	reply abi.ElicitReply
+	err   error
+}
+
+// deliverInputs sends each pending input request of the task that no other
+// waiter is delivering as an elicitation/create with the related-task _meta,
+// and answers the task with the client's reply. Delivery goroutines belong
+// to the calling waitTask (wg), and end with ctx.
+func (s *Server) deliverInputs(ctx context.Context, rq requestor, owner, id string, wg *sync.WaitGroup) {
+	reqs, err := s.cfg.Engine.PendingInput(owner, id)
+	if err != nil {
+		return
+	}
+	for _, r := range reqs {
+		key := id + "\x00" + r.ID
+		s.mu.Lock()
+		busy := s.inflight[key]
+		s.inflight[key] = true
+		s.mu.Unlock()
+		if busy {
+			continue
+		}
+		wg.Go(func() {
+			defer func() {
+				s.mu.Lock()
+				delete(s.inflight, key)
+				s.mu.Unlock()
+			}()
+			req, _ := r.Payload.(abi.ElicitRequest)
+			ans := s.elicit(ctx, rq.ss, id, req)
+			if ans.err != nil && ctx.Err() != nil {
+				return // the waiter left; the next tasks/result delivers it again
+			}
+			_ = s.cfg.Engine.Answer(owner, id, r.ID, ans)
+		})
+	}
+}
+
+// elicit sends one elicitation/create to the client and waits for the reply.
+func (s *Server) elicit(ctx context.Context, ss *mcp.ServerSession, taskID string, req abi.ElicitRequest) elicitAnswer {
+	params := &mcp.ElicitParams{Mode: "form", Message: req.Message}
+	if len(req.RequestedSchema) > 0 {
+		params.RequestedSchema = req.RequestedSchema
+	}
+	if taskID != "" {
+		params.Meta = relatedMeta(taskID)
+	}
+	res, err := ss.Elicit(ctx, params)
+	if err != nil {
+		return elicitAnswer{err: fmt.Errorf("elicitation failed: %w", err)}
+	}
+	reply := abi.ElicitReply{Action: res.Action}
+	if res.Content != nil {
+		if b, err := json.Marshal(res.Content); err == nil {
+			reply.Content = b
+		}
+	}
+	return elicitAnswer{reply: reply}
+}
+
+// clientCanElicit reports whether the session's client declared the
+// elicitation capability.
+func clientCanElicit(ss *mcp.ServerSession) bool {
+	ip := ss.InitializeParams()
+	return ip != nil && ip.Capabilities != nil && ip.Capabilities.Elicitation != nil
+}

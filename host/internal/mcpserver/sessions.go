@@ -1,0 +1,190 @@
+package mcpserver
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"runtime/debug"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+const methodInitialize = "initialize"
+
+// session is the server's state for one MCP session.
+type session struct {
+	id     string
+	owner  string // taskengine owner when no auth user is known
+	user   string // auth user ID seen at creation, "" if none
+	ctx    context.Context
+	cancel context.CancelFunc
+	// stdio is the session's connection when it is our own (stdio): it
+	// writes notifications go-sdk has no API for and learns which response
+	// announces a task. nil for Streamable HTTP.
+	stdio *lineConn
+}
+
+// newSessionLocked records a session. s.mu must be held.
+func (s *Server) newSessionLocked(id string, stdio *lineConn) *session {
+	ctx, cancel := context.WithCancel(context.Background())
+	sess := &session{id: id, owner: "session:" + rand.Text(), ctx: ctx, cancel: cancel, stdio: stdio}
+	if s.closed {
+		cancel()
+	}
+	s.sessions[id] = sess
+	return sess
+}
+
+// sessionFor returns the state of ss, creating it on first use (Streamable
+// HTTP sessions are created by go-sdk; we learn of them here).
+func (s *Server) sessionFor(ss *mcp.ServerSession, user string) *session {
+	id := ss.ID()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sess, ok := s.sessions[id]; ok {
+		return sess
+	}
+	if len(s.sessions) >= 2*max(s.swept, 8) {
+		s.sweepLocked()
+	}
+	sess := s.newSessionLocked(id, nil)
+	sess.user = user
+	return sess
+}
+
+// sweepLocked forgets sessions go-sdk no longer has. It runs when the map
+// has doubled since the last sweep, so its cost is amortised O(1) per
+// session and the map stays within twice the live sessions.
+func (s *Server) sweepLocked() {
+	live := make(map[string]bool)
+	for ss := range s.mcp.Sessions() {
+		live[ss.ID()] = true
+	}
+	for id, sess := range s.sessions {
+		if !live[id] {
+			sess.cancel()
+			delete(s.sessions, id)
+		}
+	}
+	s.swept = len(s.sessions)
+}
+
+// releaseSession ends our state for a session: blocked tasks/result calls
+// and plain tool calls of that session return. Its tasks live on until
+// their TTL.
+func (s *Server) releaseSession(id string) {
+	s.mu.Lock()
+	sess, ok := s.sessions[id]
+	delete(s.sessions, id)
+	s.mu.Unlock()
+	if ok {
+		sess.cancel()
+	}
+}
+
+// requestor identifies who sent a request: its session, and the auth user
+// when the transport carried one.
+type requestor struct {
+	sess *session
+	ss   *mcp.ServerSession
+	user string
+}
+
+// owner is the taskengine owner of tasks this requestor creates and sees:
+// the auth user when known (tasks then survive a reconnect), else the session.
+func (r requestor) owner() string {
+	if r.user != "" {
+		return "user:" + r.user
+	}
+	return r.sess.owner
+}
+
+type requestorKey struct{}
+
+func requestorFrom(ctx context.Context) (requestor, error) {
+	r, ok := ctx.Value(requestorKey{}).(requestor)
+	if !ok {
+		return requestor{}, rpcError(jsonrpc.CodeInternalError, "internal error: request outside a session")
+	}
+	return r, nil
+}
+
+// middleware is the outermost receiving middleware. It recovers panics (go-sdk
+// does not), records who the requestor is in the context (custom method
+// handlers get no auth info otherwise), and answers initialize, tools/list
+// and tools/call itself.
+func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				s.log.Error("panic while handling request", "method", method, "panic", r, "stack", string(debug.Stack()))
+				res, err = nil, rpcError(jsonrpc.CodeInternalError, "internal error")
+			}
+		}()
+		ss, ok := req.GetSession().(*mcp.ServerSession)
+		if !ok || ss == nil {
+			return next(ctx, method, req)
+		}
+		var user string
+		if ex := req.GetExtra(); ex != nil && ex.TokenInfo != nil {
+			user = ex.TokenInfo.UserID
+		}
+		rq := requestor{sess: s.sessionFor(ss, user), ss: ss, user: user}
+		ctx = context.WithValue(ctx, requestorKey{}, rq)
+		switch method {
+		case methodInitialize:
+			return s.initialize(ctx, method, req, next)
+		case methodListTools:
+			cat, release := s.cfg.Catalog()
+			defer release()
+			return listTools(cat), nil
+		case methodCallTool:
+			creq, ok := req.(*mcp.CallToolRequest)
+			if !ok {
+				return nil, rpcError(jsonrpc.CodeInternalError, "internal error: unexpected tools/call request type %T", req)
+			}
+			return s.callTool(ctx, rq, creq.Params)
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// initializeResult is go-sdk's InitializeResult with the tasks capability.
+type initializeResult struct {
+	mcp.ResultBase
+	Capabilities    map[string]any      `json:"capabilities"`
+	Instructions    string              `json:"instructions,omitempty"`
+	ProtocolVersion string              `json:"protocolVersion"`
+	ServerInfo      *mcp.Implementation `json:"serverInfo"`
+}
+
+var tasksCapability = map[string]any{
+	"list":     map[string]any{},
+	"cancel":   map[string]any{},
+	"requests": map[string]any{"tools": map[string]any{"call": map[string]any{}}},
+}
+
+func (s *Server) initialize(ctx context.Context, method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
+	res, err := next(ctx, method, req)
+	if err != nil {
+		return nil, err
+	}
+	ir, ok := res.(*mcp.InitializeResult)
+	if !ok {
+		return res, nil
+	}
+	caps := map[string]any{}
+	if b, err := json.Marshal(ir.Capabilities); err == nil {
+		_ = json.Unmarshal(b, &caps)
+	}
+	caps["tasks"] = tasksCapability
+	out := &initializeResult{
+		Capabilities:    caps,
+		Instructions:    ir.Instructions,
+		ProtocolVersion: ir.ProtocolVersion,
+		ServerInfo:      ir.ServerInfo,
+	}
+	out.Meta = ir.Meta
+	return out, nil
+}
