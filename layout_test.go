@@ -27,11 +27,14 @@ var rules = []rule{
 	{dir: "abi", allow: []string{module + "/abi"}},
 	{dir: "taskengine", allow: []string{module + "/taskengine", "github.com/hashicorp/golang-lru/v2"}},
 	{dir: "plugins", allow: []string{module + "/plugins", module + "/abi", "github.com/fsnotify/fsnotify"}},
-	{dir: "host/internal/wasmrt", allow: []string{module + "/abi", module + "/host/internal/wasmrt", "github.com/tetratelabs/wazero", "github.com/google/jsonschema-go"}},
+	{dir: "host/internal/wasmrt", allow: []string{module + "/abi", module + "/host/internal/wasmrt", "github.com/tetratelabs/wazero", "github.com/google/jsonschema-go"},
+		tests: []string{module + "/host/hosttest"}},
 	{dir: "host/internal/mcpserver", allow: []string{module + "/abi", module + "/taskengine", module + "/host/internal/mcpserver", "github.com/modelcontextprotocol/go-sdk", "github.com/google/jsonschema-go", "github.com/google/go-cmp"},
-		tests: []string{"golang.org/x/tools/txtar"}},
+		tests: []string{"golang.org/x/tools/txtar", module + "/host/hosttest"}},
+	{dir: "host/hosttest", allow: nil}, // the shared test client: standard library only
 	{dir: "host", allow: []string{module + "/abi", module + "/taskengine", module + "/plugins", module + "/host", "github.com/google/jsonschema-go"},
-		tests: []string{"github.com/google/go-cmp"}},
+		// wazero in tests only: the raw baseline of BenchmarkCallPath.
+		tests: []string{"github.com/google/go-cmp", "github.com/tetratelabs/wazero"}},
 	{dir: "cmd", allow: []string{module + "/host", module + "/abi"}},
 	{dir: "examples", allow: []string{module + "/abi"}, tests: []string{module + "/host"}},
 	{dir: "sandbox_test", allow: []string{module + "/host", module + "/abi", module + "/sandbox_test"}, tests: []string{"github.com/modelcontextprotocol/go-sdk", "github.com/google/go-cmp"}},

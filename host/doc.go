@@ -3,23 +3,36 @@
 // (package plugins), the task engine (package taskengine) and the MCP
 // protocol (internal/mcpserver, the only user of go-sdk).
 //
-// Two entry points:
+// One entry point, [Server], used by the command line (serve, inspect,
+// call), by the tests of tool modules and by the hostile-guest suite alike:
 //
-//   - [Server] serves MCP on stdio or Streamable HTTP with a watched tool
-//     directory, tasks and an operator [Policy].
-//   - [Runtime] loads and calls one module directly, with no server: the
-//     command line (wasmtask inspect and call), tests of tool modules and
-//     the hostile-guest suite use it.
+//	srv, err := host.New(ctx, host.Config{ToolsDir: "./tools", Policy: policy})
+//	defer srv.Close()
+//	res, err := srv.Call(ctx, "add", json.RawMessage(`{"a":1,"b":2}`), events) // directly
+//	err = srv.ServeStdio(ctx, os.Stdin, os.Stdout)                            // or MCP on stdio
+//	err = srv.Serve(listener)                                                 // or Streamable HTTP
 //
-// Calling one tool of a module directly:
+// # One catalog, one call path
 //
-//	rt, err := host.NewRuntime(ctx, host.RuntimeConfig{})
-//	defer rt.Close(ctx)
-//	m, err := rt.Load(ctx, "add", wasm)
-//	res, err := m.Call(ctx, "add", json.RawMessage(`{"a":1,"b":2}`), host.CallOptions{
-//		Policy:     host.ToolPolicy{Timeout: host.Duration(5 * time.Second)},
-//		OnProgress: func(p, total float64, msg string) { … },
-//	})
+// Every reload (and the first load) builds one immutable catalog: for each
+// served tool its declaration (decoded and normalised once, when the module
+// was loaded), its compiled module, the limits and grants the operator's
+// policy resolves to, and its admission gate. One atomic pointer publishes
+// it. MCP's tools/list renders it and tools/call dispatches through it;
+// [Server.Tools] and `wasmtask inspect` report it; [Server.Call] and
+// tools/call run the same path: admission (tool gate, then server-wide
+// instance gate), then one fresh instance, where the arguments are parsed
+// and validated once. A request holds the catalog it read until it is
+// answered (a task until its work ends), so a reload never closes a module
+// under a call that was dispatched to it.
+//
+// # Lifecycle
+//
+// Like net/http's Server: [Server.Serve] and [Server.ServeStdio] serve until
+// [Server.Shutdown] (stop accepting, drain calls and tasks, answer the
+// waiting tasks/result requests, then close) or [Server.Close] (stop now).
+// Either makes the Serve methods return [ErrServerClosed], and when it
+// returns every goroutine the server started is gone.
 //
 // # Sandbox
 //
@@ -40,6 +53,5 @@
 //
 // # Concurrency
 //
-// Server, Runtime and Module are safe for concurrent use; every call runs in
-// a fresh instance. Close on each of them releases what it owns.
+// A Server is safe for concurrent use; every call runs in a fresh instance.
 package host

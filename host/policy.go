@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/wasmtask/wasmtask/host/internal/wasmrt"
 )
 
 // Policy is the operator's sandbox policy: server-wide defaults and
@@ -264,4 +266,22 @@ func merge(base, o ToolPolicy) ToolPolicy {
 		base.Mounts = o.Mounts
 	}
 	return base
+}
+
+func (d Duration) std() time.Duration { return time.Duration(d) }
+
+func (p *Policy) maxInstances() int {
+	if p != nil && p.MaxInstances > 0 {
+		return p.MaxInstances
+	}
+	return DefaultMaxInstances
+}
+
+// loadLimits bound the describe run that asks a module for its manifest
+// when it is loaded.
+var loadLimits = wasmrt.Limits{
+	MemoryMiB:      DefaultMemoryMiB,
+	Timeout:        2 * time.Second,
+	MaxOutputBytes: 1 << 20,
+	MaxLogBytes:    DefaultMaxLogBytes,
 }

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/wasmtask/wasmtask/abi"
@@ -24,9 +26,13 @@ import (
 // tools with the default sandbox policy and task limits.
 type Config struct {
 	// ToolsDir is a directory of "<name>.wasm" modules, watched and reloaded
-	// while the server runs. "" serves the embedded default tools (built from
-	// examples/) and watches nothing.
+	// while the server runs. It must exist and be readable.
 	ToolsDir string
+	// ToolsFS is a fixed set of "<name>.wasm" modules at the root of an
+	// fs.FS, loaded once and not watched (used when ToolsDir is ""). When
+	// both are unset the server serves the embedded default tools, built
+	// from examples/.
+	ToolsFS fs.FS
 	// Policy is the operator's sandbox policy. nil means the defaults
 	// documented on [ToolPolicy].
 	Policy *Policy
@@ -48,36 +54,66 @@ type Config struct {
 	// Default: they run to their end on the old version.
 	CancelRemoved bool
 	// Logger receives the operator log: reloads, load problems, task audit
-	// events. Default: discard.
+	// events, and the full text of every failure a client is told about.
+	// Default: discard.
 	Logger *slog.Logger
 	// Name and Version are the serverInfo sent to clients. Defaults
 	// "wasmtask" and "dev".
 	Name, Version string
+	// MaxMessageBytes bounds one incoming JSON-RPC message (a stdio line or
+	// an HTTP POST body). Default 4 MiB.
+	MaxMessageBytes int
+	// MaxArgumentBytes bounds a tools/call's arguments; larger ones get
+	// -32602. Default 1 MiB.
+	MaxArgumentBytes int
+	// SessionTimeout closes idle Streamable HTTP sessions. Default 30 min;
+	// negative: never.
+	SessionTimeout time.Duration
 }
 
 // Server is a wasmtask MCP server: Wasm tools, run as plain calls or as
-// tasks, over stdio or Streamable HTTP. It is safe for concurrent use. Close
-// stops it: sessions end, running tasks are cancelled, and every goroutine
-// it started is gone when Close returns.
+// tasks, over stdio or Streamable HTTP, and directly through [Server.Call].
+// It is safe for concurrent use.
+//
+// Its lifecycle follows net/http's: [Server.Serve] and [Server.ServeStdio]
+// serve until the server is shut down; [Server.Shutdown] stops accepting
+// work and waits for the work in flight; [Server.Close] stops at once. After
+// either, the Serve methods return [ErrServerClosed], and when Close returns
+// every goroutine the server started is gone.
 type Server struct {
-	cfg    Config
-	log    *slog.Logger
-	rt     *wasmrt.Runtime
-	engine *taskengine.Engine
-	reg    *registry
-	mcp    *mcpserver.Server
+	cfg       Config
+	log       *slog.Logger
+	rt        *wasmrt.Runtime
+	engine    *taskengine.Engine
+	mcp       *mcpserver.Server
+	catalog   atomic.Pointer[catalog]
+	instances *gate // server-wide
 
-	watcher *plugins.Watcher // nil when serving the embedded tools
+	swapMu  sync.Mutex
+	swapped chan struct{} // closed and replaced by every catalog swap
+
+	watcher *plugins.Watcher // nil when serving a fixed set of modules
 	stop    context.CancelFunc
 	wg      sync.WaitGroup
+
+	mu        sync.Mutex
+	closed    bool
+	listeners map[*http.Server]net.Listener
 
 	closeOnce sync.Once
 	closeErr  error
 }
 
+// ErrServerClosed is returned by the Serve methods after Shutdown or Close.
+var ErrServerClosed = errors.New("host: server closed")
+
+// HTTPPath is the MCP endpoint of [Server.Handler] and [Server.Serve].
+const HTTPPath = mcpserver.HTTPPath
+
 // New loads the tools and returns a Server ready to serve. With a ToolsDir,
-// modules that fail to load are logged and skipped; New fails only when the
-// server itself cannot start.
+// modules that fail to load are logged and skipped (see [Server.Problems]);
+// New fails when the server itself cannot start, including a ToolsDir that
+// does not exist or cannot be read.
 func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -87,7 +123,12 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
-	rt, err := wasmrt.New(ctx, wasmrt.Config{CacheDir: cfg.CacheDir, Interpreter: cfg.Interpreter, MaxMemoryPages: MaxMemoryMiB * 16})
+	rt, err := wasmrt.New(ctx, wasmrt.Config{
+		CacheDir:     cfg.CacheDir,
+		Interpreter:  cfg.Interpreter,
+		MaxMemoryMiB: MaxMemoryMiB,
+		LoadLimits:   loadLimits,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("host: starting the Wasm runtime: %w", err)
 	}
@@ -96,36 +137,29 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		rt.Close(ctx)
 		return nil, fmt.Errorf("host: %w", err)
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, rt: rt, engine: engine, stop: func() {}}
-	s.reg = newRegistry(rt, cfg.Policy, cfg.Logger)
-
-	if cfg.ToolsDir == "" {
-		g, err := s.loadEmbedded(ctx)
-		if err != nil {
-			s.closeParts()
-			return nil, err
-		}
-		s.reg.swap(g)
-	} else {
-		w, err := plugins.NewWatcher(plugins.Config{Dir: cfg.ToolsDir, Debounce: cfg.ReloadDebounce, Logger: cfg.Logger})
-		if err != nil {
-			s.closeParts()
-			return nil, fmt.Errorf("host: watching %s: %w", cfg.ToolsDir, err)
-		}
-		s.watcher = w
-		// The first snapshot is loaded before New returns, so the first
-		// tools/list holds every module that was settled on disk. A file
-		// modified less than ReloadDebounce ago is taken as still being
-		// written and arrives with the next reload (and list_changed).
-		s.reload(ctx, <-w.Changes())
+	s := &Server{
+		cfg:       cfg,
+		log:       cfg.Logger,
+		rt:        rt,
+		engine:    engine,
+		instances: newGate(cfg.Policy.maxInstances(), 4*cfg.Policy.maxInstances()),
+		stop:      func() {},
+		listeners: make(map[*http.Server]net.Listener),
+		swapped:   make(chan struct{}),
 	}
-
+	if err := s.loadFirst(ctx); err != nil {
+		s.closeParts()
+		return nil, err
+	}
 	s.mcp, err = mcpserver.New(mcpserver.Config{
-		Tools:   s.reg,
-		Engine:  engine,
-		Logger:  cfg.Logger,
-		Name:    cfg.Name,
-		Version: cfg.Version,
+		Catalog:          func() (mcpserver.Catalog, func()) { return s.acquire() },
+		Engine:           engine,
+		Logger:           cfg.Logger,
+		Name:             cfg.Name,
+		Version:          cfg.Version,
+		MaxMessageBytes:  cfg.MaxMessageBytes,
+		MaxArgumentBytes: cfg.MaxArgumentBytes,
+		SessionTimeout:   cfg.SessionTimeout,
 	})
 	if err != nil {
 		s.closeParts()
@@ -140,21 +174,115 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Tools returns the tools served now.
-func (s *Server) Tools() []abi.Tool { return s.reg.List() }
+// loadFirst loads the first catalog: the watched directory's first
+// snapshot (which waits, bounded, for files still being written), a fixed
+// fs.FS, or the embedded tools.
+func (s *Server) loadFirst(ctx context.Context) error {
+	switch {
+	case s.cfg.ToolsDir != "":
+		w, err := plugins.NewWatcher(plugins.Config{Dir: s.cfg.ToolsDir, Debounce: s.cfg.ReloadDebounce, Logger: s.cfg.Logger})
+		if err != nil {
+			return fmt.Errorf("host: tool directory: %w", err)
+		}
+		s.watcher = w
+		s.reload(ctx, <-w.Changes())
+		return nil
+	case s.cfg.ToolsFS != nil:
+		snap, err := plugins.ScanFS(s.cfg.ToolsFS, plugins.Config{})
+		if err != nil {
+			return fmt.Errorf("host: reading the tools: %w", err)
+		}
+		s.reload(ctx, snap)
+		return nil
+	}
+	snap, err := plugins.ScanFS(defaulttools.FS, plugins.Config{})
+	if err != nil {
+		return fmt.Errorf("host: reading the embedded tools: %w", err)
+	}
+	s.reload(ctx, snap)
+	// They are built from examples/ and must all load: a failure is a bug
+	// of the build.
+	if ps := s.catalog.Load().gen.Problems(); len(ps) > 0 {
+		return fmt.Errorf("host: embedded tool module: %s", ps[0])
+	}
+	return nil
+}
 
-// Problems returns why modules of ToolsDir are not served (or are served in
-// an older version), one line each. Empty when all loaded.
-func (s *Server) Problems() []string {
-	var out []string
-	for _, p := range s.reg.gen.Load().Problems() {
-		out = append(out, p.String())
+// ToolInfo is a served tool as [Server.Tools] reports it.
+type ToolInfo struct {
+	abi.Tool            // the declaration, normalised
+	Module   string     // name of the module that declares it
+	Digest   string     // the module's content digest, "sha256:<hex>"
+	Policy   ToolPolicy // the effective policy: every default filled in
+}
+
+// Tools returns the tools served now, sorted by name, with the limits and
+// grants each gets: the same numbers tools/call applies.
+func (s *Server) Tools() []ToolInfo {
+	c := s.catalog.Load()
+	out := make([]ToolInfo, 0, len(c.list))
+	for _, t := range c.list {
+		st := c.tools[t.Name]
+		out = append(out, ToolInfo{Tool: st.decl, Module: st.module.Name, Digest: st.module.Digest, Policy: st.policy})
 	}
 	return out
 }
 
+// Problem is a module that is not served (or is served in an older
+// version), or a policy entry that matches no served tool.
+type Problem struct {
+	Module string // module name, "" for a policy problem
+	Path   string // file, when known
+	Err    error  // wraps ErrNotWasm, ErrCompile, ErrModuleABI, ErrSchema, an abi error, …
+}
+
+func (p Problem) String() string {
+	if p.Path == "" {
+		return p.Err.Error()
+	}
+	return p.Path + ": " + p.Err.Error()
+}
+
+// Problems returns what is wrong with the tools served now, in name order.
+// Empty when all is well. The operator log has each problem too.
+func (s *Server) Problems() []Problem {
+	return append([]Problem(nil), s.catalog.Load().problems...)
+}
+
+// Call runs tool with args (a JSON object; empty means {}) on the path
+// tools/call takes: admission, then a fresh instance under the tool's
+// policy. Task support (execution.taskSupport) is a rule of MCP's
+// tools/call, not of a direct call: Call runs any tool to its result. ev receives progress, status and logs and answers elicitation; it
+// may be nil (elicitation is then unsupported). A guest that fails gives a
+// *[GuestError], refused arguments an *[ArgumentsError]; see also
+// [ErrUnknownTool] and [ErrBusy]. A Result with IsError set is the tool's
+// own error answer.
+func (s *Server) Call(ctx context.Context, tool string, args json.RawMessage, ev abi.Events) (*abi.Result, error) {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return nil, ErrServerClosed
+	}
+	c, release := s.acquire()
+	defer release()
+	return s.call(ctx, c, tool, args, ev)
+}
+
+// acquire returns the served catalog with a reference held; the caller
+// releases it when the work that uses it has ended.
+func (s *Server) acquire() (*catalog, func()) {
+	for {
+		// A catalog is retired only after its successor is stored, so a
+		// failed hold finds the successor on the next load.
+		if c := s.catalog.Load(); c.hold() {
+			return c, c.drop
+		}
+	}
+}
+
 // ServeStdio serves one MCP session of newline-delimited JSON-RPC on in and
-// out until in ends, ctx is done or the Server is closed.
+// out until in ends, ctx is done or the Server is shut down.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	err := s.mcp.ServeStdio(ctx, in, out)
 	if errors.Is(err, mcpserver.ErrClosed) {
@@ -164,44 +292,73 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 }
 
 // Handler returns the Streamable HTTP handler; it serves the MCP endpoint
-// at [HTTPPath].
+// at [HTTPPath]. Use it to mount the server in an http.Server of your own;
+// [Server.Serve] does that for you and is stopped by Shutdown and Close.
 func (s *Server) Handler() http.Handler { return s.mcp.HTTPHandler() }
 
-// HTTPPath is the MCP endpoint of [Server.Handler].
-const HTTPPath = mcpserver.HTTPPath
-
-// ErrServerClosed is returned by the Serve methods after Close.
-var ErrServerClosed = errors.New("host: server closed")
-
-// ServeHTTP serves Streamable HTTP on l until ctx is done or the Server is
-// closed, then shuts the listener down gracefully.
-func (s *Server) ServeHTTP(ctx context.Context, l net.Listener) error {
+// Serve accepts Streamable HTTP connections on l until the Server is shut
+// down or closed; it then returns ErrServerClosed. Serve closes l.
+func (s *Server) Serve(l net.Listener) error {
 	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(l) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		l.Close()
+		return ErrServerClosed
 	}
-	// Release blocked requests first, so Shutdown does not wait for them.
-	s.mcp.Close()
-	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	hs.Shutdown(shutCtx)
-	<-errc
-	return nil
+	s.listeners[hs] = l
+	s.mu.Unlock()
+	err := hs.Serve(l)
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed || errors.Is(err, http.ErrServerClosed) {
+		return ErrServerClosed
+	}
+	return err
 }
 
-// Close stops the server: sessions end, blocked requests return, running
-// tasks are cancelled, the watcher stops and compiled modules are freed.
+// Shutdown stops the server gracefully: it stops accepting connections and
+// new tool calls (they get a clear "shutting down" error), lets the calls
+// and tasks in flight finish, answers blocked tasks/result requests as
+// their tasks end, and then closes the server. When ctx ends first, the
+// work still running is cancelled (its clients are told the server shut
+// down) and Shutdown returns ctx's error after closing.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mcp.BeginDrain()
+	s.mu.Lock()
+	s.closed = true
+	for _, l := range s.listeners {
+		l.Close() // stop accepting; connections already open keep being served
+	}
+	s.mu.Unlock()
+	s.stop() // no more reloads
+	err := s.mcp.Drain(ctx)
+	return errors.Join(err, s.Close())
+}
+
+// Close stops the server at once: listeners and sessions close, blocked
+// requests return, running calls and tasks are cancelled, the watcher stops
+// and compiled modules are freed. Every goroutine the server started is
+// gone when Close returns.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		s.mu.Unlock()
 		s.stop()
 		s.wg.Wait()
+		// Release blocked requests first, so closing connections does not
+		// wait for them.
 		if s.mcp != nil {
 			s.mcp.Close()
 		}
+		s.mu.Lock()
+		for hs := range s.listeners {
+			hs.Close()
+		}
+		clear(s.listeners)
+		s.mu.Unlock()
 		s.closeErr = s.closeParts()
 	})
 	return s.closeErr
@@ -218,8 +375,8 @@ func (s *Server) closeParts() error {
 }
 
 // watch is the reload loop, owned by the Server: each new snapshot of the
-// directory becomes a generation, which replaces the served one in one
-// pointer swap.
+// directory becomes a catalog, which replaces the served one in one pointer
+// swap.
 func (s *Server) watch(ctx context.Context) {
 	defer s.wg.Done()
 	for {
@@ -230,77 +387,93 @@ func (s *Server) watch(ctx context.Context) {
 			if !ok {
 				return
 			}
-			if s.reload(ctx, snap) {
-				s.mcp.SyncTools()
-			}
+			s.reload(ctx, snap)
 		}
 	}
 }
 
-// reload builds the next generation from snap, validates it, swaps it in and
-// releases the modules the old one no longer uses. It reports whether the
-// served generation changed.
-func (s *Server) reload(ctx context.Context, snap *plugins.Snapshot) bool {
+// reload is a reload's four steps: build the next generation from snap
+// (loading only what changed) and its catalog, swap the catalog in, tell
+// clients when the tool list changed, and release the modules nothing
+// serves any more.
+func (s *Server) reload(ctx context.Context, snap *plugins.Snapshot) {
 	if snap == nil {
-		return false
+		return
 	}
 	start := time.Now()
-	prev := s.reg.gen.Load()
-	next, released := plugins.Build(ctx, prev, snap, loader{s.rt})
-	s.reg.swap(next)
-	for _, m := range released {
-		// Close does not wait: calls in flight finish on this version and
-		// the compiled code is freed after the last of them. It comes
-		// before cancelCalls: a call that registers after the cancel then
-		// finds the module closed and retries on the new generation.
-		m.Close(ctx)
-		if s.cfg.CancelRemoved {
-			s.reg.cancelCalls(m)
+	prev := s.catalog.Load()
+	var prevGen *generation
+	if prev != nil {
+		prevGen = prev.gen
+	}
+	gen, released := plugins.Build(ctx, prevGen, snap, loader{s.rt})
+	next := s.buildCatalog(gen, prev)
+	s.publish(next)
+	if s.mcp != nil && prev != nil && prev.listing != next.listing {
+		s.mcp.ToolsChanged()
+	}
+	switch {
+	case prev == nil:
+		closeModules(released) // none: there was no generation before
+	case s.cfg.CancelRemoved:
+		// The calls and tasks running on a removed or replaced module end
+		// now; requests holding the old catalog get a clear error.
+		for _, m := range released {
+			m.Abort()
+		}
+		prev.retire(nil)
+	default:
+		// Requests and tasks holding the old catalog finish on it; its
+		// modules that the new one does not use close after the last.
+		prev.retire(released)
+	}
+	for _, p := range next.problems {
+		s.log.Warn("tool problem", "problem", p.String())
+	}
+	s.log.Info("tools reloaded", "generation", gen.Seq(), "modules", len(gen.Modules()),
+		"tools", len(next.list), "released", len(released), "took", time.Since(start))
+}
+
+// publish swaps c in and wakes those waiting for a swap.
+func (s *Server) publish(c *catalog) {
+	s.swapMu.Lock()
+	defer s.swapMu.Unlock()
+	s.catalog.Store(c)
+	close(s.swapped)
+	s.swapped = make(chan struct{})
+}
+
+// awaitCatalog blocks until cond holds for the served catalog or ctx is
+// done; it wakes on each swap, never polls.
+func (s *Server) awaitCatalog(ctx context.Context, cond func(*catalog) bool) error {
+	for {
+		s.swapMu.Lock()
+		c, swapped := s.catalog.Load(), s.swapped
+		s.swapMu.Unlock()
+		if cond(c) {
+			return nil
+		}
+		select {
+		case <-swapped:
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
-	for _, p := range next.Problems() {
-		s.log.Warn("tool module not served", "problem", p.String())
-	}
-	s.log.Info("tools reloaded", "generation", next.Seq(), "modules", len(next.Modules()),
-		"tools", len(next.ToolNames()), "released", len(released), "took", time.Since(start))
-	return true
 }
 
 // loader compiles modules for plugins.Build.
 type loader struct{ rt *wasmrt.Runtime }
 
-func (l loader) Load(ctx context.Context, m plugins.Module, wasm []byte) (*wasmrt.Module, []byte, error) {
+func (l loader) Load(ctx context.Context, m plugins.Module, wasm []byte) (*wasmrt.Module, *abi.Manifest, error) {
 	mod, err := l.rt.Load(ctx, m.Name, wasm)
 	if err != nil {
 		return nil, nil, err
 	}
-	manifest, err := json.Marshal(mod.Manifest())
-	if err != nil {
-		mod.Close(ctx)
-		return nil, nil, err
-	}
-	return mod, manifest, nil
+	return mod, mod.Manifest(), nil
 }
 
 func (l loader) Release(m *wasmrt.Module) {
 	if m != nil {
 		m.Close(context.Background())
 	}
-}
-
-// loadEmbedded loads the default tools compiled into the binary. They are
-// built from examples/ and must all load: a failure is a bug of the build.
-func (s *Server) loadEmbedded(ctx context.Context) (*generation, error) {
-	snap, err := plugins.ScanFS(defaulttools.FS, plugins.Config{})
-	if err != nil {
-		return nil, fmt.Errorf("host: reading the embedded tools: %w", err)
-	}
-	g, _ := plugins.Build(ctx, nil, snap, loader{s.rt})
-	if ps := g.Problems(); len(ps) > 0 {
-		for _, m := range g.Modules() {
-			m.Compiled.Close(ctx)
-		}
-		return nil, fmt.Errorf("host: embedded tool module: %s", ps[0])
-	}
-	return g, nil
 }

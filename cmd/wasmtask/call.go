@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -59,38 +58,29 @@ func runCall(ctx context.Context, args []string, term terminal) error {
 	if !json.Valid([]byte(*argsJSON)) {
 		return fmt.Errorf("call: --args is not valid JSON: %s", *argsJSON)
 	}
-	wasm, err := os.ReadFile(file)
+	srv, name, _, err := openModule(ctx, file, moduleOptions{
+		cacheDir:    *cacheDir,
+		interpreter: *interp,
+		policy:      &host.Policy{Defaults: host.ToolPolicy{MemoryMiB: *memMiB, Timeout: host.Duration(*timeout)}},
+	})
 	if err != nil {
 		return err
 	}
-	rt, err := host.NewRuntime(ctx, host.RuntimeConfig{Interpreter: *interp, CacheDir: usableCacheDir(*cacheDir)})
-	if err != nil {
-		return err
-	}
-	defer rt.Close(context.Background())
-	name := strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
-	m, err := rt.Load(ctx, name, wasm)
-	if err != nil {
-		if hint := explain(err); hint != "" {
+	defer srv.Close()
+	if ps := srv.Problems(); len(ps) > 0 {
+		err := fmt.Errorf("%s: %w", file, ps[0].Err)
+		if hint := explain(ps[0].Err); hint != "" {
 			return fmt.Errorf("%w\n%s", err, hint)
 		}
 		return err
 	}
-	defer m.Close(context.Background())
 
-	bar := &progressBar{w: term.stderr, tty: term.tty}
-	in := bufio.NewReader(term.stdin)
-	res, err := m.Call(ctx, tool, json.RawMessage(*argsJSON), host.CallOptions{
-		Policy:     host.ToolPolicy{MemoryMiB: *memMiB, Timeout: host.Duration(*timeout)},
-		OnProgress: bar.progress,
-		OnStatus:   func(msg string) { bar.line("status: " + msg) },
-		OnLog:      func(level int32, msg string) { bar.line(levelName(level) + " " + msg) },
-		Elicit: func(ctx context.Context, req abi.ElicitRequest) (abi.ElicitReply, error) {
-			bar.clear()
-			return ask(ctx, in, term.stderr, req)
-		},
-	})
-	bar.clear()
+	ev := &callEvents{bar: &progressBar{w: term.stderr, tty: term.tty}, in: bufio.NewReader(term.stdin), out: term.stderr}
+	res, err := srv.Call(ctx, tool, json.RawMessage(*argsJSON), ev)
+	ev.bar.clear()
+	if errors.Is(err, host.ErrUnknownTool) {
+		return fmt.Errorf("call: module %s has no tool %q", name, tool)
+	}
 	if err != nil {
 		return err
 	}
@@ -103,6 +93,23 @@ func runCall(ctx context.Context, args []string, term terminal) error {
 		return errToolError
 	}
 	return nil
+}
+
+// callEvents shows what the tool reports on stderr and puts its questions
+// to the user. It is the call's abi.Events.
+type callEvents struct {
+	bar *progressBar
+	in  *bufio.Reader
+	out io.Writer
+}
+
+func (e *callEvents) Progress(p, total float64, msg string) { e.bar.progress(p, total, msg) }
+func (e *callEvents) Status(msg string)                     { e.bar.line("status: " + msg) }
+func (e *callEvents) Log(level int32, msg string)           { e.bar.line(levelName(level) + " " + msg) }
+
+func (e *callEvents) Elicit(ctx context.Context, req abi.ElicitRequest) (abi.ElicitReply, error) {
+	e.bar.clear()
+	return ask(ctx, e.in, e.out, req)
 }
 
 var errToolError = errors.New("the tool answered with isError")

@@ -7,20 +7,22 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
+	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/wasmtask/wasmtask/abi"
 	"github.com/wasmtask/wasmtask/host"
 )
 
-const inspectUsage = `usage: wasmtask inspect [--json] FILE.wasm
+const inspectUsage = `usage: wasmtask inspect [--json] [--policy FILE] FILE.wasm
 
 Loads a tool module as the server would (compile, check the ABI, run
-describe in the sandbox, validate the manifest) and prints its ABI version,
-digest, tools and any problem found. Exits 1 when the module has problems.
+describe in the sandbox, validate the manifest) and prints its digest, its
+tools with the limits and grants the policy gives each, and any problem
+found (including policy entries that match no tool). Exits 1 when there are
+problems.
 
 Flags:
 `
@@ -35,6 +37,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.Usage = func() { fmt.Fprint(fs.Output(), inspectUsage); fs.PrintDefaults() }
 	asJSON := fs.Bool("json", false, "print the validated manifest as JSON instead")
 	cacheDir := fs.String("cache-dir", defaultCacheDir(), "compiled-code cache `DIR`; empty disables")
+	policyFile := fs.String("policy", "", "show the limits and grants of the operator policy `FILE` (default: the built-in defaults)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -44,52 +47,65 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return fmt.Errorf("inspect: want one FILE.wasm, got %d arguments", len(pos))
 	}
 	file := pos[0]
-	wasm, err := os.ReadFile(file)
+	var policy *host.Policy
+	if *policyFile != "" {
+		if policy, err = host.LoadPolicy(*policyFile); err != nil {
+			return err
+		}
+	}
+	srv, name, wasm, err := openModule(ctx, file, moduleOptions{cacheDir: *cacheDir, policy: policy})
 	if err != nil {
 		return err
 	}
-	rt, err := host.NewRuntime(ctx, host.RuntimeConfig{CacheDir: usableCacheDir(*cacheDir)})
-	if err != nil {
-		return err
-	}
-	defer rt.Close(ctx)
-	name := strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
-	m, loadErr := rt.Load(ctx, name, wasm)
+	defer srv.Close()
+	tools, problems := srv.Tools(), srv.Problems()
 	if *asJSON {
-		if loadErr != nil {
-			fmt.Fprintf(stderr, "%s: %v\n", file, loadErr)
+		for _, p := range problems {
+			fmt.Fprintf(stderr, "%s: %v\n", file, p.Err)
+		}
+		if len(tools) == 0 {
 			return errProblems
 		}
-		defer m.Close(ctx)
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(m.Manifest())
+		if err := enc.Encode(map[string]any{"abi": abi.Version, "tools": tools}); err != nil {
+			return err
+		}
+		if len(problems) > 0 {
+			return errProblems
+		}
+		return nil
 	}
 	fmt.Fprintf(stdout, "module:  %s (%s)\n", name, file)
-	fmt.Fprintf(stdout, "digest:  %s\n", host.ModuleDigest(wasm))
+	if len(tools) > 0 {
+		fmt.Fprintf(stdout, "digest:  %s\n", tools[0].Digest)
+	}
 	fmt.Fprintf(stdout, "size:    %d bytes\n", len(wasm))
-	if loadErr != nil {
-		fmt.Fprintf(stdout, "problems:\n  - %v\n", loadErr)
-		if hint := explain(loadErr); hint != "" {
-			fmt.Fprintf(stdout, "    %s\n", hint)
-		}
-		return errProblems
+	if len(tools) > 0 {
+		fmt.Fprintf(stdout, "abi:     v%d\n", abi.Version)
+		fmt.Fprintf(stdout, "tools:   %d\n", len(tools))
 	}
-	defer m.Close(ctx)
-	man := m.Manifest()
-	fmt.Fprintf(stdout, "abi:     v%d (this host speaks v%d)\n", man.ABI, abi.Version)
-	if man.Name != "" {
-		fmt.Fprintf(stdout, "name:    %s\n", man.Name)
-	}
-	fmt.Fprintf(stdout, "tools:   %d\n", len(man.Tools))
-	for _, t := range man.Tools {
+	for _, t := range tools {
 		printTool(stdout, t)
 	}
-	fmt.Fprintln(stdout, "problems: none")
-	return nil
+	if len(problems) == 0 {
+		fmt.Fprintln(stdout, "problems: none")
+		return nil
+	}
+	fmt.Fprintln(stdout, "problems:")
+	for _, p := range problems {
+		fmt.Fprintf(stdout, "  - %v\n", p.Err)
+		if hint := explain(p.Err); hint != "" {
+			fmt.Fprintf(stdout, "    %s\n", hint)
+		}
+	}
+	return errProblems
 }
 
-func printTool(w io.Writer, t abi.Tool) {
+// printTool shows a tool's declaration and what the policy grants it: the
+// numbers a call gets.
+func printTool(w io.Writer, ti host.ToolInfo) {
+	t := ti.Tool
 	fmt.Fprintf(w, "\n  %s", t.Name)
 	if t.Title != "" {
 		fmt.Fprintf(w, " — %s", t.Title)
@@ -135,6 +151,21 @@ func printTool(w io.Writer, t abi.Tool) {
 		if len(asks) > 0 {
 			fmt.Fprintf(w, "    asks (granted only by the operator's policy): %s\n", strings.Join(asks, "; "))
 		}
+	}
+	p := ti.Policy
+	fmt.Fprintf(w, "    granted: memory %d MiB, timeout %v, output %d bytes, log %d bytes, %d concurrent calls (+%d queued)\n",
+		p.MemoryMiB, time.Duration(p.Timeout), p.MaxOutputBytes, p.MaxLogBytes, p.MaxConcurrency, p.MaxQueue)
+	for _, m := range p.Mounts {
+		mode := "read-only"
+		if m.Write {
+			mode = "read-write"
+		}
+		fmt.Fprintf(w, "    granted: dir %s at %s (%s)\n", m.HostDir, m.GuestPath, mode)
+	}
+	if n := len(p.Env) + len(p.PassEnv); n > 0 {
+		names := slices.Sorted(maps.Keys(p.Env))
+		names = append(names, p.PassEnv...)
+		fmt.Fprintf(w, "    granted: env %s\n", strings.Join(names, ","))
 	}
 }
 

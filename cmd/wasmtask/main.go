@@ -13,6 +13,11 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strings"
+	"testing/fstest"
+
+	"github.com/wasmtask/wasmtask/host"
 )
 
 const usage = `usage: wasmtask <command> [arguments]
@@ -56,4 +61,29 @@ func main() {
 		fmt.Fprintf(os.Stderr, "wasmtask: %v\n", err)
 		os.Exit(1)
 	}
+}
+
+// moduleOptions are how inspect and call load a module.
+type moduleOptions struct {
+	cacheDir    string
+	interpreter bool
+	policy      *host.Policy
+}
+
+// openModule serves the one module in file with a server of its own: the
+// commands load and call a module exactly as `wasmtask serve` would. The
+// module's name is the file's base name without ".wasm".
+func openModule(ctx context.Context, file string, o moduleOptions) (srv *host.Server, name string, wasm []byte, err error) {
+	wasm, err = os.ReadFile(file)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	name = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+	srv, err = host.New(ctx, host.Config{
+		ToolsFS:     fstest.MapFS{name + ".wasm": {Data: wasm, Mode: 0o444}},
+		Policy:      o.policy,
+		CacheDir:    usableCacheDir(o.cacheDir),
+		Interpreter: o.interpreter,
+	})
+	return srv, name, wasm, err
 }

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/wasmtask/wasmtask/host"
 )
@@ -35,6 +36,7 @@ func runServe(args []string) error {
 	maxTTL := fs.Duration("max-ttl", 0, "maximum task TTL (default 24h)")
 	defTTL := fs.Duration("default-ttl", 0, "task TTL when the client asks none (default 1h)")
 	perClient := fs.Int("max-tasks-per-client", 0, "running tasks per session or user (default 32)")
+	drain := fs.Duration("drain-timeout", 30*time.Second, "on SIGINT or SIGTERM, how long running calls and tasks may take to finish before they are cancelled (a second signal cancels them at once)")
 	cancelRemoved := fs.Bool("cancel-removed", false, "cancel calls and tasks running on a module that is removed or replaced")
 	verbose := fs.Bool("v", false, "log debug messages")
 	if err := fs.Parse(args); err != nil {
@@ -70,9 +72,7 @@ func runServe(args []string) error {
 	}
 	cfg.CacheDir = usableCacheDir(cfg.CacheDir)
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	srv, err := host.New(ctx, cfg)
+	srv, err := host.New(context.Background(), cfg)
 	if err != nil {
 		return err
 	}
@@ -80,9 +80,11 @@ func runServe(args []string) error {
 	// Load problems were logged by the server as it loaded the tools.
 	logger.Info("serving", "tools", len(srv.Tools()), "problems", len(srv.Problems()), "dir", cfg.ToolsDir, "http", *httpAddr)
 
+	stopSignals := shutdownOnSignal(srv, logger, *drain)
+	defer stopSignals()
 	if *httpAddr == "" {
-		err := srv.ServeStdio(ctx, os.Stdin, os.Stdout)
-		if errors.Is(err, context.Canceled) {
+		err := srv.ServeStdio(context.Background(), os.Stdin, os.Stdout)
+		if errors.Is(err, host.ErrServerClosed) {
 			return nil
 		}
 		return err
@@ -97,7 +99,48 @@ func runServe(args []string) error {
 	}
 	// The chosen address, for scripts that pass port 0.
 	fmt.Fprintf(os.Stderr, "wasmtask: listening on http://%s%s\n", l.Addr(), host.HTTPPath)
-	return srv.ServeHTTP(ctx, l)
+	err = srv.Serve(l)
+	if errors.Is(err, host.ErrServerClosed) {
+		return nil // stopSignals waits for the drain to end
+	}
+	return err
+}
+
+// shutdownOnSignal drains the server on the first SIGINT or SIGTERM: no new
+// connections or tool calls, running calls and tasks get up to drain to
+// finish, then the server closes. A second signal closes it at once. The
+// returned func stops listening for signals and waits for the drain.
+func shutdownOnSignal(srv *host.Server, logger *slog.Logger, drain time.Duration) (stop func()) {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	quit := make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case sig := <-sigs:
+			logger.Info("shutting down: draining calls and tasks", "signal", sig.String(), "timeout", drain)
+			ctx, cancel := context.WithTimeout(context.Background(), drain)
+			go func() {
+				select {
+				case <-sigs:
+					logger.Warn("second signal: closing at once")
+					cancel()
+				case <-ctx.Done():
+				}
+			}()
+			if err := srv.Shutdown(ctx); err != nil {
+				logger.Warn("drain ended before the work did; the rest was cancelled", "err", err)
+			}
+			cancel()
+		case <-quit:
+		}
+	}()
+	return func() {
+		signal.Stop(sigs)
+		close(quit)
+		<-done
+	}
 }
 
 // usableCacheDir creates dir if needed and returns it, or "" (no disk

@@ -1,0 +1,115 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/wasmtask/wasmtask/host/hosttest"
+)
+
+// TestListAndCallAgree rewrites every module of a tool directory over and
+// over (a new version of each, renamed into place) while a client lists the
+// tools and calls every tool listed, over MCP. tools/list and tools/call
+// read one catalog each, and a request holds the catalog it read: a listed
+// tool is never unknown to call, never fails because its module was
+// replaced under the call, and a tool that is not listed is unknown.
+func TestListAndCallAgree(t *testing.T) {
+	const modules = 4
+	dir := t.TempDir()
+	tool := func(i int) string { return fmt.Sprintf("t%d", i) }
+	for i := range modules {
+		put(t, dir, fmt.Sprintf("m%d.wasm", i), verModule(t, tool(i), "v0"))
+	}
+	s, err := New(context.Background(), Config{ToolsDir: dir, ReloadDebounce: testDebounce, CacheDir: testCacheDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c := hosttest.Stdio(t, func(in io.Reader, out io.Writer) error { return s.ServeStdio(context.Background(), in, out) })
+	c.Initialize(nil)
+
+	stop := make(chan struct{})
+	var writer sync.WaitGroup
+	writer.Go(func() {
+		for v := 1; ; v++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			i := v % modules
+			put(t, dir, fmt.Sprintf("m%d.wasm", i), verModule(t, tool(i), fmt.Sprintf("v%d", v)))
+		}
+	})
+	defer func() { close(stop); writer.Wait() }()
+
+	want := []string{tool(0), tool(1), tool(2), tool(3)}
+	first := s.catalog.Load().gen.Seq()
+	calls := 0
+	// Until the directory has been reloaded many times under the client:
+	// the count of reloads, not the time, ends the test.
+	for s.catalog.Load().gen.Seq() < first+20 {
+		var list struct{ Tools []struct{ Name string } }
+		if err := c.Call("tools/list", nil).Decode(&list); err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, tl := range list.Tools {
+			names = append(names, tl.Name)
+		}
+		if !slices.Equal(names, want) {
+			t.Fatalf("tools/list = %v, want %v: a rewrite is atomic, every tool is always served", names, want)
+		}
+		for _, name := range names {
+			r := c.Call("tools/call", map[string]any{"name": name, "arguments": map[string]any{}})
+			var res hosttest.ToolResult
+			if err := r.Decode(&res); err != nil || res.IsError || len(res.Text()) < 2 || res.Text()[0] != 'v' {
+				t.Fatalf("tools/call %s after tools/list listed it = %s (%v), want its version", name, r.Raw, err)
+			}
+			calls++
+		}
+		if r := c.Call("tools/call", map[string]any{"name": "t9"}); r.Code() != -32602 {
+			t.Fatalf("tools/call of a tool never listed = %s, want -32602", r.Raw)
+		}
+	}
+	t.Logf("%d calls of listed tools across %d reloads", calls, s.catalog.Load().gen.Seq()-first)
+}
+
+// TestCatalogHeldByItsCalls: a call dispatched through a catalog runs on it
+// even when a reload retires the catalog first, and the retired catalog's
+// modules close when its last holder lets go.
+func TestCatalogHeldByItsCalls(t *testing.T) {
+	dir := t.TempDir()
+	put(t, dir, "m.wasm", verModule(t, "t", "v1"))
+	s, err := New(context.Background(), Config{ToolsDir: dir, ReloadDebounce: testDebounce, CacheDir: testCacheDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	old, release := s.acquire()
+	code := old.tools["t"].code
+
+	put(t, dir, "m.wasm", verModule(t, "t", "v2"))
+	ctx := context.Background()
+	if err := s.awaitCatalog(ctx, func(c *catalog) bool { return c != old }); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.call(ctx, old, "t", nil, nil)
+	if err != nil || res.Content[0].Text != "v1" {
+		t.Errorf("call through the retired catalog = %v, %v; want v1 from its own module", res, err)
+	}
+	select {
+	case <-code.Done():
+		t.Fatal("the retired catalog's module closed while the catalog was held")
+	default:
+	}
+	release()
+	<-code.Done() // closed after the last holder; a leak hangs here
+	if res, err := s.Call(ctx, "t", nil, nil); err != nil || res.Content[0].Text != "v2" {
+		t.Errorf("call after the reload = %v, %v; want v2", res, err)
+	}
+}
