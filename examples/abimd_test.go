@@ -2,45 +2,41 @@ package examples_test
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/wasmtask/wasmtask/host/hosttest"
 )
 
 // TestABIMarkdownCTool builds the complete C tool printed in abi/ABI.md and
-// calls it through the host: the specification's own example works.
+// calls it through the host over MCP: the specification's own example
+// works.
 func TestABIMarkdownCTool(t *testing.T) {
 	doc, err := os.ReadFile("../abi/ABI.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := codeBlock(t, string(doc), "## 10. ", "```c\n")
-	if !strings.Contains(src, "int main(void)") {
-		t.Fatalf("the C block of section 10 is not a program:\n%s", src)
+	block := codeBlock(t, string(doc), "## 10. ", "```c\n")
+	if !strings.Contains(block, "int main(void)") {
+		t.Fatalf("the C block of section 10 is not a program:\n%s", block)
 	}
-	needToolchain(t, exampleFor(t, "c"))
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "hello.c"), []byte(src), 0o644); err != nil {
+	src := filepath.Join(t.TempDir(), "hello.c")
+	if err := os.WriteFile(src, []byte(block), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out := t.TempDir()
-	cmd := exec.CommandContext(t.Context(), "clang", "--target=wasm32-wasi", "--sysroot=/usr", "-O2", "-Wall", "-Werror",
-		"-nodefaultlibs", "-o", filepath.Join(out, "hello.wasm"), "hello.c", "-lc")
-	cmd.Dir = dir
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("clang: %v\n%s", err, b)
-	}
 
-	c := serveModule(t, out, "hello.wasm")
-	if got := c.toolSupport(); len(got) != 1 || got["hello"] != "forbidden" {
+	s := serveMCP(t, serveModule(t, "hello.wasm", hosttest.Wasm(t, src)))
+	if got := s.toolSupport(); len(got) != 1 || got["hello"] != "forbidden" {
 		t.Errorf("tools/list: got %v, want hello (forbidden)", got)
 	}
-	r := c.toolResult("hello", map[string]any{}, map[string]any{"progressToken": "hello"})
-	if text(r) != "Hello from C!" || r["isError"] == true {
-		t.Errorf("hello: got %v, want the text Hello from C!", r)
+	r := s.callTool("hello", map[string]any{}, "hello")
+	if r.Text() != "Hello from C!" || r.IsError {
+		t.Errorf("hello: got %+v, want the text Hello from C!", r)
 	}
-	c.waitProgress("hello")
+	if len(s.progress("hello")) == 0 {
+		t.Error("hello: no progress notification")
+	}
 }
 
 // codeBlock returns the first fenced block opening with fence after the

@@ -6,7 +6,7 @@
 #   examples/build.sh -o /tmp/x go c  # some languages into /tmp/x
 #
 # Languages: go (demo.wasm), c (sha256.wasm), wat (add.wasm).
-# The same toolchain versions give the same bytes: examples_test.go rebuilds
+# The same toolchain versions give the same bytes: build_test.go rebuilds
 # every module and compares it with the checked-in one.
 set -euo pipefail
 

@@ -67,6 +67,18 @@ func buildDir(t *testing.T, ex example) string {
 	return dir
 }
 
+// exampleFor returns the example of language lang.
+func exampleFor(t *testing.T, lang string) example {
+	t.Helper()
+	for _, ex := range examples {
+		if ex.lang == lang {
+			return ex
+		}
+	}
+	t.Fatalf("no example %q", lang)
+	return example{}
+}
+
 // build builds ex from its sources and returns the module's bytes.
 func build(t *testing.T, ex example) []byte {
 	t.Helper()

@@ -1,437 +1,311 @@
 package examples_test
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/wasmtask/wasmtask/host"
+	"github.com/wasmtask/wasmtask/host/hosttest"
 )
 
-// These tests build each example from its sources, serve it with the real
-// host (host.New with the build directory as ToolsDir) and call its tools
-// over MCP on an in-memory stdio session, as a client would.
+// These tests build each example from its sources, serve it with a
+// host.Server and call its tools over MCP on an in-memory stdio session
+// (hosttest's client, which also checks that no text a client sees names
+// Go internals), as a client would.
 
-// waitLong bounds every wait: loading a Go-built module compiles ~4 MB of
-// Wasm, which takes seconds on a busy machine under -race.
-const waitLong = 2 * time.Minute
-
-// mcpClient is a minimal MCP client over newline-delimited JSON-RPC. One
-// goroutine, started by serveExample and stopped by its cleanup, reads the
-// server's messages: responses go to the waiting request, notifications are
-// kept, elicitation/create requests are answered by onElicit (each in its
-// own goroutine, tracked by wg).
-type mcpClient struct {
-	t   *testing.T
-	srv *host.Server
-
-	writeMu sync.Mutex
-	in      *io.PipeWriter
-
-	mu       sync.Mutex
-	nextID   int
-	pending  map[string]chan map[string]any
-	notes    []map[string]any
-	noted    chan struct{} // signalled (without blocking) on every notification
-	onElicit func(params map[string]any) any
-
-	wg         sync.WaitGroup
-	readerDone chan struct{}
+// session is an initialized MCP session with a server: hosttest's stdio
+// client, and the notifications it has received so far. It belongs to the
+// test goroutine.
+type session struct {
+	*hosttest.Client
+	t     *testing.T
+	notes []hosttest.Message
 }
 
-// serveExample builds ex, serves it and returns an initialized client that
-// declares the elicitation capability.
-func serveExample(t *testing.T, ex example) *mcpClient {
+// serveMCP serves srv on an in-memory stdio session and returns the session
+// initialized, with the elicitation capability. The session ends at the
+// end of the test, before the server closes.
+func serveMCP(t *testing.T, srv *host.Server) *session {
 	t.Helper()
-	return serveModule(t, buildDir(t, ex), ex.module)
+	c := hosttest.Stdio(t, func(in io.Reader, out io.Writer) error {
+		return srv.ServeStdio(context.Background(), in, out)
+	})
+	s := &session{Client: c, t: t}
+	s.Initialize(map[string]any{"elicitation": map[string]any{}})
+	return s
 }
 
-// serveModule serves dir, which holds the module file alone, and returns an
-// initialized client that declares the elicitation capability.
-func serveModule(t *testing.T, dir, module string) *mcpClient {
+// serveExample builds ex with build.sh, serves it and returns a session.
+func serveExample(t *testing.T, ex example) *session {
 	t.Helper()
-	// The host skips files modified within its debounce (they may still be
-	// being written) and loads them later; date the module back so that it
-	// is served from the start.
-	old := time.Now().Add(-time.Hour)
-	if err := os.Chtimes(filepath.Join(dir, module), old, old); err != nil {
-		t.Fatal(err)
-	}
-	srv, err := host.New(context.Background(), host.Config{ToolsDir: dir, CacheDir: compileCache})
-	if err != nil {
-		t.Fatalf("host.New: %v", err)
-	}
-	if ps := srv.Problems(); len(ps) > 0 {
-		srv.Close()
-		t.Fatalf("the host refused %s: %v", module, ps)
-	}
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	c := &mcpClient{
-		t: t, srv: srv, in: inW,
-		pending:    map[string]chan map[string]any{},
-		noted:      make(chan struct{}, 1),
-		readerDone: make(chan struct{}),
-	}
-	served := make(chan error, 1)
-	go func() {
-		served <- srv.ServeStdio(context.Background(), inR, outW)
-		outW.Close()
-	}()
-	go c.read(outR)
-	t.Cleanup(func() {
-		inW.Close()
-		select {
-		case <-served:
-		case <-time.After(waitLong):
-			t.Error("ServeStdio did not return after stdin closed")
-		}
-		<-c.readerDone
-		c.wg.Wait()
-		if err := srv.Close(); err != nil {
-			t.Errorf("Server.Close: %v", err)
-		}
-	})
-	r := c.call("initialize", map[string]any{
-		"protocolVersion": "2025-11-25",
-		"capabilities":    map[string]any{"elicitation": map[string]any{}},
-		"clientInfo":      map[string]any{"name": "examples-test", "version": "1"},
-	})
-	if r["error"] != nil {
-		t.Fatalf("initialize: %v", r["error"])
-	}
-	c.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/initialized"})
-	return c
+	return serveMCP(t, serveBuilt(t, ex))
 }
 
-func (c *mcpClient) read(out io.Reader) {
-	defer close(c.readerDone)
-	sc := bufio.NewScanner(out)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	for sc.Scan() {
-		var m map[string]any
-		if json.Unmarshal(sc.Bytes(), &m) != nil {
-			continue
-		}
-		method, isMsg := m["method"].(string)
-		id, hasID := m["id"]
-		switch {
-		case isMsg && hasID: // a request from the server
-			c.wg.Add(1)
-			go func() {
-				defer c.wg.Done()
-				c.answer(method, id, m["params"])
-			}()
-		case isMsg:
-			c.mu.Lock()
-			c.notes = append(c.notes, m)
-			c.mu.Unlock()
-			select {
-			case c.noted <- struct{}{}:
-			default:
-			}
-		case hasID:
-			key := fmt.Sprint(id)
-			c.mu.Lock()
-			ch := c.pending[key]
-			delete(c.pending, key)
-			c.mu.Unlock()
-			if ch != nil {
-				ch <- m
-			}
-		}
+// keep records m when it is a notification.
+func (s *session) keep(m hosttest.Message) {
+	if m.Method != "" && m.ID == nil {
+		s.notes = append(s.notes, m)
 	}
 }
 
-// answer replies to a request of the server.
-func (c *mcpClient) answer(method string, id any, params any) {
-	p, _ := params.(map[string]any)
-	c.mu.Lock()
-	onElicit := c.onElicit
-	c.mu.Unlock()
-	msg := map[string]any{"jsonrpc": "2.0", "id": id}
-	if method == "elicitation/create" && onElicit != nil {
-		msg["result"] = onElicit(p)
-	} else {
-		msg["error"] = map[string]any{"code": -32601, "message": "not supported by the test client"}
-	}
-	c.send(msg)
+// call sends a request and waits for its response, keeping the
+// notifications that arrive first and answering elicitation with Elicit.
+func (s *session) call(method string, params any) hosttest.Message {
+	s.t.Helper()
+	return s.Await(s.Request(method, params), s.keep)
 }
 
-func (c *mcpClient) send(msg map[string]any) error {
-	b, err := json.Marshal(msg)
-	if err != nil {
-		return err
+// toolCall sends tools/call of tool with args, with a progress token unless
+// token is "", as a task when task is not nil.
+func (s *session) toolCall(tool string, args any, token string, task map[string]any) hosttest.Message {
+	s.t.Helper()
+	params := map[string]any{"name": tool, "arguments": args}
+	if token != "" {
+		params["_meta"] = map[string]any{"progressToken": token}
 	}
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
-	_, err = c.in.Write(append(b, '\n'))
-	return err
+	if task != nil {
+		params["task"] = task
+	}
+	return s.call("tools/call", params)
 }
 
-// request sends a request and waits for its response; safe to use from any
-// goroutine.
-func (c *mcpClient) request(method string, params any) (map[string]any, error) {
-	ch := make(chan map[string]any, 1)
-	c.mu.Lock()
-	c.nextID++
-	id := c.nextID
-	c.pending[fmt.Sprint(id)] = ch
-	c.mu.Unlock()
-	if err := c.send(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params}); err != nil {
-		return nil, err
-	}
-	select {
-	case m := <-ch:
-		return m, nil
-	case <-time.After(waitLong):
-		return nil, fmt.Errorf("no response to %s within %v", method, waitLong)
-	}
+// callTool calls tool without a task and returns its result; a JSON-RPC
+// error fails the test.
+func (s *session) callTool(tool string, args any, token string) hosttest.ToolResult {
+	s.t.Helper()
+	return s.toolResult("tools/call "+tool, s.toolCall(tool, args, token, nil))
 }
 
-// call is request for the test goroutine: it fails the test on no answer.
-func (c *mcpClient) call(method string, params any) map[string]any {
-	c.t.Helper()
-	m, err := c.request(method, params)
-	if err != nil {
-		c.t.Fatal(err)
+// startTask calls tool as a task and returns the ID of the working task.
+func (s *session) startTask(tool string, args any, token string) string {
+	s.t.Helper()
+	r := s.toolResult("tools/call "+tool+" as a task", s.toolCall(tool, args, token, map[string]any{"ttl": 60000}))
+	if r.Task == nil || r.Task.TaskID == "" || r.Task.Status != "working" {
+		s.t.Fatalf("tools/call %s as a task: got %+v, want a working task", tool, r)
 	}
-	return m
+	return r.Task.TaskID
 }
 
-// toolResult calls a tool without a task and returns its CallToolResult.
-func (c *mcpClient) toolResult(name string, args any, meta map[string]any) map[string]any {
-	c.t.Helper()
-	params := map[string]any{"name": name, "arguments": args}
-	if meta != nil {
-		params["_meta"] = meta
+// taskStatus returns the status tasks/get reports for id.
+func (s *session) taskStatus(id string) string {
+	s.t.Helper()
+	var task hosttest.Task
+	if err := s.call("tasks/get", map[string]any{"taskId": id}).Decode(&task); err != nil {
+		s.t.Fatalf("tasks/get %s: %v", id, err)
 	}
-	m := c.call("tools/call", params)
-	if m["error"] != nil {
-		c.t.Fatalf("tools/call %s: JSON-RPC error %v", name, m["error"])
+	return task.Status
+}
+
+func (s *session) toolResult(what string, m hosttest.Message) hosttest.ToolResult {
+	s.t.Helper()
+	var r hosttest.ToolResult
+	if err := m.Decode(&r); err != nil {
+		s.t.Fatalf("%s: %v", what, err)
 	}
-	r, _ := m["result"].(map[string]any)
 	return r
 }
 
-// startTask calls a tool as a task and returns the task ID.
-func (c *mcpClient) startTask(name string, args any, meta map[string]any) string {
-	c.t.Helper()
-	params := map[string]any{"name": name, "arguments": args, "task": map[string]any{"ttl": 60000}}
-	if meta != nil {
-		params["_meta"] = meta
-	}
-	m := c.call("tools/call", params)
-	task, _ := resultOf(m)["task"].(map[string]any)
-	id, _ := task["taskId"].(string)
-	if id == "" || task["status"] != "working" {
-		c.t.Fatalf("tools/call %s as a task: got %v, want a working task", name, m)
-	}
-	return id
+// progressNote is the params of notifications/progress.
+type progressNote struct {
+	Token    any     `json:"progressToken"`
+	Progress float64 `json:"progress"`
+	Total    float64 `json:"total"`
+	Message  string  `json:"message"`
 }
 
 // progress returns the progress notifications received so far for token.
-func (c *mcpClient) progress(token string) []map[string]any {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var out []map[string]any
-	for _, n := range c.notes {
-		p, _ := n["params"].(map[string]any)
-		if n["method"] == "notifications/progress" && p["progressToken"] == token {
+func (s *session) progress(token string) []progressNote {
+	s.t.Helper()
+	var out []progressNote
+	for _, m := range s.notes {
+		if m.Method != "notifications/progress" {
+			continue
+		}
+		var p progressNote
+		if err := json.Unmarshal(m.Params, &p); err != nil {
+			s.t.Fatalf("progress notification %s: %v", m.Raw, err)
+		}
+		if p.Token == token {
 			out = append(out, p)
 		}
 	}
 	return out
 }
 
-// waitProgress waits for a first progress notification for token.
-func (c *mcpClient) waitProgress(token string) {
-	c.t.Helper()
-	deadline := time.After(waitLong)
-	for len(c.progress(token)) == 0 {
-		select {
-		case <-c.noted:
-		case <-deadline:
-			c.t.Fatalf("no progress notification for %q", token)
+// awaitProgress reads messages until a progress notification for token has
+// arrived.
+func (s *session) awaitProgress(token string) {
+	s.t.Helper()
+	for len(s.progress(token)) == 0 {
+		m := s.Next()
+		if m.Method == "" || m.ID != nil {
+			s.t.Fatalf("waiting for progress of %q: got %s", token, m.Raw)
 		}
+		s.keep(m)
 	}
 }
 
-func resultOf(m map[string]any) map[string]any {
-	r, _ := m["result"].(map[string]any)
-	return r
+// toolSupport returns the tools of tools/list by name with their task
+// support.
+func (s *session) toolSupport() map[string]string {
+	s.t.Helper()
+	var list struct {
+		Tools []struct {
+			Name      string `json:"name"`
+			Execution struct {
+				TaskSupport string `json:"taskSupport"`
+			} `json:"execution"`
+		} `json:"tools"`
+	}
+	if err := s.call("tools/list", map[string]any{}).Decode(&list); err != nil {
+		s.t.Fatalf("tools/list: %v", err)
+	}
+	out := map[string]string{}
+	for _, tool := range list.Tools {
+		out[tool.Name] = tool.Execution.TaskSupport
+	}
+	return out
 }
 
-func errorCode(m map[string]any) int {
-	e, _ := m["error"].(map[string]any)
-	code, _ := e["code"].(float64)
-	return int(code)
-}
-
-// text returns the text of the first content block of a CallToolResult.
-func text(r map[string]any) string {
-	content, _ := r["content"].([]any)
-	if len(content) == 0 {
+// canonical returns the JSON value raw re-encoded with sorted members.
+func canonical(t *testing.T, raw json.RawMessage) string {
+	t.Helper()
+	if len(raw) == 0 {
 		return ""
 	}
-	first, _ := content[0].(map[string]any)
-	s, _ := first["text"].(string)
-	return s
-}
-
-func structured(t *testing.T, r map[string]any) string {
-	t.Helper()
-	b, err := json.Marshal(r["structuredContent"])
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatalf("structuredContent %s: %v", raw, err)
+	}
+	b, err := json.Marshal(v)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return string(b)
 }
 
-// toolSupport returns the tools of tools/list by name with their task support.
-func (c *mcpClient) toolSupport() map[string]string {
-	c.t.Helper()
-	tools, _ := resultOf(c.call("tools/list", map[string]any{}))["tools"].([]any)
-	out := map[string]string{}
-	for _, x := range tools {
-		tool, _ := x.(map[string]any)
-		exec, _ := tool["execution"].(map[string]any)
-		support, _ := exec["taskSupport"].(string)
-		out[fmt.Sprint(tool["name"])] = support
+// wantArgumentsError checks that r is the tool error of arguments the
+// tool's input schema refuses.
+func wantArgumentsError(t *testing.T, what, tool string, r hosttest.ToolResult) {
+	t.Helper()
+	if want := fmt.Sprintf("invalid arguments for tool %q: ", tool); !r.IsError || !strings.HasPrefix(r.Text(), want) {
+		t.Errorf("%s: got %+v, want a tool error starting %q", what, r, want)
 	}
-	return out
-}
-
-func exampleFor(t *testing.T, lang string) example {
-	for _, ex := range examples {
-		if ex.lang == lang {
-			return ex
-		}
-	}
-	t.Fatalf("no example %q", lang)
-	return example{}
 }
 
 func TestWATAddThroughHost(t *testing.T) {
-	c := serveExample(t, exampleFor(t, "wat"))
-	if got := c.toolSupport(); fmt.Sprint(got) != "map[add:forbidden]" {
+	s := serveExample(t, exampleFor(t, "wat"))
+	if got := s.toolSupport(); fmt.Sprint(got) != "map[add:forbidden]" {
 		t.Errorf("tools/list: got %v, want add (forbidden)", got)
 	}
 	tests := []struct {
-		args      map[string]any
-		wantText  string
-		wantError bool
+		args     map[string]any
+		wantText string
 	}{
-		{map[string]any{"a": 2, "b": 40}, "42", false},
-		{map[string]any{"b": -7, "a": 1000000000000}, "999999999993", false},
-		{map[string]any{"a": -5, "b": -6}, "-11", false},
+		{map[string]any{"a": 2, "b": 40}, "42"},
+		{map[string]any{"b": -7, "a": 1000000000000}, "999999999993"},
+		{map[string]any{"a": -5, "b": -6}, "-11"},
 	}
 	for _, tt := range tests {
-		r := c.toolResult("add", tt.args, nil)
-		if text(r) != tt.wantText || r["isError"] == true {
-			t.Errorf("add(%v): got %v, want %s", tt.args, r, tt.wantText)
+		r := s.callTool("add", tt.args, "")
+		if r.Text() != tt.wantText || r.IsError {
+			t.Errorf("add(%v): got %+v, want %s", tt.args, r, tt.wantText)
 		}
-		if got, want := structured(t, r), `{"sum":`+tt.wantText+`}`; got != want {
+		if got, want := canonical(t, r.StructuredContent), `{"sum":`+tt.wantText+`}`; got != want {
 			t.Errorf("add(%v): structuredContent %s, want %s", tt.args, got, want)
 		}
 	}
 	// Arguments outside the schema never reach a successful answer.
-	m := c.call("tools/call", map[string]any{"name": "add", "arguments": map[string]any{"a": 1.5, "b": 1}})
-	if m["error"] == nil && resultOf(m)["isError"] != true {
-		t.Errorf("add(1.5, 1): got %v, want an error", m)
-	}
+	wantArgumentsError(t, "add(1.5, 1)", "add", s.callTool("add", map[string]any{"a": 1.5, "b": 1}, ""))
 }
 
 func TestCSHA256ThroughHost(t *testing.T) {
-	c := serveExample(t, exampleFor(t, "c"))
-	if got := c.toolSupport(); fmt.Sprint(got) != "map[sha256:forbidden]" {
+	s := serveExample(t, exampleFor(t, "c"))
+	if got := s.toolSupport(); fmt.Sprint(got) != "map[sha256:forbidden]" {
 		t.Errorf("tools/list: got %v, want sha256 (forbidden)", got)
 	}
 	// Escapes, non-ASCII, HTML-escaped characters and a text of several
 	// hundred KiB all hash like crypto/sha256 does.
 	for i, in := range []string{"abc", "", "h\u00e9\U0001F600\n\"<&>\t\\", strings.Repeat("wasmtask ", 100000)} {
 		token := fmt.Sprintf("sha-%d", i)
-		r := c.toolResult("sha256", map[string]any{"text": in}, map[string]any{"progressToken": token})
+		r := s.callTool("sha256", map[string]any{"text": in}, token)
 		sum := sha256.Sum256([]byte(in))
 		want := hex.EncodeToString(sum[:])
-		if text(r) != want || r["isError"] == true {
-			t.Errorf("sha256(%.20q): got %v, want %s", in, r, want)
+		if r.Text() != want || r.IsError {
+			t.Errorf("sha256(%.20q): got %+v, want %s", in, r, want)
 		}
-		if got, wantS := structured(t, r), fmt.Sprintf(`{"bytes":%d,"sha256":"%s"}`, len(in), want); got != wantS {
+		if got, wantS := canonical(t, r.StructuredContent), fmt.Sprintf(`{"bytes":%d,"sha256":"%s"}`, len(in), want); got != wantS {
 			t.Errorf("sha256(%.20q): structuredContent %s, want %s", in, got, wantS)
 		}
-		c.waitProgress(token)
+		// The tool reports once per MiB and at the end, before it answers.
+		ps := s.progress(token)
+		if len(ps) == 0 || ps[len(ps)-1].Progress != float64(len(in)) {
+			t.Errorf("sha256(%.20q): progress %+v, want the last at %d", in, ps, len(in))
+		}
 	}
-	// A missing argument is refused, by the host's schema check or the tool.
-	m := c.call("tools/call", map[string]any{"name": "sha256", "arguments": map[string]any{}})
-	if m["error"] == nil && resultOf(m)["isError"] != true {
-		t.Errorf("sha256 without text: got %v, want an error", m)
-	}
+	// A missing argument is refused by the input schema.
+	wantArgumentsError(t, "sha256 without text", "sha256", s.callTool("sha256", map[string]any{}, ""))
 }
 
 func TestGoDemoThroughHost(t *testing.T) {
-	c := serveExample(t, exampleFor(t, "go"))
+	s := serveExample(t, exampleFor(t, "go"))
 	want := "map[long_job:required slow_count:optional word_count:forbidden]"
-	if got := c.toolSupport(); fmt.Sprint(got) != want {
+	if got := s.toolSupport(); fmt.Sprint(got) != want {
 		t.Fatalf("tools/list: got %v, want %s", got, want)
 	}
 
 	t.Run("word_count", func(t *testing.T) {
-		r := c.toolResult("word_count", map[string]any{"text": "one two\nthree"}, nil)
-		if got, want := structured(t, r), `{"chars":13,"lines":2,"words":3}`; got != want || r["isError"] == true {
-			t.Errorf("got %s (%v), want %s", got, r, want)
+		r := s.callTool("word_count", map[string]any{"text": "one two\nthree"}, "")
+		if got, want := canonical(t, r.StructuredContent), `{"chars":13,"lines":2,"words":3}`; got != want || r.IsError {
+			t.Errorf("got %s (%+v), want %s", got, r, want)
 		}
-		m := c.call("tools/call", map[string]any{"name": "word_count", "arguments": map[string]any{"text": "x"}, "task": map[string]any{}})
-		if errorCode(m) != -32601 {
-			t.Errorf("word_count as a task: got %v, want error -32601 (taskSupport forbidden)", m)
+		m := s.toolCall("word_count", map[string]any{"text": "x"}, "", map[string]any{})
+		if m.Code() != -32601 {
+			t.Errorf("word_count as a task: got %s, want error -32601 (taskSupport forbidden)", m.Raw)
 		}
 	})
 
 	t.Run("slow_count plain with progress", func(t *testing.T) {
-		r := c.toolResult("slow_count", map[string]any{"steps": 5, "delay_ms": 10}, map[string]any{"progressToken": "slow-plain"})
-		if got := structured(t, r); got != `{"count":5}` {
-			t.Errorf("got %s (%v), want {\"count\":5}", got, r)
+		r := s.callTool("slow_count", map[string]any{"steps": 5, "delay_ms": 10}, "slow-plain")
+		if got := canonical(t, r.StructuredContent); got != `{"count":5}` {
+			t.Errorf("got %s (%+v), want {\"count\":5}", got, r)
 		}
-		ps := c.progress("slow-plain")
+		ps := s.progress("slow-plain")
 		if len(ps) == 0 {
 			t.Fatal("no progress notification")
 		}
-		last := ps[len(ps)-1]
-		if last["progress"] != 5.0 || last["total"] != 5.0 {
-			t.Errorf("last progress: got %v, want 5 of 5", last)
+		if last := ps[len(ps)-1]; last.Progress != 5 || last.Total != 5 {
+			t.Errorf("last progress: got %+v, want 5 of 5", last)
 		}
 	})
 
 	t.Run("slow_count task cancelled", func(t *testing.T) {
-		id := c.startTask("slow_count", map[string]any{"steps": 10000, "delay_ms": 100}, map[string]any{"progressToken": "slow-task"})
-		c.waitProgress("slow-task") // the guest is running
-		start := time.Now()
-		m := c.call("tasks/cancel", map[string]any{"taskId": id})
-		if resultOf(m)["status"] != "cancelled" {
-			t.Fatalf("tasks/cancel: got %v, want status cancelled", m)
+		// 10000 steps of 100 ms: only the cancel ends it as cancelled (the
+		// default 30 s timeout would fail it).
+		id := s.startTask("slow_count", map[string]any{"steps": 10000, "delay_ms": 100}, "slow-task")
+		s.awaitProgress("slow-task") // the guest is running
+		var task hosttest.Task
+		if err := s.call("tasks/cancel", map[string]any{"taskId": id}).Decode(&task); err != nil || task.Status != "cancelled" {
+			t.Fatalf("tasks/cancel: got %+v (%v), want status cancelled", task, err)
 		}
-		if d := time.Since(start); d > 10*time.Second {
-			t.Errorf("tasks/cancel took %v", d)
+		if got := s.taskStatus(id); got != "cancelled" {
+			t.Errorf("tasks/get after cancel: status %s, want cancelled", got)
 		}
-		if got := resultOf(c.call("tasks/get", map[string]any{"taskId": id}))["status"]; got != "cancelled" {
-			t.Errorf("tasks/get after cancel: status %v, want cancelled", got)
+		if m := s.call("tasks/result", map[string]any{"taskId": id}); m.Code() != -32603 {
+			t.Errorf("tasks/result of the cancelled task: got %s, want error -32603", m.Raw)
 		}
 	})
 
 	t.Run("long_job plain call refused", func(t *testing.T) {
-		m := c.call("tools/call", map[string]any{"name": "long_job", "arguments": map[string]any{"steps": 2}})
-		if errorCode(m) != -32601 {
-			t.Errorf("got %v, want error -32601 (taskSupport required)", m)
+		m := s.toolCall("long_job", map[string]any{"steps": 2}, "", nil)
+		if m.Code() != -32601 {
+			t.Errorf("got %s, want error -32601 (taskSupport required)", m.Raw)
 		}
 	})
 
@@ -448,69 +322,52 @@ func TestGoDemoThroughHost(t *testing.T) {
 			`{"confirmed":false,"done":2,"steps":4}`, "declined: stopped after 2 of 4 steps", 2},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			// The client answers the question while it waits in
+			// tasks/result; meanwhile the task waits for input.
 			var (
-				mu           sync.Mutex
-				elicitations []map[string]any
-				statuses     []any
-				taskID       string
-				ready        = make(chan struct{})
-				readyOnce    sync.Once
+				id       string
+				asked    []string
+				statuses []string
 			)
-			// Release a pending answer even when the test fails early, so
-			// that the answering goroutine ends.
-			release := func() { readyOnce.Do(func() { close(ready) }) }
-			defer release()
-			c.mu.Lock()
-			c.onElicit = func(p map[string]any) any {
-				<-ready // taskID is set
-				mu.Lock()
-				id := taskID
-				mu.Unlock()
-				// While the question is open, the task waits for input.
-				g, err := c.request("tasks/get", map[string]any{"taskId": id})
-				mu.Lock()
-				elicitations = append(elicitations, p)
-				if err == nil {
-					statuses = append(statuses, resultOf(g)["status"])
+			s.Elicit = func(params json.RawMessage) any {
+				var p struct {
+					Message string `json:"message"`
 				}
-				mu.Unlock()
+				if err := json.Unmarshal(params, &p); err != nil {
+					t.Errorf("elicitation/create params %s: %v", params, err)
+				}
+				asked = append(asked, p.Message)
+				statuses = append(statuses, s.taskStatus(id))
 				return tt.reply
 			}
-			c.mu.Unlock()
+			defer func() { s.Elicit = nil }()
 			token := "long-" + strings.ReplaceAll(tt.name, " ", "-")
-			id := c.startTask("long_job", map[string]any{"steps": 4, "delay_ms": 10}, map[string]any{"progressToken": token})
-			mu.Lock()
-			taskID = id
-			mu.Unlock()
-			release()
+			id = s.startTask("long_job", map[string]any{"steps": 4, "delay_ms": 10}, token)
 
-			m := c.call("tasks/result", map[string]any{"taskId": id})
-			r := resultOf(m)
-			if got := structured(t, r); got != tt.want || text(r) != tt.wantText || r["isError"] == true {
-				t.Errorf("tasks/result: got %s %q (%v), want %s %q", got, text(r), m, tt.want, tt.wantText)
+			m := s.call("tasks/result", map[string]any{"taskId": id})
+			r := s.toolResult("tasks/result", m)
+			if got := canonical(t, r.StructuredContent); got != tt.want || r.Text() != tt.wantText || r.IsError {
+				t.Errorf("tasks/result: got %s %q (%s), want %s %q", got, r.Text(), m.Raw, tt.want, tt.wantText)
 			}
-			meta, _ := r["_meta"].(map[string]any)
-			related, _ := meta["io.modelcontextprotocol/related-task"].(map[string]any)
+			related, _ := r.Meta["io.modelcontextprotocol/related-task"].(map[string]any)
 			if related["taskId"] != id {
-				t.Errorf("tasks/result _meta: got %v, want related-task %s", r["_meta"], id)
+				t.Errorf("tasks/result _meta: got %v, want related-task %s", r.Meta, id)
 			}
-			mu.Lock()
-			defer mu.Unlock()
-			if len(elicitations) != 1 {
-				t.Fatalf("got %d elicitations, want 1", len(elicitations))
+			if len(asked) != 1 {
+				t.Fatalf("got %d elicitations %q, want 1", len(asked), asked)
 			}
-			if msg, _ := elicitations[0]["message"].(string); !strings.Contains(msg, "Halfway there: 2 of 4 steps done") {
-				t.Errorf("elicitation message %q, want the halfway question", msg)
+			if !strings.Contains(asked[0], "Halfway there: 2 of 4 steps done") {
+				t.Errorf("elicitation message %q, want the halfway question", asked[0])
 			}
 			if fmt.Sprint(statuses) != "[input_required]" {
 				t.Errorf("task status while the question was open: got %v, want [input_required]", statuses)
 			}
-			if got := resultOf(c.call("tasks/get", map[string]any{"taskId": id}))["status"]; got != "completed" {
-				t.Errorf("final status %v, want completed", got)
+			if got := s.taskStatus(id); got != "completed" {
+				t.Errorf("final status %s, want completed", got)
 			}
-			ps := c.progress(token)
-			if len(ps) == 0 || ps[len(ps)-1]["progress"] != tt.wantSteps {
-				t.Errorf("progress: got %v, want the last at %v", ps, tt.wantSteps)
+			ps := s.progress(token)
+			if len(ps) == 0 || ps[len(ps)-1].Progress != tt.wantSteps {
+				t.Errorf("progress: got %+v, want the last at %v", ps, tt.wantSteps)
 			}
 		})
 	}

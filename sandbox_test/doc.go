@@ -1,41 +1,61 @@
 // Package sandbox_test is the hostile-guest suite of wasmtask: black-box
 // tests that load misbehaving WebAssembly modules into the real host
-// through its public API (host.Runtime for direct calls, host.New and an
-// MCP session over ServeStdio pipes for server-level cases) and assert
-// that each misbehaviour fails that call only, with the specific outcome.
-// The package holds no code besides its tests.
+// through its public API and assert that each misbehaviour fails that call
+// only, with the specific outcome. The package holds no code besides its
+// tests.
+//
+// Every case runs a *host.Server: host.New with a fixed set of modules
+// (Config.ToolsFS, an fstest.MapFS) and the policy under test. Limits are
+// the server's Policy, so a case that needs other limits builds another
+// server. Direct cases call Server.Call, the path MCP's tools/call takes
+// (admission gates, then a fresh instance under the tool's policy), with an
+// abi.Events of their own; MCP cases open sessions with the shared test
+// client of package host/hosttest, over ServeStdio pipes or over
+// Streamable HTTP (Server.Handler in an httptest.Server), and that client
+// checks every message it receives for Go internals in client text.
+//
+//	srv, err := host.New(ctx, host.Config{
+//		ToolsFS: fstest.MapFS{"spin.wasm": {Data: wasm}},
+//		Policy:  &host.Policy{Tools: map[string]host.ToolPolicy{"spin": {Timeout: host.Duration(200 * time.Millisecond)}}},
+//	})
+//	...
+//	_, err = srv.Call(ctx, "spin", nil, nil) // a *host.GuestError of kind host.KindTimeout
 //
 // # Modules
 //
 // Every case has its own module, written in testdata/ as WAT (wat2wasm) or
-// C (clang --target=wasm32-wasi with wasi-libc). TestMain compiles them
-// into a temporary directory; no binary is checked in. Without a toolchain
-// the tests that need it are skipped with the reason, unless CI is "true",
-// in which case the run fails.
+// C (clang --target=wasm32-wasi with wasi-libc) and built once per process
+// by hosttest.Wasm; no binary is checked in. Without a toolchain the tests
+// that need it are skipped with the reason, unless CI is "true", in which
+// case they fail.
 //
 // # What each case proves
 //
-// After every case a well-behaved module still answers on the same runtime
-// or server, and goroutines (runtime.NumGoroutine, polled with a deadline)
-// and HeapInuse (after GC, within a generous bound) return to their
-// baseline. Cases where the engine matters (loops, recursion, memory,
-// cancellation) run under wazero's compiler and interpreter.
+// Every runtime case runs on both of wazero's engines, the compiler and
+// the interpreter (Config.Interpreter). After every case a well-behaved
+// module still answers on the same server, and once the server and
+// everything the case opened are closed, goroutines (runtime.NumGoroutine)
+// and HeapInuse (after GC, within a generous bound) are back to their
+// baseline. No case asserts on time: runaways get a short Timeout, a limit
+// they meet whatever the machine's speed, and waits are on channels,
+// events and notifications, never on sleeps.
 //
 //   - TestInfiniteLoop (spin.wat): a tight loop ends at the policy's
 //     timeout (KindTimeout, errors.Is context.DeadlineExceeded) and at a
-//     cancel (KindCanceled, context.Canceled).
+//     cancel sent once the guest runs (KindCanceled, context.Canceled).
 //   - TestStackOverflow (recurse.wat): unbounded recursion is a trap
-//     "stack overflow", not a crash; it logs the host memory one overflow
-//     allocates (the compiler's guest stack lives outside linear memory).
+//     "stack overflow", not a crash, before the timeout.
 //   - TestMemoryBomb (membomb.wat): memory.grow returns -1 at exactly the
 //     policy's MemoryMiB and the guest goes on; a guest that then fails is
 //     KindOutOfMemory naming the limit.
-//   - TestInitialMemoryOverPolicy (bigmem.wat, hugemem.wat): a module whose
-//     initial memory exceeds the policy is refused per call before it runs;
-//     one over the runtime ceiling is refused at load.
+//   - TestInitialMemoryOverPolicy (bigmem.wat, bigdefault.wat,
+//     hugemem.wat): a module whose initial memory exceeds its tool's
+//     policy is refused per call before it runs and runs where the policy
+//     grants enough, also above the default; one over the runtime ceiling
+//     is a load problem (Server.Problems) and serves no tool.
 //   - TestCallExplosion (explode.wat): an exponential call tree with no
-//     loop ends at the timeout and at a cancel (wazero checks only at loop
-//     headers; the host puts an empty loop at every function's entry).
+//     loop ends at the timeout (wazero checks only at loop headers; the
+//     host puts an empty loop at every function's entry).
 //   - TestHugeOutput (stdout.wat): endless stdout and a valid but oversized
 //     result are KindOutputTooLarge, and the guest is stopped at once.
 //   - TestHugeStderr (stderr.wat): 16 MiB of stderr forwards at most
@@ -43,7 +63,7 @@
 //     bounded stderr tail and a bounded error message.
 //   - TestBadOutput (badout.wat): not JSON, wrong shape, no content, two
 //     documents, empty, unknown content type, non-object structuredContent:
-//     each KindBadOutput "invalid result: …" with the reason.
+//     each KindBadOutput with the reason.
 //   - TestTrapAfterPartialOutput (partial.wat): half an answer then a trap
 //     is KindTrap with the stderr tail; the partial stdout is not used.
 //   - TestWildPointers (wild.wat): each wasmtask_v1 function given a
@@ -51,14 +71,16 @@
 //     the function and the range; WASI fd_write answers EFAULT instead.
 //   - TestForbiddenImports (import_*.wat): unknown or mistyped wasmtask_v1
 //     functions, foreign modules, imported memory, another ABI version and
-//     a WASI function that does not exist are refused at load, naming the
-//     module and the import.
+//     a WASI function that does not exist are load problems naming the
+//     module and the import; the server serves the other modules.
 //   - TestBlockedInElicit (elicitwait.wat): a guest blocked in elicit ends
 //     at a cancel and at its timeout.
 //   - TestNoStateBetweenCalls (state.wat): globals and memory start fresh
 //     in every call, sequential or concurrent.
-//   - TestRuntimeHasNoGate: the Runtime facade does not apply
-//     MaxConcurrency/MaxQueue (documented); the Server is the gated path.
+//   - TestCallGates (elicitwait.wat): Server.Call is admitted like
+//     tools/call: beyond a tool's MaxConcurrency calls wait in a queue of
+//     MaxQueue and the rest fail at once with host.ErrBusy; the server-wide
+//     MaxInstances gate does the same across tools.
 //   - TestMountEscapes, TestMountLinkFlippedDuringCall (fsprobe.c): "..",
 //     absolute paths, symbolic links planted before the call, planted by
 //     the guest, or swapped during the call cannot leave an os.Root mount;
@@ -68,24 +90,33 @@
 //   - TestClockAndRandom (clockrand.c): documents what the host gives: the
 //     real wall clock, a real monotonic clock (1 ns resolution), and
 //     crypto/rand bytes that differ per instance.
-//   - TestPolicyFileGrants: the same modules served by host.New are denied
-//     a mount and environment without a policy and granted them by a
-//     policy file read with host.LoadPolicy.
+//   - TestPolicyFileGrants: over MCP, the same modules are denied a mount
+//     and environment without a policy and granted them by a policy file
+//     read with host.LoadPolicy.
 //   - TestMCPHostileCalls: over MCP a runaway, a stack overflow and an
 //     out-of-memory guest are tool errors (isError) naming the cause; a
 //     runaway task ends failed with the reason in tasks/result; a task
-//     blocked in elicit is input_required until tasks/cancel makes it
-//     cancelled; another session is served throughout and afterwards.
-//   - TestMCPConcurrencyBounded: calls beyond MaxConcurrency wait in a
+//     blocked in elicit is input_required (waited for on
+//     notifications/tasks/status) until tasks/cancel makes it cancelled;
+//     another session is served throughout and afterwards.
+//   - TestMCPToolErrors: every other hostile failure (bad output, output
+//     too large, traps with stderr, wild pointers, a call explosion) is a
+//     tool error worded for the client, and the session goes on.
+//   - TestMCPConcurrencyBounded: task calls beyond MaxConcurrency wait in a
 //     queue of MaxQueue, the rest fail at once as busy; MaxInstances leaves
 //     room for other tools.
-//   - TestMCPManySessions: concurrent sessions with runaways all end and
-//     release their resources.
+//   - TestMCPManySessions: concurrent sessions over stdio and Streamable
+//     HTTP, each with a runaway, all end and release their resources.
 //
 // # Measurements
 //
-// TestMeasureRunawaySurvival logs p50/p99 of how long a runaway survives
-// its deadline or cancel (-sandbox.runs=200 for the reported numbers);
-// TestMeasureBlockedInstances logs the host memory per instance blocked in
-// elicit. Neither asserts on time or size.
+// Measurements are benchmarks; they assert outcomes, never times or sizes:
+//
+//	go test -run '^$' -bench . -benchtime 200x ./sandbox_test/
+//
+// BenchmarkRunawaySurvival reports p50/p99/max of how long a runaway
+// survives its deadline or cancel; BenchmarkBlockedInstances the host
+// memory and goroutines per instance blocked in elicit;
+// BenchmarkStackOverflow the host memory one stack overflow allocates
+// (the guest's stack lives outside linear memory).
 package sandbox_test

@@ -1,7 +1,6 @@
 package sandbox_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -71,128 +70,135 @@ func args(kv ...string) string {
 	return string(b)
 }
 
+// mountPolicy is short for every tool with mounts granted.
+func mountPolicy(mounts ...host.MountPolicy) *host.Policy {
+	p := policy(nil)
+	p.Defaults.Mounts = mounts
+	return p
+}
+
 func TestMountEscapes(t *testing.T) {
-	ft := newFSTree(t)
-	before := ft.outsideFiles(t)
-	hostile(t, false, "fsprobe", func(t *testing.T, m *host.Module) {
-		pol := short()
-		pol.Mounts = []host.MountPolicy{
-			{HostDir: ft.mnt, GuestPath: "/data"},
-			{HostDir: ft.mnt, GuestPath: "/rw", Write: true},
-		}
-		opts := host.CallOptions{Policy: pol}
-		secret := filepath.Join(ft.outside, "secret.txt")
-		for _, tc := range []struct {
-			name, tool, args string
-			wantOK           bool
-			want             string // for wantOK: the answer
-		}{
-			// Controls: what is granted works.
-			{"read inside", "read", args("path", "/data/inside.txt"), true, "ok:inside"},
-			{"read through an inner link", "read", args("path", "/data/innerlink"), true, "ok:inside"},
-			{"write inside a writable mount", "write", args("path", "/rw/new.txt"), true, "ok:"},
-			// Reads that must not leave the mount.
-			{"dot-dot", "read", args("path", "/data/../outside/secret.txt"), false, ""},
-			{"dot-dot relative", "read", args("path", "../outside/secret.txt"), false, ""},
-			{"dot-dot inside the mount", "read", args("path", "/data/sub/../../outside/secret.txt"), false, ""},
-			{"absolute host path", "read", args("path", secret), false, ""},
-			{"absolute system path", "read", args("path", "/etc/passwd"), false, ""},
-			{"absolute link out", "read", args("path", "/data/abs/secret.txt"), false, ""},
-			{"relative link out", "read", args("path", "/data/rel/secret.txt"), false, ""},
-			{"absolute link out, writable mount", "read", args("path", "/rw/abs/secret.txt"), false, ""},
-			// The read-only mount refuses every change.
-			{"ro: create", "write", args("path", "/data/created.txt"), false, ""},
-			{"ro: overwrite", "write", args("path", "/data/inside.txt"), false, ""},
-			{"ro: remove", "remove", args("path", "/data/inside.txt"), false, ""},
-			{"ro: mkdir", "mkdir", args("path", "/data/newdir"), false, ""},
-			{"ro: symlink", "symlink", args("path", "/data/newlink", "target", "/etc"), false, ""},
-			// Writes that must not leave the writable mount.
-			{"rw: dot-dot", "write", args("path", "/rw/../outside/pwned.txt"), false, ""},
-			{"rw: absolute link out", "write", args("path", "/rw/abs/pwned.txt"), false, ""},
-			{"rw: relative link out", "write", args("path", "/rw/rel/pwned.txt"), false, ""},
-			{"rw: overwrite through a link", "write", args("path", "/rw/abs/secret.txt"), false, ""},
-			{"rw: remove through a link", "remove", args("path", "/rw/rel/secret.txt"), false, ""},
-			{"rw: mkdir through a link", "mkdir", args("path", "/rw/abs/dir"), false, ""},
-		} {
-			t.Run(tc.name, func(t *testing.T) {
-				got := text(t, m, tc.tool, tc.args, opts)
-				switch {
-				case tc.wantOK && got != tc.want:
-					t.Errorf("%s %s: got %q, want %q", tc.tool, tc.args, got, tc.want)
-				case !tc.wantOK && !strings.HasPrefix(got, "err:"):
-					t.Errorf("%s %s: got %q, want a refusal (err:<errno>)", tc.tool, tc.args, got)
+	onEngines(t, func(t *testing.T, e engine) {
+		ft := newFSTree(t)
+		before := ft.outsideFiles(t)
+		pol := mountPolicy(
+			host.MountPolicy{HostDir: ft.mnt, GuestPath: "/data"},
+			host.MountPolicy{HostDir: ft.mnt, GuestPath: "/rw", Write: true},
+		)
+		hostile(t, e, pol, "fsprobe", func(t *testing.T, s *host.Server) {
+			secret := filepath.Join(ft.outside, "secret.txt")
+			for _, tc := range []struct {
+				name, tool, args string
+				wantOK           bool
+				want             string // for wantOK: the answer
+			}{
+				// Controls: what is granted works.
+				{"read inside", "read", args("path", "/data/inside.txt"), true, "ok:inside"},
+				{"read through an inner link", "read", args("path", "/data/innerlink"), true, "ok:inside"},
+				{"write inside a writable mount", "write", args("path", "/rw/new.txt"), true, "ok:"},
+				// Reads that must not leave the mount.
+				{"dot-dot", "read", args("path", "/data/../outside/secret.txt"), false, ""},
+				{"dot-dot relative", "read", args("path", "../outside/secret.txt"), false, ""},
+				{"dot-dot inside the mount", "read", args("path", "/data/sub/../../outside/secret.txt"), false, ""},
+				{"absolute host path", "read", args("path", secret), false, ""},
+				{"absolute system path", "read", args("path", "/etc/passwd"), false, ""},
+				{"absolute link out", "read", args("path", "/data/abs/secret.txt"), false, ""},
+				{"relative link out", "read", args("path", "/data/rel/secret.txt"), false, ""},
+				{"absolute link out, writable mount", "read", args("path", "/rw/abs/secret.txt"), false, ""},
+				// The read-only mount refuses every change.
+				{"ro: create", "write", args("path", "/data/created.txt"), false, ""},
+				{"ro: overwrite", "write", args("path", "/data/inside.txt"), false, ""},
+				{"ro: remove", "remove", args("path", "/data/inside.txt"), false, ""},
+				{"ro: mkdir", "mkdir", args("path", "/data/newdir"), false, ""},
+				{"ro: symlink", "symlink", args("path", "/data/newlink", "target", "/etc"), false, ""},
+				// Writes that must not leave the writable mount.
+				{"rw: dot-dot", "write", args("path", "/rw/../outside/pwned.txt"), false, ""},
+				{"rw: absolute link out", "write", args("path", "/rw/abs/pwned.txt"), false, ""},
+				{"rw: relative link out", "write", args("path", "/rw/rel/pwned.txt"), false, ""},
+				{"rw: overwrite through a link", "write", args("path", "/rw/abs/secret.txt"), false, ""},
+				{"rw: remove through a link", "remove", args("path", "/rw/rel/secret.txt"), false, ""},
+				{"rw: mkdir through a link", "mkdir", args("path", "/rw/abs/dir"), false, ""},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					got := text(t, s, tc.tool, tc.args, nil)
+					switch {
+					case tc.wantOK && got != tc.want:
+						t.Errorf("%s %s: got %q, want %q", tc.tool, tc.args, got, tc.want)
+					case !tc.wantOK && !strings.HasPrefix(got, "err:"):
+						t.Errorf("%s %s: got %q, want a refusal (err:<errno>)", tc.tool, tc.args, got)
+					}
+				})
+			}
+			// A link the guest plants itself, then follows.
+			t.Run("guest-planted link", func(t *testing.T) {
+				got := text(t, s, "symlink", args("path", "/rw/planted", "target", ft.outside), nil)
+				t.Logf("symlink /rw/planted -> %s: %s", ft.outside, got)
+				if got := text(t, s, "write", args("path", "/rw/planted/pwned.txt"), nil); !strings.HasPrefix(got, "err:") {
+					t.Errorf("write through a planted link: got %q, want a refusal", got)
+				}
+				if got := text(t, s, "read", args("path", "/rw/planted/secret.txt"), nil); !strings.HasPrefix(got, "err:") {
+					t.Errorf("read through a planted link: got %q, want a refusal", got)
 				}
 			})
-		}
-		// A link the guest plants itself, then follows.
-		t.Run("guest-planted link", func(t *testing.T) {
-			got := text(t, m, "symlink", args("path", "/rw/planted", "target", ft.outside), opts)
-			t.Logf("symlink /rw/planted -> %s: %s", ft.outside, got)
-			if got := text(t, m, "write", args("path", "/rw/planted/pwned.txt"), opts); !strings.HasPrefix(got, "err:") {
-				t.Errorf("write through a planted link: got %q, want a refusal", got)
-			}
-			if got := text(t, m, "read", args("path", "/rw/planted/secret.txt"), opts); !strings.HasPrefix(got, "err:") {
-				t.Errorf("read through a planted link: got %q, want a refusal", got)
-			}
 		})
+		if b, err := os.ReadFile(filepath.Join(ft.mnt, "new.txt")); err != nil || string(b) != "pwned\n" {
+			t.Errorf("the granted write: file %q, %v; want \"pwned\\n\"", b, err)
+		}
+		if b, _ := os.ReadFile(filepath.Join(ft.mnt, "inside.txt")); string(b) != "inside\n" {
+			t.Errorf("inside.txt changed through the read-only mount: %q", b)
+		}
+		if diff := cmp.Diff(before, ft.outsideFiles(t)); diff != "" {
+			t.Errorf("the directory outside the mounts changed (-before +after):\n%s", diff)
+		}
 	})
-	if b, err := os.ReadFile(filepath.Join(ft.mnt, "new.txt")); err != nil || string(b) != "pwned\n" {
-		t.Errorf("the granted write: file %q, %v; want \"pwned\\n\"", b, err)
-	}
-	if b, _ := os.ReadFile(filepath.Join(ft.mnt, "inside.txt")); string(b) != "inside\n" {
-		t.Errorf("inside.txt changed through the read-only mount: %q", b)
-	}
-	if diff := cmp.Diff(before, ft.outsideFiles(t)); diff != "" {
-		t.Errorf("the directory outside the mounts changed (-before +after):\n%s", diff)
-	}
 }
 
 // TestMountLinkFlippedDuringCall swaps a link inside the mount between a
 // directory inside and one outside while the guest reads through it: the
 // guest must never read the outside file (no check-then-use race).
 func TestMountLinkFlippedDuringCall(t *testing.T) {
-	ft := newFSTree(t)
-	flip := filepath.Join(ft.mnt, "flip")
-	if err := os.Symlink("sub/inside", flip); err != nil {
-		t.Fatal(err)
-	}
-	hostile(t, false, "fsprobe", func(t *testing.T, m *host.Module) {
-		pol := short()
-		pol.Timeout = host.Duration(20 * time.Second)
-		pol.Mounts = []host.MountPolicy{{HostDir: ft.mnt, GuestPath: "/data"}}
-		stop := make(chan struct{})
-		done := make(chan int)
-		go func() {
-			n := 0
-			targets := []string{ft.outside, "../outside", "sub/inside"}
-			for {
-				select {
-				case <-stop:
-					done <- n
-					return
-				default:
+	onEngines(t, func(t *testing.T, e engine) {
+		ft := newFSTree(t)
+		flip := filepath.Join(ft.mnt, "flip")
+		if err := os.Symlink("sub/inside", flip); err != nil {
+			t.Fatal(err)
+		}
+		pol := mountPolicy(host.MountPolicy{HostDir: ft.mnt, GuestPath: "/data"})
+		hostile(t, e, pol, "fsprobe", func(t *testing.T, s *host.Server) {
+			stop := make(chan struct{})
+			done := make(chan int)
+			go func() {
+				n := 0
+				targets := []string{ft.outside, "../outside", "sub/inside"}
+				for {
+					select {
+					case <-stop:
+						done <- n
+						return
+					default:
+					}
+					tmp := flip + ".tmp"
+					os.Remove(tmp)
+					if os.Symlink(targets[n%len(targets)], tmp) == nil && os.Rename(tmp, flip) == nil {
+						n++
+					}
 				}
-				tmp := flip + ".tmp"
-				os.Remove(tmp)
-				if os.Symlink(targets[n%len(targets)], tmp) == nil && os.Rename(tmp, flip) == nil {
-					n++
-				}
+			}()
+			got := text(t, s, "race", args("path", "/data/flip/secret.txt"), nil)
+			close(stop)
+			flips := <-done
+			t.Logf("%s while the link flipped %d times", got, flips)
+			var secret, inside, failed int
+			if _, err := fmt.Sscanf(got, "ok:secret=%d inside=%d failed=%d", &secret, &inside, &failed); err != nil {
+				t.Fatalf("race answer %q: %v", got, err)
 			}
-		}()
-		got := text(t, m, "race", args("path", "/data/flip/secret.txt"), host.CallOptions{Policy: pol})
-		close(stop)
-		flips := <-done
-		t.Logf("%s while the link flipped %d times", got, flips)
-		var secret, inside, failed int
-		if _, err := fmt.Sscanf(got, "ok:secret=%d inside=%d failed=%d", &secret, &inside, &failed); err != nil {
-			t.Fatalf("race answer %q: %v", got, err)
-		}
-		if secret != 0 {
-			t.Errorf("the guest read the outside file %d times through a link swapped during the call", secret)
-		}
-		if inside+failed != 3000 {
-			t.Errorf("inside %d + failed %d reads, want 3000", inside, failed)
-		}
+			if secret != 0 {
+				t.Errorf("the guest read the outside file %d times through a link swapped during the call", secret)
+			}
+			if inside+failed != 3000 {
+				t.Errorf("inside %d + failed %d reads, want 3000", inside, failed)
+			}
+		})
 	})
 }
 
@@ -217,26 +223,30 @@ func envOf(t *testing.T, s string) (argc int, argv0 string, env []string) {
 func TestEnvAndArgs(t *testing.T) {
 	t.Setenv("SANDBOX_TOKEN", "passed-on")
 	t.Setenv("SANDBOX_SECRET", "never")
-	hostile(t, false, "envargs", func(t *testing.T, m *host.Module) {
+	onEngines(t, func(t *testing.T, e engine) {
 		for _, tc := range []struct {
 			name string
-			pol  host.ToolPolicy
+			env  map[string]string
+			pass []string
 			want []string
 		}{
-			{"nothing granted", host.ToolPolicy{}, nil},
-			{"granted only", host.ToolPolicy{
-				Env:     map[string]string{"SANDBOX_A": "1", "SANDBOX_B": "two"},
-				PassEnv: []string{"SANDBOX_TOKEN", "SANDBOX_UNSET"},
-			}, []string{"SANDBOX_A=1", "SANDBOX_B=two", "SANDBOX_TOKEN=passed-on"}},
+			{"nothing granted", nil, nil, nil},
+			{"granted only",
+				map[string]string{"SANDBOX_A": "1", "SANDBOX_B": "two"},
+				[]string{"SANDBOX_TOKEN", "SANDBOX_UNSET"},
+				[]string{"SANDBOX_A=1", "SANDBOX_B=two", "SANDBOX_TOKEN=passed-on"}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				argc, argv0, env := envOf(t, text(t, m, "environ", "{}", host.CallOptions{Policy: tc.pol}))
-				if argc != 1 || argv0 != "envargs" {
-					t.Errorf("args: got argc %d argv[0] %q, want 1 and the module name %q", argc, argv0, "envargs")
-				}
-				if diff := cmp.Diff(tc.want, env); diff != "" {
-					t.Errorf("environment (-want +got):\n%s", diff)
-				}
+				pol := policy(map[string]host.ToolPolicy{"environ": {Env: tc.env, PassEnv: tc.pass}})
+				hostile(t, e, pol, "envargs", func(t *testing.T, s *host.Server) {
+					argc, argv0, env := envOf(t, text(t, s, "environ", "{}", nil))
+					if argc != 1 || argv0 != "envargs" {
+						t.Errorf("args: got argc %d argv[0] %q, want 1 and the module name %q", argc, argv0, "envargs")
+					}
+					if diff := cmp.Diff(tc.want, env); diff != "" {
+						t.Errorf("environment (-want +got):\n%s", diff)
+					}
+				})
 			})
 		}
 	})
@@ -247,50 +257,49 @@ func TestEnvAndArgs(t *testing.T) {
 // No policy field changes the clocks: a tool can time itself to the
 // nanosecond resolution wazero reports.
 func TestClockAndRandom(t *testing.T) {
-	hostile(t, false, "clockrand", func(t *testing.T, m *host.Module) {
-		seen := map[string]bool{}
-		for i := range 3 {
-			before := time.Now().UnixNano()
-			got := text(t, m, "clock", "{}", host.CallOptions{})
-			after := time.Now().UnixNano()
-			var real, mono1, mono2, res int64
-			var rnd string
-			if _, err := fmt.Sscanf(got, "real=%d mono1=%d mono2=%d res=%d rand=%s", &real, &mono1, &mono2, &res, &rnd); err != nil {
-				t.Fatalf("clock answer %q: %v", got, err)
+	onEngines(t, func(t *testing.T, e engine) {
+		hostile(t, e, policy(nil), "clockrand", func(t *testing.T, s *host.Server) {
+			seen := map[string]bool{}
+			for i := range 3 {
+				before := time.Now().UnixNano()
+				got := text(t, s, "clock", "{}", nil)
+				after := time.Now().UnixNano()
+				var real, mono1, mono2, res int64
+				var rnd string
+				if _, err := fmt.Sscanf(got, "real=%d mono1=%d mono2=%d res=%d rand=%s", &real, &mono1, &mono2, &res, &rnd); err != nil {
+					t.Fatalf("clock answer %q: %v", got, err)
+				}
+				// The guest reads the host's clock during the call, so its
+				// time lies between before and after (the second of slack is
+				// for clock granularity, not for speed).
+				if real < before-int64(time.Second) || real > after+int64(time.Second) {
+					t.Errorf("call %d: wall clock %d, want the host's time within [%d, %d]", i, real, before, after)
+				}
+				if mono2 <= mono1 {
+					t.Errorf("call %d: monotonic clock went from %d to %d, want it to advance", i, mono1, mono2)
+				}
+				if len(rnd) != 64 || rnd == strings.Repeat("0", 64) {
+					t.Errorf("call %d: random bytes %q, want 32 bytes from the host's RNG", i, rnd)
+				}
+				if seen[rnd] {
+					t.Errorf("call %d: random bytes %s repeat those of an earlier instance", i, rnd)
+				}
+				seen[rnd] = true
+				if i == 0 {
+					t.Logf("guest sees: wall clock = host time, monotonic resolution %dns, random from crypto/rand", res)
+				}
 			}
-			if real < before-int64(time.Second) || real > after+int64(time.Second) {
-				t.Errorf("call %d: wall clock %d, want the host's time within [%d, %d]", i, real, before, after)
-			}
-			if mono2 <= mono1 {
-				t.Errorf("call %d: monotonic clock went from %d to %d, want it to advance", i, mono1, mono2)
-			}
-			if len(rnd) != 64 || rnd == strings.Repeat("0", 64) {
-				t.Errorf("call %d: random bytes %q, want 32 bytes from the host's RNG", i, rnd)
-			}
-			if seen[rnd] {
-				t.Errorf("call %d: random bytes %s repeat those of an earlier instance", i, rnd)
-			}
-			seen[rnd] = true
-			if i == 0 {
-				t.Logf("guest sees: wall clock = host time (off by %v), monotonic resolution %dns, random from crypto/rand",
-					time.Duration(real-before), res)
-			}
-		}
+		})
 	})
 }
 
 // TestPolicyFileGrants shows that the operator's policy file, read with
 // host.LoadPolicy, is what grants a mount and environment variables to a
-// tool served by host.New: the same module without the policy is denied.
+// tool served over MCP: the same modules without the policy are denied.
 func TestPolicyFileGrants(t *testing.T) {
 	ft := newFSTree(t)
-	tools := t.TempDir()
-	for _, name := range []string{"fsprobe", "envargs"} {
-		writeSettled(t, filepath.Join(tools, name+".wasm"), wasmFile(t, name))
-	}
 	polFile := filepath.Join(t.TempDir(), "policy.json")
 	doc := fmt.Sprintf(`{
-  "defaults": {"timeout": "5s"},
   "tools": {
     "read":    {"mounts": [{"hostDir": %q, "guestPath": "/data"}]},
     "environ": {"env": {"SANDBOX_GRANTED": "yes"}}
@@ -303,35 +312,27 @@ func TestPolicyFileGrants(t *testing.T) {
 	if err != nil {
 		t.Fatalf("LoadPolicy: %v", err)
 	}
-	for _, tc := range []struct {
-		name             string
-		policy           *host.Policy
-		wantRead, wantEn string
-	}{
-		{"without policy", nil, "err:", "env="},
-		{"with the policy file", pol, "ok:inside", "env=SANDBOX_GRANTED=yes;"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			b := takeBaseline()
-			func() {
-				s, err := host.New(context.Background(), host.Config{ToolsDir: tools, Policy: tc.policy})
-				if err != nil {
-					t.Fatalf("host.New: %v", err)
-				}
-				defer s.Close()
-				if p := s.Problems(); len(p) > 0 {
-					t.Fatalf("modules not served: %v", p)
-				}
-				c := startSession(t, s)
-				defer c.close()
-				if got := c.toolText("read", map[string]any{"path": "/data/inside.txt"}); !strings.HasPrefix(got, tc.wantRead) {
+	onEngines(t, func(t *testing.T, e engine) {
+		for _, tc := range []struct {
+			name              string
+			policy            *host.Policy
+			wantRead, wantEnv string
+		}{
+			{"without policy", nil, "err:", "env="},
+			{"with the policy file", pol, "ok:inside", "env=SANDBOX_GRANTED=yes;"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				wasm(t, "fsprobe")
+				wasm(t, "envargs")
+				watchBaseline(t)
+				c := openSession(t, serve(t, e.interpreter, tc.policy, "fsprobe", "envargs"))
+				if got, _ := c.tool("read", map[string]any{"path": "/data/inside.txt"}); !strings.HasPrefix(got, tc.wantRead) {
 					t.Errorf("read /data/inside.txt: got %q, want prefix %q", got, tc.wantRead)
 				}
-				if got := c.toolText("environ", nil); !strings.HasSuffix(got, tc.wantEn) {
-					t.Errorf("environ: got %q, want suffix %q", got, tc.wantEn)
+				if got, _ := c.tool("environ", nil); !strings.HasSuffix(got, tc.wantEnv) {
+					t.Errorf("environ: got %q, want suffix %q", got, tc.wantEnv)
 				}
-			}()
-			b.check(t)
-		})
-	}
+			})
+		}
+	})
 }

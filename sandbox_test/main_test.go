@@ -6,136 +6,123 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"strings"
+	"sync"
 	"testing"
+	"testing/fstest"
 	"time"
 
+	"github.com/wasmtask/wasmtask/abi"
 	"github.com/wasmtask/wasmtask/host"
+	"github.com/wasmtask/wasmtask/host/hosttest"
 )
 
-// The hostile modules are sources in testdata/ (*.wat for wat2wasm, *.c for
-// clang with wasi-libc), compiled by TestMain into a temporary directory. A
-// missing toolchain skips the tests that need it, with the reason, unless
-// CI is "true": then the whole run fails.
-var (
-	modDir    string
-	buildErrs = map[string]error{}
-)
-
-func TestMain(m *testing.M) { os.Exit(runMain(m)) }
-
-func runMain(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "sandbox-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	modDir = dir
-	ci := os.Getenv("CI") == "true"
-	build := func(name string, cmd *exec.Cmd) bool {
-		out, err := cmd.CombinedOutput()
-		if err == nil {
-			return true
-		}
-		buildErrs[name] = fmt.Errorf("building %s: %v: %s", name, err, strings.TrimSpace(string(out)))
-		fmt.Fprintln(os.Stderr, buildErrs[name])
-		return !ci
-	}
-	wats, _ := filepath.Glob("testdata/*.wat")
-	for _, w := range wats {
-		name := strings.TrimSuffix(filepath.Base(w), ".wat")
-		if !build(name, exec.Command("wat2wasm", w, "-o", filepath.Join(dir, name+".wasm"))) {
-			return 1
-		}
-	}
-	cs, _ := filepath.Glob("testdata/*.c")
-	for _, c := range cs {
-		name := strings.TrimSuffix(filepath.Base(c), ".c")
-		// -nodefaultlibs: Debian's clang has no wasm32 compiler-rt unless
-		// libclang-rt-dev-wasm32 is installed; these modules need none.
-		if !build(name, exec.Command("clang", "--target=wasm32-wasi", "--sysroot=/usr", "-O2", "-nodefaultlibs",
-			c, "-lc", "-o", filepath.Join(dir, name+".wasm"))) {
-			return 1
-		}
-	}
-	return m.Run()
-}
-
-// wasmFile returns a compiled hostile module, skipping the test when its
-// toolchain is missing.
-func wasmFile(tb testing.TB, name string) []byte {
+// wasm returns the hostile module built from testdata/<name>.wat or
+// testdata/<name>.c by hosttest.Wasm (once per process; it skips without
+// the toolchain, and fails under CI=true).
+func wasm(tb testing.TB, name string) []byte {
 	tb.Helper()
-	if err := buildErrs[name]; err != nil {
-		tb.Skipf("module %s not built (install wabt for .wat, clang lld wasi-libc for .c): %v", name, err)
+	src := filepath.Join("testdata", name+".wat")
+	if _, err := os.Stat(src); err != nil {
+		src = filepath.Join("testdata", name+".c")
 	}
-	b, err := os.ReadFile(filepath.Join(modDir, name+".wasm"))
-	if err != nil {
-		tb.Skipf("module %s: %v", name, err)
-	}
-	return b
+	return hosttest.Wasm(tb, src)
 }
 
-// engines are the two wazero engines a case runs under when the engine
-// matters (loops, recursion, memory, cancellation).
-var engines = []struct {
+// engine is one of wazero's two engines; every runtime case runs on both.
+type engine struct {
 	name        string
 	interpreter bool
-}{{"compiler", false}, {"interpreter", true}}
-
-func newRuntime(tb testing.TB, interpreter bool) *host.Runtime {
-	tb.Helper()
-	rt, err := host.NewRuntime(context.Background(), host.RuntimeConfig{Interpreter: interpreter})
-	if err != nil {
-		tb.Fatalf("NewRuntime: %v", err)
-	}
-	tb.Cleanup(func() { _ = rt.Close(context.Background()) })
-	return rt
 }
 
-func load(tb testing.TB, rt *host.Runtime, name string) *host.Module {
-	tb.Helper()
-	m, err := rt.Load(context.Background(), name, wasmFile(tb, name))
-	if err != nil {
-		tb.Fatalf("Load %s: %v", name, err)
-	}
-	tb.Cleanup(func() { _ = m.Close(context.Background()) })
-	return m
-}
+var engines = []engine{{"compiler", false}, {"interpreter", true}}
 
-// short is the policy of the hostile calls: tight limits so that the suite
-// stays fast.
-func short() host.ToolPolicy {
-	return host.ToolPolicy{Timeout: host.Duration(200 * time.Millisecond), MemoryMiB: 16, MaxOutputBytes: 64 << 10, MaxLogBytes: 16 << 10}
-}
-
-// guestErr asserts that err is a *host.GuestError of kind want whose message
-// contains every fragment, and returns it.
-func guestErr(t *testing.T, err error, want host.GuestErrorKind, fragments ...string) *host.GuestError {
+// onEngines runs fn as one subtest per engine.
+func onEngines(t *testing.T, fn func(t *testing.T, e engine)) {
 	t.Helper()
-	var ge *host.GuestError
-	if !errors.As(err, &ge) {
-		t.Fatalf("got error %v (%T), want a *host.GuestError of kind %q", err, err, want)
+	for _, e := range engines {
+		t.Run(e.name, func(t *testing.T) { fn(t, e) })
 	}
-	if ge.Kind != want {
-		t.Fatalf("got kind %q (%v), want %q", ge.Kind, err, want)
+}
+
+// newServer starts a Server on the named modules (a fixed set, not
+// watched) and closes it at cleanup. It does not look at Problems.
+func newServer(tb testing.TB, interpreter bool, pol *host.Policy, modules ...string) *host.Server {
+	tb.Helper()
+	fsys := fstest.MapFS{}
+	for _, m := range modules {
+		fsys[m+".wasm"] = &fstest.MapFile{Data: wasm(tb, m)}
 	}
-	for _, f := range fragments {
-		if !strings.Contains(err.Error(), f) {
-			t.Errorf("error %q does not contain %q", err, f)
+	s, err := host.New(context.Background(), host.Config{ToolsFS: fsys, Policy: pol, Interpreter: interpreter})
+	if err != nil {
+		tb.Fatalf("host.New: %v", err)
+	}
+	tb.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			tb.Errorf("Close: %v", err)
 		}
+	})
+	return s
+}
+
+// serve is newServer for modules that must all load.
+func serve(tb testing.TB, interpreter bool, pol *host.Policy, modules ...string) *host.Server {
+	tb.Helper()
+	s := newServer(tb, interpreter, pol, modules...)
+	if p := s.Problems(); len(p) > 0 {
+		tb.Fatalf("modules not served: %v", p)
 	}
-	return ge
+	return s
+}
+
+// short is the default policy of the hostile cases: tight memory, output
+// and log limits, and the default timeout, so that a slow machine never
+// turns a case into a timeout. Runaway cases give their tool a short
+// Timeout of its own (runaway).
+func short() host.ToolPolicy {
+	return host.ToolPolicy{MemoryMiB: 16, MaxOutputBytes: 64 << 10, MaxLogBytes: 16 << 10}
+}
+
+// runaway is the Timeout of the tools that only a timeout can stop. It is a
+// limit the guest meets, never a budget the test measures.
+const runaway = host.Duration(200 * time.Millisecond)
+
+// policy is short for every tool, with overrides by tool name (merged over
+// it field by field).
+func policy(overrides map[string]host.ToolPolicy) *host.Policy {
+	return &host.Policy{Defaults: short(), Tools: overrides}
+}
+
+// hostile runs one hostile case: a fresh server of the given engine serves
+// module and the well-behaved "normal" under pol; fn calls it; then the
+// normal tool must still answer on the same server, and once the server and
+// everything fn opened are closed, goroutines and heap must be back to the
+// baseline taken before the server existed.
+func hostile(t *testing.T, e engine, pol *host.Policy, module string, fn func(t *testing.T, s *host.Server)) {
+	t.Helper()
+	wasm(t, module) // build (or skip) before the baseline
+	wasm(t, "normal")
+	watchBaseline(t)
+	s := serve(t, e.interpreter, pol, module, "normal")
+	fn(t, s)
+	stillServes(t, s)
+}
+
+// stillServes asserts that the normal tool of s answers.
+func stillServes(t *testing.T, s *host.Server) {
+	t.Helper()
+	if got := text(t, s, "echo", "{}", nil); got != "ok" {
+		t.Fatalf("normal tool after the hostile call: got %q, want %q", got, "ok")
+	}
 }
 
 // text returns the text of the first content block of a successful call.
-func text(t *testing.T, m *host.Module, tool, args string, opts host.CallOptions) string {
+func text(t *testing.T, s *host.Server, tool, args string, ev abi.Events) string {
 	t.Helper()
-	res, err := m.Call(context.Background(), tool, json.RawMessage(args), opts)
+	res, err := s.Call(context.Background(), tool, json.RawMessage(args), ev)
 	if err != nil {
 		t.Fatalf("call %s: %v", tool, err)
 	}
@@ -143,6 +130,72 @@ func text(t *testing.T, m *host.Module, tool, args string, opts host.CallOptions
 		t.Fatalf("call %s: no content", tool)
 	}
 	return res.Content[0].Text
+}
+
+// guestErr asserts that err is a *host.GuestError of kind want whose message
+// contains every fragment, and returns it.
+func guestErr(tb testing.TB, err error, want host.GuestErrorKind, fragments ...string) *host.GuestError {
+	tb.Helper()
+	var ge *host.GuestError
+	if !errors.As(err, &ge) {
+		tb.Fatalf("got error %v (%T), want a *host.GuestError of kind %q", err, err, want)
+	}
+	if ge.Kind != want {
+		tb.Fatalf("got kind %q (%v), want %q", ge.Kind, err, want)
+	}
+	for _, f := range fragments {
+		if !strings.Contains(err.Error(), f) {
+			tb.Errorf("error %q does not contain %q", err, f)
+		}
+	}
+	return ge
+}
+
+// events is the abi.Events of a direct call: it keeps the log messages,
+// passes each to onLog (when set, from the guest's host call), and answers
+// elicitation with elicit (nil: unsupported, as without a client).
+type events struct {
+	onLog  func(msg string)
+	elicit func(ctx context.Context, req abi.ElicitRequest) (abi.ElicitReply, error)
+
+	mu   sync.Mutex
+	logs []string
+}
+
+func (e *events) Progress(float64, float64, string) {}
+func (e *events) Status(string)                     {}
+
+func (e *events) Log(_ int32, msg string) {
+	e.mu.Lock()
+	e.logs = append(e.logs, msg)
+	e.mu.Unlock()
+	if e.onLog != nil {
+		e.onLog(msg)
+	}
+}
+
+func (e *events) Elicit(ctx context.Context, req abi.ElicitRequest) (abi.ElicitReply, error) {
+	if e.elicit == nil {
+		return abi.ElicitReply{}, fmt.Errorf("no user here: %w", errors.ErrUnsupported)
+	}
+	return e.elicit(ctx, req)
+}
+
+// blockingElicit returns events whose Elicit signals entered and then
+// waits for its context, as a user who never answers.
+func blockingElicit(entered chan<- struct{}) *events {
+	return &events{elicit: func(ctx context.Context, _ abi.ElicitRequest) (abi.ElicitReply, error) {
+		entered <- struct{}{}
+		<-ctx.Done()
+		return abi.ElicitReply{}, ctx.Err()
+	}}
+}
+
+// accepting answers every elicitation with accept.
+func accepting() *events {
+	return &events{elicit: func(context.Context, abi.ElicitRequest) (abi.ElicitReply, error) {
+		return abi.ElicitReply{Action: "accept"}, nil
+	}}
 }
 
 // baseline is the process state a hostile case must return to.
@@ -159,21 +212,32 @@ func heapInuse() uint64 {
 	return ms.HeapInuse
 }
 
-func takeBaseline() baseline {
-	return baseline{goroutines: runtime.NumGoroutine(), heapInuse: heapInuse()}
-}
-
 // heapSlack is how far HeapInuse may stay above its baseline after a case:
 // generous, since the GC keeps some garbage and compiled code lives on;
 // a leaked instance of a memory bomb would be far more.
 const heapSlack = 48 << 20
 
-// check asserts that the goroutines have settled back to the baseline
-// (within a deadline: instances end asynchronously) and that the heap is
-// back within heapSlack of it.
+// watchBaseline takes the baseline now and checks it at the test's last
+// cleanup, after the servers, sessions and listeners the test opened later
+// are closed (cleanups run last-registered first).
+func watchBaseline(t *testing.T) {
+	t.Helper()
+	b := baseline{goroutines: runtime.NumGoroutine(), heapInuse: heapInuse()}
+	t.Cleanup(func() { b.check(t) })
+}
+
+// settle is how long goroutines that have finished their work (a test's
+// readers, wazero's per-call watchers) may take to be reaped. It is not a
+// budget of the product: Server.Close has returned when it starts, and the
+// wait ends as soon as the count is back. It only bounds how long a leak
+// takes to be reported, with every goroutine's stack.
+const settle = 30 * time.Second
+
+// check asserts that the goroutines are back to the baseline and the heap
+// within heapSlack of it.
 func (b baseline) check(t *testing.T) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(settle)
 	for runtime.NumGoroutine() > b.goroutines {
 		if time.Now().After(deadline) {
 			var sb strings.Builder
@@ -181,48 +245,9 @@ func (b baseline) check(t *testing.T) {
 			t.Errorf("goroutines: got %d, want at most the baseline %d\n%s", runtime.NumGoroutine(), b.goroutines, sb.String())
 			break
 		}
-		time.Sleep(5 * time.Millisecond) // polling a process-wide count: nothing to wait on
+		runtime.Gosched() // a process-wide count has nothing to wait on
 	}
 	if h := heapInuse(); h > b.heapInuse+heapSlack {
 		t.Errorf("HeapInuse: got %d MiB, want at most the baseline %d MiB + %d MiB", h>>20, b.heapInuse>>20, heapSlack>>20)
 	}
-}
-
-// stillServes asserts that a well-behaved tool of rt answers.
-func stillServes(t *testing.T, rt *host.Runtime) {
-	t.Helper()
-	m, err := rt.Load(context.Background(), "normal", wasmFile(t, "normal"))
-	if err != nil {
-		t.Fatalf("the runtime no longer loads a normal module: %v", err)
-	}
-	defer m.Close(context.Background())
-	if got := text(t, m, "echo", "{}", host.CallOptions{}); got != "ok" {
-		t.Fatalf("normal tool after the hostile call: got %q, want %q", got, "ok")
-	}
-}
-
-// hostile runs one hostile case on a fresh runtime of the given engine:
-// it loads module, runs fn, then checks that the runtime still serves a
-// normal tool and that goroutines and heap are back to their baseline
-// (taken before the runtime existed, checked after it is closed).
-func hostile(t *testing.T, interpreter bool, module string, fn func(t *testing.T, m *host.Module)) {
-	t.Helper()
-	wasmFile(t, module) // skip early when not built
-	wasmFile(t, "normal")
-	b := takeBaseline()
-	func() {
-		rt, err := host.NewRuntime(context.Background(), host.RuntimeConfig{Interpreter: interpreter})
-		if err != nil {
-			t.Fatalf("NewRuntime: %v", err)
-		}
-		defer rt.Close(context.Background())
-		m, err := rt.Load(context.Background(), module, wasmFile(t, module))
-		if err != nil {
-			t.Fatalf("Load %s: %v", module, err)
-		}
-		defer m.Close(context.Background())
-		fn(t, m)
-		stillServes(t, rt)
-	}()
-	b.check(t)
 }

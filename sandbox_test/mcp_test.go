@@ -1,221 +1,132 @@
 package sandbox_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
+	"net/http/httptest"
+	"slices"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/wasmtask/wasmtask/host"
+	"github.com/wasmtask/wasmtask/host/hosttest"
 )
 
-// session is a minimal MCP client over ServeStdio pipes: newline-delimited
-// JSON-RPC, responses routed to their callers by id. Server requests
-// (elicitation/create) are left unanswered, like a user who never replies.
-// Its reader goroutine ends when the server closes its output; close waits
-// for it.
+// session is an MCP session over ServeStdio pipes with hosttest's client
+// (which checks that no text it receives names Go internals). It also keeps
+// the notifications/tasks/status it receives, so a test waits for a task's
+// status on its notification instead of polling tasks/get. It declares the
+// elicitation capability and declines what it is asked.
 type session struct {
-	t         *testing.T
-	in        *io.PipeWriter
-	mu        sync.Mutex
-	next      int
-	pending   map[int]chan map[string]any
-	readDone  chan struct{}
-	serveDone chan error
+	*hosttest.Client
+	t      *testing.T
+	status map[string]string // last status notified per task ID
 }
 
-func startSession(t *testing.T, s *host.Server) *session {
+// openSession starts a session on s; it ends at the test's cleanup.
+func openSession(t *testing.T, s *host.Server) *session {
 	t.Helper()
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	c := &session{t: t, in: inW, pending: map[int]chan map[string]any{}, readDone: make(chan struct{}), serveDone: make(chan error, 1)}
-	go func() {
-		err := s.ServeStdio(context.Background(), inR, outW)
-		outW.Close()
-		inR.Close()
-		c.serveDone <- err
-	}()
-	go func() {
-		defer close(c.readDone)
-		sc := bufio.NewScanner(outR)
-		sc.Buffer(make([]byte, 1<<20), 16<<20)
-		for sc.Scan() {
-			var msg map[string]any
-			if json.Unmarshal(sc.Bytes(), &msg) != nil {
-				continue
-			}
-			id, ok := msg["id"].(float64)
-			if _, isReq := msg["method"]; !ok || isReq {
-				continue // a notification or a server request
-			}
-			c.mu.Lock()
-			ch := c.pending[int(id)]
-			delete(c.pending, int(id))
-			c.mu.Unlock()
-			if ch != nil {
-				ch <- msg
-			}
-		}
-		io.Copy(io.Discard, outR)
-	}()
-	c.call("initialize", map[string]any{
-		"protocolVersion": "2025-11-25",
-		"capabilities":    map[string]any{"elicitation": map[string]any{}},
-		"clientInfo":      map[string]any{"name": "sandbox", "version": "1"},
+	c := hosttest.Stdio(t, func(in io.Reader, out io.Writer) error {
+		return s.ServeStdio(context.Background(), in, out)
 	})
-	c.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/initialized", "params": map[string]any{}})
-	return c
+	c.Initialize(map[string]any{"elicitation": map[string]any{}})
+	return &session{Client: c, t: t, status: map[string]string{}}
 }
 
-func (c *session) send(v any) {
-	b, _ := json.Marshal(v)
-	if _, err := c.in.Write(append(b, '\n')); err != nil {
-		c.t.Fatalf("write to the server: %v", err)
+// note keeps a task status notification; other messages are ignored.
+func (c *session) note(m hosttest.Message) {
+	if m.Method != "notifications/tasks/status" {
+		return
 	}
+	var task hosttest.Task
+	if err := json.Unmarshal(m.Params, &task); err != nil {
+		c.t.Errorf("notifications/tasks/status %s: %v", m.Params, err)
+		return
+	}
+	c.status[task.TaskID] = task.Status
 }
 
-// call sends a request and returns its response (result or error member).
-func (c *session) call(method string, params any) map[string]any {
+// call sends a request and decodes its result into result, keeping the
+// notifications that arrive before it; a JSON-RPC error fails the test.
+func (c *session) call(method string, params, result any) {
 	c.t.Helper()
-	ch := make(chan map[string]any, 1)
-	c.mu.Lock()
-	c.next++
-	id := c.next
-	c.pending[id] = ch
-	c.mu.Unlock()
-	c.send(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-	select {
-	case msg := <-ch:
-		return msg
-	case <-time.After(20 * time.Second):
-		c.t.Fatalf("%s: no response in 20s", method)
-		return nil
+	m := c.Await(c.Request(method, params), c.note)
+	if err := m.Decode(result); err != nil {
+		c.t.Fatalf("%s %v: %v", method, params, err)
 	}
 }
 
-func (c *session) result(method string, params any) map[string]any {
-	c.t.Helper()
-	msg := c.call(method, params)
-	r, ok := msg["result"].(map[string]any)
-	if !ok {
-		c.t.Fatalf("%s %v: got %v, want a result", method, params, msg)
-	}
-	return r
-}
-
-// toolText makes a plain tools/call and returns its first text and isError.
+// tool makes a plain tools/call and returns its text and isError.
 func (c *session) tool(name string, args map[string]any) (string, bool) {
 	c.t.Helper()
 	if args == nil {
 		args = map[string]any{}
 	}
-	r := c.result("tools/call", map[string]any{"name": name, "arguments": args})
-	isErr, _ := r["isError"].(bool)
-	return firstText(r), isErr
+	var r hosttest.ToolResult
+	c.call("tools/call", map[string]any{"name": name, "arguments": args}, &r)
+	return r.Text(), r.IsError
 }
 
-func (c *session) toolText(name string, args map[string]any) string {
-	c.t.Helper()
-	s, _ := c.tool(name, args)
-	return s
-}
-
-func firstText(r map[string]any) string {
-	content, _ := r["content"].([]any)
-	for _, b := range content {
-		if m, ok := b.(map[string]any); ok && m["type"] == "text" {
-			s, _ := m["text"].(string)
-			return s
-		}
-	}
-	return ""
-}
-
-// task starts a task-augmented call and returns its id.
+// task starts a task-augmented call and returns its ID.
 func (c *session) task(name string) string {
 	c.t.Helper()
-	r := c.result("tools/call", map[string]any{"name": name, "arguments": map[string]any{}, "task": map[string]any{"ttl": 60000}})
-	task, _ := r["task"].(map[string]any)
-	id, _ := task["taskId"].(string)
-	if id == "" {
-		c.t.Fatalf("tools/call %s as a task: got %v, want a CreateTaskResult", name, r)
+	var r hosttest.ToolResult
+	c.call("tools/call", map[string]any{"name": name, "arguments": map[string]any{}, "task": map[string]any{"ttl": 60000}}, &r)
+	if r.Task == nil || r.Task.TaskID == "" {
+		c.t.Fatalf("tools/call %s as a task: got %+v, want a CreateTaskResult", name, r)
 	}
-	return id
+	return r.Task.TaskID
 }
 
-func (c *session) status(id string) string {
+// result blocks in tasks/result until the task ends.
+func (c *session) result(id string) hosttest.ToolResult {
 	c.t.Helper()
-	s, _ := c.result("tasks/get", map[string]any{"taskId": id})["status"].(string)
-	return s
+	var r hosttest.ToolResult
+	c.call("tasks/result", map[string]any{"taskId": id}, &r)
+	return r
 }
 
-// waitStatus polls tasks/get until the task has one of the statuses.
-func (c *session) waitStatus(id string, want ...string) string {
+// get returns the status tasks/get reports.
+func (c *session) get(id string) string {
 	c.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		s := c.status(id)
-		for _, w := range want {
-			if s == w {
-				return s
-			}
-		}
-		if time.Now().After(deadline) {
-			c.t.Fatalf("task %s: status %q, want one of %v within 10s", id, s, want)
-		}
-		time.Sleep(10 * time.Millisecond) // polling is what an MCP client does
+	var task hosttest.Task
+	c.call("tasks/get", map[string]any{"taskId": id}, &task)
+	return task.Status
+}
+
+// cancel cancels a task and returns the status tasks/cancel reports.
+func (c *session) cancel(id string) string {
+	c.t.Helper()
+	var task hosttest.Task
+	c.call("tasks/cancel", map[string]any{"taskId": id}, &task)
+	return task.Status
+}
+
+// awaitStatuses reads notifications until done holds for the statuses
+// notified so far. It never times out: go test's -timeout ends a test that
+// waits forever, with every goroutine's stack.
+func (c *session) awaitStatuses(done func(status map[string]string) bool) {
+	c.t.Helper()
+	for !done(c.status) {
+		c.note(c.Next())
 	}
 }
 
-func (c *session) close() {
-	c.in.Close()
-	select {
-	case <-c.serveDone:
-	case <-time.After(10 * time.Second):
-		c.t.Errorf("ServeStdio did not return after its input closed")
-	}
-	<-c.readDone
+// awaitStatus waits until task id is notified in one of the statuses want.
+func (c *session) awaitStatus(id string, want ...string) {
+	c.t.Helper()
+	c.awaitStatuses(func(st map[string]string) bool { return slices.Contains(want, st[id]) })
 }
 
-// serveTools starts a Server on a directory holding the named modules.
-func serveTools(t *testing.T, pol *host.Policy, interpreter bool, modules ...string) *host.Server {
-	t.Helper()
-	dir := t.TempDir()
-	for _, m := range modules {
-		writeSettled(t, filepath.Join(dir, m+".wasm"), wasmFile(t, m))
-	}
-	s, err := host.New(context.Background(), host.Config{ToolsDir: dir, Policy: pol, Interpreter: interpreter})
-	if err != nil {
-		t.Fatalf("host.New: %v", err)
-	}
-	if p := s.Problems(); len(p) > 0 {
-		s.Close()
-		t.Fatalf("modules not served: %v", p)
-	}
-	return s
+// toolCaller is a session of either transport.
+type toolCaller interface {
+	tool(name string, args map[string]any) (text string, isError bool)
 }
 
-// writeSettled writes a module file dated a minute ago: the server takes a
-// file modified within its reload debounce as still being written.
-func writeSettled(t *testing.T, path string, b []byte) {
-	t.Helper()
-	old := time.Now().Add(-time.Minute)
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chtimes(path, old, old); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func expectEcho(t *testing.T, c *session, who string) {
+// expectEcho asserts that the normal tool answers on c.
+func expectEcho(t *testing.T, c toolCaller, who string) {
 	t.Helper()
 	if got, isErr := c.tool("echo", nil); got != "ok" || isErr {
 		t.Errorf("%s: echo answered %q (isError %v), want ok", who, got, isErr)
@@ -223,173 +134,246 @@ func expectEcho(t *testing.T, c *session, who string) {
 }
 
 // TestMCPHostileCalls drives hostile tools through the real server: a
-// runaway as a plain call and as a task (failed, with the reason), a task
-// blocked in elicit then cancelled, a task trying to keep state; another
-// session keeps being served throughout and after the first one ends.
+// runaway, a stack overflow and an out-of-memory guest as plain calls (tool
+// errors naming the cause), a runaway task (failed, with the reason), a
+// task blocked in elicit (input_required) then cancelled, a tool trying to
+// keep state, and a plain call left waiting for the user when its session
+// ends; another session keeps being served throughout and after the first
+// one ends.
 func TestMCPHostileCalls(t *testing.T) {
-	for _, e := range engines {
-		t.Run(e.name, func(t *testing.T) {
-			b := takeBaseline()
-			func() {
-				pol := &host.Policy{Tools: map[string]host.ToolPolicy{
-					"spin": {Timeout: host.Duration(200 * time.Millisecond)},
-					"ask":  {Timeout: host.Duration(30 * time.Second)},
-				}}
-				s := serveTools(t, pol, e.interpreter, "normal", "spin", "elicitwait", "state", "recurse", "membomb")
-				defer s.Close()
-				a, other := startSession(t, s), startSession(t, s)
-				defer other.close()
+	onEngines(t, func(t *testing.T, e engine) {
+		modules := []string{"normal", "spin", "elicitwait", "state", "recurse", "membomb"}
+		for _, m := range modules {
+			wasm(t, m)
+		}
+		watchBaseline(t)
+		s := serve(t, e.interpreter, &host.Policy{Tools: map[string]host.ToolPolicy{"spin": {Timeout: runaway}}}, modules...)
+		a, other := openSession(t, s), openSession(t, s)
 
-				// A runaway plain call is a tool error naming the cause.
-				if got, isErr := a.tool("spin", nil); !isErr || !strings.Contains(got, "timeout: exceeded 200ms") {
-					t.Errorf("plain spin: got %q (isError %v), want a tool error saying it exceeded 200ms", got, isErr)
-				}
-				expectEcho(t, other, "other session after a runaway")
-				for _, tc := range []struct{ tool, want string }{
-					{"recurse", "stack overflow"},
-					{"growtrap", "out of memory"},
-				} {
-					if got, isErr := a.tool(tc.tool, nil); !isErr || !strings.Contains(got, tc.want) {
-						t.Errorf("plain %s: got %q (isError %v), want a tool error with %q", tc.tool, got, isErr, tc.want)
-					}
-				}
+		// A runaway plain call is a tool error naming the cause.
+		if got, isErr := a.tool("spin", nil); !isErr || !strings.Contains(got, `tool "spin" ran out of time: exceeded 200ms`) {
+			t.Errorf("plain spin: got %q (isError %v), want a tool error saying it exceeded 200ms", got, isErr)
+		}
+		expectEcho(t, other, "other session after a runaway")
+		for _, tc := range []struct{ tool, prefix, want string }{
+			{"recurse", `tool "recurse" failed: `, "stack overflow"},
+			{"growtrap", `tool "growtrap" ran out of memory: `, "the module needs more than its memory limit of 64 MiB"},
+		} {
+			if got, isErr := a.tool(tc.tool, nil); !isErr || !strings.HasPrefix(got, tc.prefix) || !strings.Contains(got, tc.want) {
+				t.Errorf("plain %s: got %q (isError %v), want a tool error starting %q and saying %q", tc.tool, got, isErr, tc.prefix, tc.want)
+			}
+		}
 
-				// As a task: failed, and tasks/result gives the reason.
-				id := a.task("spin")
-				a.waitStatus(id, "failed")
-				r := a.result("tasks/result", map[string]any{"taskId": id})
-				if isErr, _ := r["isError"].(bool); !isErr || !strings.Contains(firstText(r), "exceeded 200ms") {
-					t.Errorf("spin task result: got %v, want isError with the timeout", r)
-				}
+		// As a task: failed, and tasks/result gives the reason.
+		id := a.task("spin")
+		if r := a.result(id); !r.IsError || !strings.Contains(r.Text(), "exceeded 200ms") {
+			t.Errorf("spin task result: got %+v, want isError with the timeout", r)
+		}
+		if got := a.get(id); got != "failed" {
+			t.Errorf("spin task: status %q, want failed", got)
+		}
 
-				// Blocked in elicit (input_required) until cancelled.
-				id = a.task("ask")
-				a.waitStatus(id, "input_required")
-				expectEcho(t, other, "other session while a task waits for input")
-				if got, _ := a.result("tasks/cancel", map[string]any{"taskId": id})["status"].(string); got != "cancelled" {
-					t.Errorf("tasks/cancel: status %q, want cancelled", got)
-				}
-				if got := a.status(id); got != "cancelled" {
-					t.Errorf("after cancel: status %q, want cancelled", got)
-				}
+		// Blocked in elicit (input_required) until cancelled.
+		id = a.task("ask")
+		a.awaitStatus(id, "input_required")
+		expectEcho(t, other, "other session while a task waits for input")
+		if got := a.cancel(id); got != "cancelled" {
+			t.Errorf("tasks/cancel: status %q, want cancelled", got)
+		}
+		if got := a.get(id); got != "cancelled" {
+			t.Errorf("after cancel: status %q, want cancelled", got)
+		}
 
-				// No state survives between calls, plain or task.
-				for range 3 {
-					if got := a.toolText("count", nil); got != "1 1" {
-						t.Errorf("count: got %q, want \"1 1\"", got)
-					}
-				}
-				id = a.task("count")
-				a.waitStatus(id, "completed")
-				if got := firstText(a.result("tasks/result", map[string]any{"taskId": id})); got != "1 1" {
-					t.Errorf("count as a task: got %q, want \"1 1\"", got)
-				}
+		// No state survives between calls, plain or task.
+		for range 3 {
+			if got, _ := a.tool("count", nil); got != "1 1" {
+				t.Errorf("count: got %q, want \"1 1\"", got)
+			}
+		}
+		if got := a.result(a.task("count")).Text(); got != "1 1" {
+			t.Errorf("count as a task: got %q, want \"1 1\"", got)
+		}
 
-				a.close()
-				expectEcho(t, other, "other session after the hostile one ended")
-			}()
-			b.check(t)
-		})
-	}
+		// A plain call blocked in elicit, never answered, ends with its
+		// session: closing the session's input must not wait for it.
+		a.Request("tools/call", map[string]any{"name": "ask", "arguments": map[string]any{}})
+		for m := a.Next(); m.Method != "elicitation/create"; m = a.Next() {
+			a.note(m)
+		}
+		a.Close()
+		expectEcho(t, other, "other session after the hostile one ended")
+	})
 }
 
 // TestMCPConcurrencyBounded runs more blocked calls of one tool than its
 // policy allows: MaxConcurrency run, MaxQueue wait, the rest are refused at
 // once as busy (task failed with the reason); nothing grows without bound.
-// The server-wide MaxInstances gate bounds calls across tools the same way.
+// The server-wide MaxInstances gate leaves room for another tool.
 func TestMCPConcurrencyBounded(t *testing.T) {
-	b := takeBaseline()
-	func() {
+	onEngines(t, func(t *testing.T, e engine) {
+		const n, running, queued = 6, 2, 1
+		wasm(t, "normal")
+		wasm(t, "elicitwait")
+		watchBaseline(t)
 		pol := &host.Policy{
-			Tools:        map[string]host.ToolPolicy{"ask": {Timeout: host.Duration(30 * time.Second), MaxConcurrency: 2, MaxQueue: 1}},
-			MaxInstances: 3,
+			Tools:        map[string]host.ToolPolicy{"ask": {MaxConcurrency: running, MaxQueue: queued}},
+			MaxInstances: running + 1,
 		}
-		s := serveTools(t, pol, false, "normal", "elicitwait", "spin")
-		defer s.Close()
-		c := startSession(t, s)
-		defer c.close()
+		c := openSession(t, serve(t, e.interpreter, pol, "normal", "elicitwait"))
 
-		const n = 6
 		ids := make([]string, n)
 		for i := range ids {
 			ids[i] = c.task("ask")
 		}
-		counts := map[string]int{}
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			clear(counts)
+		count := func(st map[string]string, want string) int {
+			k := 0
 			for _, id := range ids {
-				counts[c.status(id)]++
+				if st[id] == want {
+					k++
+				}
 			}
-			if counts["input_required"] == 2 && counts["failed"] == n-3 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("statuses %v, want 2 input_required (running), 1 working (queued), %d failed (busy)", counts, n-3)
-			}
-			time.Sleep(10 * time.Millisecond)
+			return k
 		}
-		if counts["working"] != 1 {
-			t.Errorf("statuses %v, want exactly 1 queued (working)", counts)
-		}
-		busy := 0
+		// Running calls block in elicit (input_required); refused ones fail.
+		c.awaitStatuses(func(st map[string]string) bool {
+			return count(st, "input_required") == running && count(st, "failed") == n-running-queued
+		})
+		var waiting, busy int
 		for _, id := range ids {
-			if c.status(id) == "failed" {
-				r := c.result("tasks/result", map[string]any{"taskId": id})
-				if strings.Contains(firstText(r), "host: tool busy: 2 calls running and 1 queued") {
+			switch c.status[id] {
+			case "input_required":
+			case "failed":
+				if r := c.result(id); strings.Contains(r.Text(), `tool "ask" is busy: 2 calls running and 1 waiting`) {
 					busy++
+				} else {
+					t.Errorf("failed task %s: got %q, want the busy reason", id, r.Text())
+				}
+			default:
+				if st := c.get(id); st == "working" {
+					waiting++
+				} else {
+					t.Errorf("task %s: status %q, want working (queued)", id, st)
 				}
 			}
 		}
-		if busy != n-3 {
-			t.Errorf("%d failed tasks say the tool is busy, want %d", busy, n-3)
+		if busy != n-running-queued || waiting != queued {
+			t.Errorf("%d busy and %d queued, want %d and %d", busy, waiting, n-running-queued, queued)
 		}
 		// The server-wide gate: 2 instances of ask are alive; with
 		// MaxInstances 3 one more call of another tool still runs.
 		expectEcho(t, c, "a call of another tool within MaxInstances")
 
+		// Cancelling frees the slots: the queued call may start, and is
+		// cancelled in its turn.
 		for _, id := range ids {
-			if st := c.status(id); st == "input_required" || st == "working" {
-				c.result("tasks/cancel", map[string]any{"taskId": id})
+			if st := c.get(id); st == "input_required" || st == "working" {
+				if got := c.cancel(id); got != "cancelled" {
+					t.Errorf("tasks/cancel %s: status %q, want cancelled", id, got)
+				}
 			}
 		}
-		// The queued one started when a slot was freed, then was
-		// cancelled before or while waiting.
 		for _, id := range ids {
-			c.waitStatus(id, "failed", "cancelled")
+			if st := c.get(id); st != "failed" && st != "cancelled" {
+				t.Errorf("task %s after the cancels: status %q, want failed or cancelled", id, st)
+			}
 		}
 		expectEcho(t, c, "after the cancels")
-	}()
-	b.check(t)
+	})
 }
 
-// TestMCPManySessions opens sessions one after another and concurrently,
-// each with a runaway call, to show per-session resources are released.
+// httpSession is an MCP session over Streamable HTTP with hosttest's
+// client.
+type httpSession struct {
+	*hosttest.HTTPClient
+	t *testing.T
+}
+
+func (c httpSession) tool(name string, args map[string]any) (string, bool) {
+	c.t.Helper()
+	if args == nil {
+		args = map[string]any{}
+	}
+	var r hosttest.ToolResult
+	if err := c.Call("tools/call", map[string]any{"name": name, "arguments": args}).Decode(&r); err != nil {
+		c.t.Fatalf("tools/call %s: %v", name, err)
+	}
+	return r.Text(), r.IsError
+}
+
+// TestMCPManySessions opens sessions concurrently, over stdio and over
+// Streamable HTTP, each with a runaway call, to show per-session resources
+// are released.
 func TestMCPManySessions(t *testing.T) {
-	b := takeBaseline()
-	func() {
-		pol := &host.Policy{Tools: map[string]host.ToolPolicy{"spin": {Timeout: host.Duration(100 * time.Millisecond)}}}
-		s := serveTools(t, pol, false, "normal", "spin")
-		defer s.Close()
-		var wg sync.WaitGroup
-		errs := make(chan string, 8)
-		for i := range 8 {
-			wg.Go(func() {
-				c := startSession(t, s)
-				defer c.close()
-				if got, isErr := c.tool("spin", nil); !isErr || !strings.Contains(got, "exceeded") {
-					errs <- fmt.Sprintf("session %d: spin got %q (isError %v)", i, got, isErr)
-				}
-				if got, _ := c.tool("echo", nil); got != "ok" {
-					errs <- fmt.Sprintf("session %d: echo got %q", i, got)
+	onEngines(t, func(t *testing.T, e engine) {
+		wasm(t, "normal")
+		wasm(t, "spin")
+		watchBaseline(t)
+		pol := &host.Policy{Tools: map[string]host.ToolPolicy{"spin": {Timeout: runaway}}}
+		s := serve(t, e.interpreter, pol, "normal", "spin")
+		hs := httptest.NewServer(s.Handler())
+		t.Cleanup(hs.Close)
+		t.Run("sessions", func(t *testing.T) {
+			for i := range 8 {
+				t.Run(fmt.Sprint(i), func(t *testing.T) {
+					t.Parallel()
+					var c toolCaller
+					if i%2 == 0 {
+						c = openSession(t, s)
+					} else {
+						hc := hosttest.NewHTTPClient(t, hs.URL+host.HTTPPath)
+						hc.Initialize(nil)
+						t.Cleanup(hc.Close)
+						c = httpSession{hc, t}
+					}
+					if got, isErr := c.tool("spin", nil); !isErr || !strings.Contains(got, "ran out of time: exceeded 200ms") {
+						t.Errorf("spin: got %q (isError %v), want a tool error saying it ran out of time", got, isErr)
+					}
+					expectEcho(t, c, "after a runaway")
+				})
+			}
+		})
+	})
+}
+
+// TestMCPToolErrors: each hostile guest's failure reaches the client as a
+// tool error that says what happened, in the client's terms (hosttest's
+// client checks that no text names a Go package, type or field), and the
+// session goes on.
+func TestMCPToolErrors(t *testing.T) {
+	modules := []string{"normal", "badout", "stdout", "stderr", "partial", "wild", "explode"}
+	cases := []struct {
+		tool, prefix, want string
+	}{
+		{"notjson", "returned an invalid result: ", "not valid JSON"},
+		{"shape", "returned an invalid result: ", `"content" is a string, want an array`},
+		{"nocontent", "returned an invalid result: ", `missing "content" array`},
+		{"two", "returned an invalid result: ", "trailing data after the JSON value"},
+		{"empty", "returned an invalid result: ", "the module wrote nothing to stdout"},
+		{"kind", "returned an invalid result: ", `unknown type "exec"`},
+		{"structured", "returned an invalid result: ", "structuredContent is not a JSON object"},
+		{"flood", "returned a result that is too large: ", "output exceeds 65536 bytes"},
+		{"huge", "returned a result that is too large: ", "output exceeds 65536 bytes"},
+		{"spewtrap", "failed: ", "unreachable"},
+		{"partial", "failed: ", "about to trap"},
+		{"log", "failed: ", "wasmtask_v1.log: buffer [4294967040, 4294971136) is outside"},
+		{"elicit", "failed: ", "wasmtask_v1.elicit: buffer [4294967295, 4294967297) is outside"},
+		{"fdwrite", "failed: ", "exit code 21"},
+		{"explode", "ran out of time: ", "exceeded 200ms"},
+	}
+	onEngines(t, func(t *testing.T, e engine) {
+		for _, m := range modules {
+			wasm(t, m)
+		}
+		watchBaseline(t)
+		c := openSession(t, serve(t, e.interpreter, policy(map[string]host.ToolPolicy{"explode": {Timeout: runaway}}), modules...))
+		for _, tc := range cases {
+			t.Run(tc.tool, func(t *testing.T) {
+				got, isErr := c.tool(tc.tool, nil)
+				if want := fmt.Sprintf("tool %q %s", tc.tool, tc.prefix); !isErr || !strings.HasPrefix(got, want) || !strings.Contains(got, tc.want) {
+					t.Errorf("got %q (isError %v), want a tool error starting %q and saying %q", got, isErr, want, tc.want)
 				}
 			})
 		}
-		wg.Wait()
-		close(errs)
-		for e := range errs {
-			t.Error(e)
-		}
-	}()
-	b.check(t)
+		expectEcho(t, c, "after the hostile calls")
+	})
 }

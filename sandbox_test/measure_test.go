@@ -2,7 +2,6 @@ package sandbox_test
 
 import (
 	"context"
-	"flag"
 	"runtime"
 	"slices"
 	"sync"
@@ -12,96 +11,127 @@ import (
 	"github.com/wasmtask/wasmtask/host"
 )
 
-var measureRuns = flag.Int("sandbox.runs", 50, "runs per engine and mode of TestMeasureRunawaySurvival (200 for the reported numbers)")
+// The measurements of the suite are benchmarks: they report numbers and
+// assert only outcomes (kinds), never times or sizes. Run them with
+//
+//	go test -run '^$' -bench . -benchtime 200x ./sandbox_test/
 
-func percentile(d []time.Duration, p float64) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[min(len(s)-1, int(p*float64(len(s))))]
-}
-
-// TestMeasureRunawaySurvival logs how long a runaway guest keeps running
+// BenchmarkRunawaySurvival reports how long a runaway guest keeps running
 // after its deadline passes or its context is canceled: the time from that
-// instant to the return of Call. It asserts the outcome's kind, never the
-// time. Loop is a tight loop (stopped at a loop header), calls a loop-free
-// call tree (stopped at the loop header the host puts at every
-// function's entry).
-func TestMeasureRunawaySurvival(t *testing.T) {
+// instant to the return of Call (p50, p99 and max over the iterations; it
+// includes admission and instantiation, tens of µs). spin is a tight loop
+// (stopped at a loop header), explode a loop-free call tree (stopped at the
+// loop header the host puts at every function's entry).
+func BenchmarkRunawaySurvival(b *testing.B) {
 	const timeout = 5 * time.Millisecond
 	for _, e := range engines {
-		for _, mod := range []struct{ module, tool string }{{"spin", "spin"}, {"explode", "explode"}} {
-			rt := newRuntime(t, e.interpreter)
-			m := load(t, rt, mod.module)
+		for _, tool := range []string{"spin", "explode"} {
 			for _, mode := range []string{"deadline", "cancel"} {
-				var lag []time.Duration
-				for range *measureRuns {
-					pol := host.ToolPolicy{Timeout: host.Duration(timeout)}
-					ctx, cancel := context.WithCancel(context.Background())
-					var end time.Time
+				b.Run(e.name+"/"+tool+"/"+mode, func(b *testing.B) {
+					tp := host.ToolPolicy{Timeout: host.Duration(timeout)}
 					if mode == "cancel" {
-						pol.Timeout = host.Duration(time.Minute)
+						tp.Timeout = 0 // the default: only the cancel ends it
+					}
+					s := serve(b, e.interpreter, &host.Policy{Tools: map[string]host.ToolPolicy{tool: tp}}, tool)
+					var lag []time.Duration
+					for b.Loop() {
+						if mode == "deadline" {
+							start := time.Now()
+							_, err := s.Call(context.Background(), tool, nil, nil)
+							lag = append(lag, time.Since(start)-timeout)
+							guestErr(b, err, host.KindTimeout)
+							continue
+						}
+						ctx, cancel := context.WithCancel(context.Background())
 						var mu sync.Mutex
+						var end time.Time
 						stop := time.AfterFunc(timeout, func() { mu.Lock(); end = time.Now(); mu.Unlock(); cancel() })
-						_, err := m.Call(ctx, mod.tool, nil, host.CallOptions{Policy: pol})
+						_, err := s.Call(ctx, tool, nil, nil)
 						done := time.Now()
 						stop.Stop()
+						cancel()
 						mu.Lock()
 						lag = append(lag, done.Sub(end))
 						mu.Unlock()
-						guestErr(t, err, host.KindCanceled)
-					} else {
-						start := time.Now()
-						_, err := m.Call(ctx, mod.tool, nil, host.CallOptions{Policy: pol})
-						lag = append(lag, time.Since(start)-timeout)
-						guestErr(t, err, host.KindTimeout)
+						guestErr(b, err, host.KindCanceled)
 					}
-					cancel()
-				}
-				t.Logf("%-11s %-7s after %-8s: p50 %v  p99 %v  max %v  (%d runs; includes instantiation, ~tens of µs)",
-					e.name, mod.tool, mode, percentile(lag, .5), percentile(lag, .99), percentile(lag, 1), len(lag))
+					reportPercentiles(b, lag)
+				})
 			}
 		}
 	}
 }
 
-// TestMeasureBlockedInstances logs the host memory held by N instances at
-// the default limits, all blocked in elicit: HeapInuse and Sys deltas per
-// instance, both engines.
-func TestMeasureBlockedInstances(t *testing.T) {
+func reportPercentiles(b *testing.B, d []time.Duration) {
+	if len(d) == 0 {
+		return
+	}
+	slices.Sort(d)
+	at := func(p float64) float64 {
+		return float64(d[min(len(d)-1, int(p*float64(len(d))))].Microseconds())
+	}
+	b.ReportMetric(at(.5), "p50-µs")
+	b.ReportMetric(at(.99), "p99-µs")
+	b.ReportMetric(at(1), "max-µs")
+}
+
+// BenchmarkBlockedInstances reports the host memory held per instance when
+// n instances at the default limits are all blocked in elicit: HeapInuse and
+// Sys deltas, and goroutines (the callers' and wazero's per-call context
+// watchers), per instance.
+func BenchmarkBlockedInstances(b *testing.B) {
 	const n = 50
 	for _, e := range engines {
-		t.Run(e.name, func(t *testing.T) {
-			b := takeBaseline()
-			func() {
-				rt := newRuntime(t, e.interpreter)
-				m := load(t, rt, "elicitwait")
+		b.Run(e.name, func(b *testing.B) {
+			pol := &host.Policy{Defaults: host.ToolPolicy{MaxConcurrency: n}, MaxInstances: n}
+			s := serve(b, e.interpreter, pol, "elicitwait")
+			var heap, sys, goroutines float64
+			for b.Loop() {
 				var ms0, ms1 runtime.MemStats
 				heapInuse()
 				runtime.ReadMemStats(&ms0)
+				g0 := runtime.NumGoroutine()
 				ctx, cancel := context.WithCancel(context.Background())
-				defer cancel()
 				entered := make(chan struct{}, n)
-				var wg sync.WaitGroup
+				errc := make(chan error, n)
 				for range n {
-					wg.Go(func() {
-						_, err := m.Call(ctx, "ask", nil, host.CallOptions{Elicit: blockingElicit(entered)})
-						if err == nil {
-							t.Errorf("a blocked call returned without error")
-						}
-					})
+					go func() {
+						_, err := s.Call(ctx, "ask", nil, blockingElicit(entered))
+						errc <- err
+					}()
 				}
 				for range n {
 					<-entered
 				}
 				heapInuse()
 				runtime.ReadMemStats(&ms1)
-				g := runtime.NumGoroutine() - b.goroutines
+				goroutines += float64(runtime.NumGoroutine()-g0) / n
+				heap += float64(int64(ms1.HeapInuse)-int64(ms0.HeapInuse)) / n / 1024
+				sys += float64(int64(ms1.Sys)-int64(ms0.Sys)) / n / 1024
 				cancel()
-				wg.Wait()
-				t.Logf("%s: %d instances blocked in elicit (default limits): HeapInuse +%d KiB/instance, Sys +%d KiB/instance, goroutines +%d (the callers' and wazero's per-call context watchers)",
-					e.name, n, (int64(ms1.HeapInuse)-int64(ms0.HeapInuse))/n>>10, (int64(ms1.Sys)-int64(ms0.Sys))/n>>10, g)
-			}()
-			b.check(t)
+				for range n {
+					guestErr(b, <-errc, host.KindCanceled)
+				}
+			}
+			b.ReportMetric(heap/float64(b.N), "HeapInuse-KiB/instance")
+			b.ReportMetric(sys/float64(b.N), "Sys-KiB/instance")
+			b.ReportMetric(goroutines/float64(b.N), "goroutines/instance")
+		})
+	}
+}
+
+// BenchmarkStackOverflow reports the host memory one stack overflow
+// allocates (B/op): the guest's stack is host memory, outside the policy's
+// linear memory limit.
+func BenchmarkStackOverflow(b *testing.B) {
+	for _, e := range engines {
+		b.Run(e.name, func(b *testing.B) {
+			s := serve(b, e.interpreter, nil, "recurse")
+			b.ReportAllocs()
+			for b.Loop() {
+				_, err := s.Call(context.Background(), "recurse", nil, nil)
+				guestErr(b, err, host.KindTrap, "stack overflow")
+			}
 		})
 	}
 }

@@ -1,5 +1,7 @@
 ;; spin: a call that never ends: one tight loop, no host call, no allocation.
-;; Only the host's timeout or cancel can stop it.
+;; Only the host's timeout or cancel can stop it. Tool loop logs "looping"
+;; first, so a test knows the guest runs before it cancels, then does the
+;; same.
 ;; Conventions of the .wat modules of this suite: the request is read to 1024;
 ;; byte 1043 is the first letter of its method ('d'escribe or 'c'all) and
 ;; byte 1057 the first letter of the tool name; strings are NUL-terminated
@@ -7,8 +9,10 @@
 (module
   (import "wasi_snapshot_preview1" "fd_read" (func $fd_read (param i32 i32 i32 i32) (result i32)))
   (import "wasi_snapshot_preview1" "fd_write" (func $fd_write (param i32 i32 i32 i32) (result i32)))
+  (import "wasmtask_v1" "log" (func $log (param i32 i32 i32)))
   (memory (export "memory") 1)
-  (data (i32.const 4096) "{\"abi\":1,\"tools\":[{\"name\":\"spin\",\"description\":\"Loops forever.\",\"taskSupport\":\"optional\"}]}\00")
+  (data (i32.const 4096) "{\"abi\":1,\"tools\":[{\"name\":\"spin\",\"description\":\"Loops forever.\",\"taskSupport\":\"optional\"},{\"name\":\"loop\",\"description\":\"Logs, then loops forever.\"}]}\00")
+  (data (i32.const 8192) "looping")
   (func $strlen (param $p i32) (result i32) (local $n i32)
     (block $d (loop $l
       (br_if $d (i32.eqz (i32.load8_u (i32.add (local.get $p) (local.get $n)))))
@@ -30,5 +34,6 @@
   (func $tool (result i32) (i32.load8_u (i32.const 1057)))
   (func (export "_start")
     (if (call $describe) (then (drop (call $puts (i32.const 1) (i32.const 4096))) (return)))
+    (if (i32.eq (call $tool) (i32.const 108)) (then (call $log (i32.const 1) (i32.const 8192) (i32.const 7))))
     (loop $forever (br $forever)))
 )
