@@ -2,8 +2,11 @@ package host
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -29,30 +32,48 @@ func TestListAndCallAgree(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	c := hosttest.Stdio(t, func(in io.Reader, out io.Writer) error { return s.ServeStdio(context.Background(), in, out) })
+	c := hosttest.Stdio(t, func(in io.Reader, out io.Writer) error {
+		if err := s.ServeStdio(context.Background(), in, out); !errors.Is(err, ErrServerClosed) {
+			return err
+		}
+		return nil
+	})
 	c.Initialize(nil)
 
-	stop := make(chan struct{})
+	// Versions are built here: the writer goroutine must not fail the test
+	// itself (t.Fatal belongs to the test goroutine).
+	var wasms [][]byte
+	for v := range 16 {
+		wasms = append(wasms, verModule(t, tool(v%modules), fmt.Sprintf("v%d", v+1)))
+	}
+	// The writer replaces one module after another, each time as soon as
+	// the previous replacement is served, until the client has seen enough.
+	ctx, stop := context.WithCancel(context.Background())
 	var writer sync.WaitGroup
 	writer.Go(func() {
-		for v := 1; ; v++ {
-			select {
-			case <-stop:
+		for v := 1; ctx.Err() == nil; v++ {
+			seq := s.catalog.Load().gen.Seq()
+			i := (v % len(wasms)) % modules
+			file := filepath.Join(dir, fmt.Sprintf("m%d.wasm", i))
+			if err := os.WriteFile(file+".tmp", wasms[v%len(wasms)], 0o644); err != nil {
+				t.Error(err)
 				return
-			default:
 			}
-			i := v % modules
-			put(t, dir, fmt.Sprintf("m%d.wasm", i), verModule(t, tool(i), fmt.Sprintf("v%d", v)))
+			if err := os.Rename(file+".tmp", file); err != nil {
+				t.Error(err)
+				return
+			}
+			_ = s.awaitCatalog(ctx, func(c *catalog) bool { return c.gen.Seq() > seq })
 		}
 	})
-	defer func() { close(stop); writer.Wait() }()
+	defer func() { stop(); writer.Wait() }()
 
 	want := []string{tool(0), tool(1), tool(2), tool(3)}
 	first := s.catalog.Load().gen.Seq()
 	calls := 0
 	// Until the directory has been reloaded many times under the client:
 	// the count of reloads, not the time, ends the test.
-	for s.catalog.Load().gen.Seq() < first+20 {
+	for s.catalog.Load().gen.Seq() < first+12 {
 		var list struct{ Tools []struct{ Name string } }
 		if err := c.Call("tools/list", nil).Decode(&list); err != nil {
 			t.Fatal(err)
