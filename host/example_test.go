@@ -3,45 +3,42 @@ package host_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/wasmtask/wasmtask/host"
-	"github.com/wasmtask/wasmtask/host/defaulttools"
 )
 
-// Call one tool of a module directly, without a server, under a policy.
-func ExampleModule_Call() {
+// Call a tool directly, on the path tools/call takes: the tool's policy
+// applies, and its arguments are checked against its input schema before
+// it runs.
+func ExampleServer_Call() {
 	ctx := context.Background()
-	rt, err := host.NewRuntime(ctx, host.RuntimeConfig{})
+	srv, err := host.New(ctx, host.Config{Policy: &host.Policy{Tools: map[string]host.ToolPolicy{
+		"add": {Timeout: host.Duration(5 * time.Second), MemoryMiB: 16},
+	}}})
 	if err != nil {
 		panic(err)
 	}
-	defer rt.Close(ctx)
+	defer srv.Close()
 
-	wasm, _ := defaulttools.FS.ReadFile("add.wasm")
-	m, err := rt.Load(ctx, "add", wasm)
+	res, err := srv.Call(ctx, "add", json.RawMessage(`{"a":2,"b":40}`), nil)
 	if err != nil {
 		panic(err)
 	}
-	for _, t := range m.Tools() {
-		fmt.Println("tool:", t.Name, t.TaskSupport)
-	}
+	fmt.Println("text:", res.Content[0].Text)
+	fmt.Println("structured:", string(res.StructuredContent))
 
-	res, err := m.Call(ctx, "add", json.RawMessage(`{"a":2,"b":40}`), host.CallOptions{
-		Policy: host.ToolPolicy{Timeout: host.Duration(5 * time.Second), MemoryMiB: 16},
-	})
-	if err != nil {
-		panic(err)
-	}
-	fmt.Println("result:", string(res.StructuredContent))
-
-	_, err = m.Call(ctx, "add", json.RawMessage(`{"a":"two"}`), host.CallOptions{})
-	fmt.Println("bad arguments:", err != nil)
+	_, err = srv.Call(ctx, "add", json.RawMessage(`{"a":"two"}`), nil)
+	fmt.Println("bad arguments:", errors.Is(err, host.ErrArguments))
+	_, err = srv.Call(ctx, "subtract", nil, nil)
+	fmt.Println("unknown tool:", errors.Is(err, host.ErrUnknownTool))
 	// Output:
-	// tool: add forbidden
-	// result: {"sum":42}
+	// text: 42
+	// structured: {"sum":42}
 	// bad arguments: true
+	// unknown tool: true
 }
 
 // A server on the embedded default tools: each tool carries its task

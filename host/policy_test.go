@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -99,28 +100,30 @@ func with(tp ToolPolicy, f func(*ToolPolicy)) ToolPolicy {
 }
 
 func TestGateBoundsRunningAndQueued(t *testing.T) {
-	g := newGate(1, 1)
-	ctx := context.Background()
-	if err := g.enter(ctx); err != nil {
-		t.Fatalf("first enter: %v", err)
-	}
-	queued := make(chan error, 1)
-	go func() { queued <- g.enter(ctx) }()
-	// Wait until the second caller is queued, then a third is refused.
-	for g.waiting.Load() != 1 {
-		time.Sleep(time.Millisecond)
-	}
-	if err := g.enter(ctx); !errors.Is(err, ErrBusy) {
-		t.Fatalf("third enter: got %v, want ErrBusy", err)
-	}
-	g.leave()
-	if err := <-queued; err != nil {
-		t.Fatalf("queued enter: got %v, want a slot", err)
-	}
-	cctx, cancel := context.WithCancel(ctx)
-	cancel()
-	if err := g.enter(cctx); !errors.Is(err, context.Canceled) {
-		t.Fatalf("enter with a done context while full: got %v, want context.Canceled", err)
-	}
-	g.leave()
+	synctest.Test(t, func(t *testing.T) {
+		g := newGate(1, 1)
+		ctx := context.Background()
+		if err := g.enter(ctx); err != nil {
+			t.Fatalf("first enter: %v", err)
+		}
+		queued := make(chan error, 1)
+		go func() { queued <- g.enter(ctx) }()
+		synctest.Wait() // the second caller is blocked: queued
+		if n := g.waiting.Load(); n != 1 {
+			t.Fatalf("got %d callers waiting, want 1", n)
+		}
+		if err := g.enter(ctx); !errors.Is(err, ErrBusy) {
+			t.Fatalf("third enter: got %v, want ErrBusy", err)
+		}
+		g.leave()
+		if err := <-queued; err != nil {
+			t.Fatalf("queued enter: got %v, want a slot", err)
+		}
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		if err := g.enter(cctx); !errors.Is(err, context.Canceled) {
+			t.Fatalf("enter with a done context while full: got %v, want context.Canceled", err)
+		}
+		g.leave()
+	})
 }

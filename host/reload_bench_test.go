@@ -23,16 +23,7 @@ func BenchmarkReloadDelay(b *testing.B) {
 				mod := verModule(b, tool, "v")
 				start := time.Now()
 				put(b, dir, "a.wasm", mod)
-				deadline := start.Add(waitDeadline)
-				for {
-					if _, _, ok := s.reg.gen.Load().Tool(tool); ok {
-						break
-					}
-					if time.Now().After(deadline) {
-						b.Fatalf("tool %s not served after %v; problems %q", tool, waitDeadline, s.Problems())
-					}
-					time.Sleep(100 * time.Microsecond)
-				}
+				await(s, func(c *catalog) bool { _, ok := c.tools[tool]; return ok })
 				delays = append(delays, time.Since(start))
 			}
 			reportQuantiles(b, delays, "rename-to-served")
@@ -88,12 +79,12 @@ func benchReloadModules(b *testing.B, n int, cache, change string) {
 	}
 	version(0)
 	s, logs := newReloadServer(b, cfg)
-	waitServed(b, s, files)
+	waitServed(s, files)
 	op := 0
 	if cache == "warm" { // put both sets in the disk cache
 		op++
 		version(op)
-		waitServed(b, s, files)
+		waitServed(s, files)
 	}
 	var took, delays []time.Duration
 	for b.Loop() {
@@ -101,7 +92,7 @@ func benchReloadModules(b *testing.B, n int, cache, change string) {
 		before := logs.reloadTime()
 		version(op)
 		start := time.Now()
-		waitServed(b, s, files)
+		waitServed(s, files)
 		delays = append(delays, time.Since(start))
 		took = append(took, logs.reloadTime()-before)
 	}
@@ -109,15 +100,10 @@ func benchReloadModules(b *testing.B, n int, cache, change string) {
 	reportQuantiles(b, delays, "rename-to-served")
 }
 
-func waitServed(b *testing.B, s *Server, files map[string]string) {
-	b.Helper()
-	deadline := time.Now().Add(waitDeadline)
-	for !servedDigests(s, files) || len(s.Problems()) > 0 {
-		if time.Now().After(deadline) {
-			b.Fatalf("directory not served after %v; problems %q", waitDeadline, s.Problems())
-		}
-		time.Sleep(100 * time.Microsecond)
-	}
+// waitServed waits until the served catalog was built from exactly files
+// and has no problems.
+func waitServed(s *Server, files map[string]string) {
+	await(s, func(c *catalog) bool { return built(files)(c) && len(c.problems) == 0 })
 }
 
 // reportQuantiles reports the median (and, with enough samples, the 90th

@@ -1,110 +1,59 @@
 package host_test
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
-	"fmt"
-	"io"
-	"strings"
 	"testing"
-	"time"
 
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/wasmtask/wasmtask/abi"
 	"github.com/wasmtask/wasmtask/host"
+	"github.com/wasmtask/wasmtask/host/hosttest"
 )
 
-// stdioClient speaks newline-delimited JSON-RPC to a Server over pipes.
-type stdioClient struct {
-	t    *testing.T
-	in   *io.PipeWriter
-	out  *bufio.Scanner
-	next int
-	done chan error
-}
-
-func startStdio(t *testing.T, s *host.Server) *stdioClient {
-	t.Helper()
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	c := &stdioClient{t: t, in: inW, out: bufio.NewScanner(outR), done: make(chan error, 1)}
-	c.out.Buffer(make([]byte, 1<<20), 16<<20)
-	go func() {
-		err := s.ServeStdio(context.Background(), inR, outW)
-		outW.Close()
-		c.done <- err
-	}()
-	t.Cleanup(func() {
-		inW.Close()
-		select {
-		case <-c.done:
-		case <-time.After(10 * time.Second):
-			t.Error("ServeStdio did not return after stdin closed")
-		}
-	})
-	c.call("initialize", map[string]any{
-		"protocolVersion": "2025-11-25",
-		"capabilities":    map[string]any{"elicitation": map[string]any{}},
-		"clientInfo":      map[string]any{"name": "test", "version": "1"},
-	})
-	c.notify("notifications/initialized", map[string]any{})
-	return c
-}
-
-func (c *stdioClient) send(v any) {
-	c.t.Helper()
-	b, _ := json.Marshal(v)
-	if _, err := c.in.Write(append(b, '\n')); err != nil {
-		c.t.Fatalf("write: %v", err)
-	}
-}
-
-func (c *stdioClient) notify(method string, params any) {
-	c.send(map[string]any{"jsonrpc": "2.0", "method": method, "params": params})
-}
-
-// call sends a request and returns its response, skipping notifications.
-func (c *stdioClient) call(method string, params any) map[string]any {
-	c.t.Helper()
-	c.next++
-	id := c.next
-	c.send(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-	for c.out.Scan() {
-		var msg map[string]any
-		if err := json.Unmarshal(c.out.Bytes(), &msg); err != nil {
-			c.t.Fatalf("bad JSON from server: %v: %s", err, c.out.Bytes())
-		}
-		if got, ok := msg["id"].(float64); ok && int(got) == id {
-			return msg
-		}
-	}
-	c.t.Fatalf("no response to %s: %v", method, c.out.Err())
-	return nil
-}
-
+// A server on the embedded tools, over stdio: tools/list shows what
+// Server.Tools reports, with each tool's task support, and a tool answers
+// tools/call.
 func TestServeEmbeddedToolsOverStdio(t *testing.T) {
 	s, err := host.New(context.Background(), host.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	c := startStdio(t, s)
+	c := hosttest.Stdio(t, serveStdio(s))
+	c.Initialize(nil)
 
-	resp := c.call("tools/list", map[string]any{})
-	tools, _ := resp["result"].(map[string]any)["tools"].([]any)
-	support := map[string]string{}
-	for _, tl := range tools {
-		m := tl.(map[string]any)
-		exec, _ := m["execution"].(map[string]any)
-		support[m["name"].(string)], _ = exec["taskSupport"].(string)
+	var list struct {
+		Tools []struct {
+			Name      string `json:"name"`
+			Execution struct {
+				TaskSupport string `json:"taskSupport"`
+			} `json:"execution"`
+		} `json:"tools"`
 	}
-	t.Logf("tools: %v", support)
-	if len(support) < 4 {
-		t.Fatalf("got %d tools (%v), want the embedded default set", len(support), support)
+	if err := c.Call("tools/list", map[string]any{}).Decode(&list); err != nil {
+		t.Fatalf("tools/list: %v", err)
+	}
+	got := map[string]string{}
+	for _, tl := range list.Tools {
+		got[tl.Name] = tl.Execution.TaskSupport
+	}
+	want := map[string]string{}
+	for _, ti := range s.Tools() {
+		want[ti.Name] = ti.TaskSupport
+		if want[ti.Name] == "" {
+			want[ti.Name] = abi.TaskForbidden // the default MCP leaves out
+		}
+	}
+	if len(want) < 5 {
+		t.Errorf("Server.Tools = %v, want the embedded default set", want)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("tools/list's task support differs from Server.Tools (-want +got):\n%s", diff)
 	}
 
-	resp = c.call("tools/call", map[string]any{"name": "add", "arguments": map[string]any{"a": 2, "b": 40}})
-	text := fmt.Sprint(resp["result"])
-	if !strings.Contains(text, "42") {
-		t.Errorf("add 2+40: got %v, want a result containing 42", resp)
+	r := c.CallTool("add", map[string]any{"a": 2, "b": 40})
+	if r.IsError || r.Text() != "42" {
+		t.Errorf("add 2+40: got %+v, want the text 42", r)
 	}
 }
