@@ -30,11 +30,7 @@ func serveStdio(s *host.Server) func(io.Reader, io.Writer) error {
 // flight finish — answering its blocked tasks/result with the result, not
 // an end of stream — and then closes.
 func TestShutdownDrains(t *testing.T) {
-	s, err := host.New(context.Background(), host.Config{CacheDir: host.CompileCacheDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := newServer(t, host.Config{CacheDir: host.CompileCacheDir()})
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -81,11 +77,7 @@ func TestShutdownDrains(t *testing.T) {
 // Shutdown whose context ends first cancels the work left, tells its
 // waiters the server shut down, and still closes everything.
 func TestShutdownDeadline(t *testing.T) {
-	s, err := host.New(context.Background(), host.Config{CacheDir: host.CompileCacheDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := newServer(t, host.Config{CacheDir: host.CompileCacheDir()})
 	c := hosttest.Stdio(t, serveStdio(s))
 	c.Initialize(nil)
 	task := c.StartTask("slow_count", map[string]any{"steps": 10000, "delay_ms": 60000}, 0)
@@ -115,11 +107,7 @@ func TestShutdownDeadline(t *testing.T) {
 // run for a very long time and a blocked tasks/result: the server answers
 // what it can and returns (without the bound it would wait for the call).
 func TestStdioEndOfInput(t *testing.T) {
-	s, err := host.New(context.Background(), host.Config{CacheDir: host.CompileCacheDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := newServer(t, host.Config{CacheDir: host.CompileCacheDir()})
 	c := hosttest.Stdio(t, serveStdio(s))
 	c.Initialize(nil)
 	task := c.StartTask("slow_count", map[string]any{"steps": 10000, "delay_ms": 60000}, 0)

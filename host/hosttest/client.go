@@ -176,14 +176,7 @@ func (c *Client) answer(m Message) {
 // capabilities caps (nil: none) and returns the initialize result.
 func (c *Client) Initialize(caps map[string]any) Message {
 	c.t.Helper()
-	if caps == nil {
-		caps = map[string]any{}
-	}
-	r := c.Call("initialize", map[string]any{
-		"protocolVersion": "2025-11-25",
-		"capabilities":    caps,
-		"clientInfo":      map[string]any{"name": "hosttest", "version": "1"},
-	})
+	r := c.Call("initialize", initializeParams(caps))
 	if r.Error != nil {
 		c.t.Fatalf("hosttest: initialize: %v", r.Error)
 	}

@@ -96,3 +96,16 @@ func decodeMessage(raw []byte) (Message, error) {
 	}
 	return m, nil
 }
+
+// initializeParams are the params of an initialize request at protocol
+// 2025-11-25 with capabilities caps (nil: none).
+func initializeParams(caps map[string]any) map[string]any {
+	if caps == nil {
+		caps = map[string]any{}
+	}
+	return map[string]any{
+		"protocolVersion": "2025-11-25",
+		"capabilities":    caps,
+		"clientInfo":      map[string]any{"name": "hosttest", "version": "1"},
+	}
+}
