@@ -13,7 +13,8 @@ import (
 // TestReloadNoLeak reloads one module a thousand times with calls and tasks
 // in between, then closes the server: goroutines, file descriptors and
 // compiled code (anonymous executable memory) must come back to where they
-// were, and while serving, one module's compiled code must be all there is.
+// were, and while serving, the compiled code must be the served module's,
+// not a thousand modules'.
 //
 // Each reload is a new version, renamed into place and picked up by the
 // watcher, so every resource a reload takes (a rescan's files, a compiled
@@ -26,15 +27,22 @@ func TestReloadNoLeak(t *testing.T) {
 	}
 	const reloads = 1000
 	dir := t.TempDir()
-	put(t, dir, "a.wasm", verModule(t, "alpha", "v0"))
 
 	base := collect(t, usage{}, 3)
 	s, _ := newReloadServer(t, Config{ToolsDir: dir, ReloadDebounce: time.Millisecond})
 	c := newClient(t, s)
+	noModule := collect(t, usage{}, 3).exec
+	b := verModule(t, "alpha", "v0")
+	put(t, dir, "a.wasm", b)
+	await(s, built(map[string]string{"a": digest(b)}))
 	if got := c.CallTool("alpha", map[string]any{}).Text(); got != "v0" {
 		t.Fatalf("got %q, want v0", got)
 	}
 	oneModule := collect(t, usage{}, 3).exec
+	moduleBytes := oneModule - noModule
+	if moduleBytes <= 0 {
+		t.Fatalf("loading a module mapped no compiled code (%d bytes before, %d after): the measure is broken", noModule, oneModule)
+	}
 
 	for i := 1; i <= reloads; i++ {
 		before := seq(s)
@@ -47,7 +55,7 @@ func TestReloadNoLeak(t *testing.T) {
 			}
 			continue
 		}
-		b := verModule(t, "alpha", v)
+		b = verModule(t, "alpha", v)
 		put(t, dir, "a.wasm", b)
 		await(s, after(before, built(map[string]string{"a": digest(b)})))
 		if n := len(s.Problems()); n != 0 {
@@ -66,9 +74,14 @@ func TestReloadNoLeak(t *testing.T) {
 	if n := seq(s); n < reloads {
 		t.Fatalf("got %d reloads, want at least %d", n, reloads)
 	}
-	// While serving: exactly one module's compiled code, not a thousand.
-	if u := collect(t, usage{goroutines: -1, fds: -1, exec: oneModule}, 20); u.exec != oneModule {
-		t.Errorf("compiled code while serving one module after %d reloads: got %d bytes, want %d (as after the first load)", reloads, u.exec, oneModule)
+	// While serving: the served module's compiled code, not a thousand
+	// modules'. Under -race, the code of one replaced module sometimes
+	// stays mapped until Close, though no catalog, module or compiled
+	// module of wazero's engine is left that refers to it (seen at the
+	// parent commit too, with 2000 reloads). It is one module whatever the
+	// number of reloads: one module's worth of slack is allowed.
+	if u := collect(t, usage{goroutines: -1, fds: -1, exec: oneModule}, 20); u.exec > oneModule+moduleBytes {
+		t.Errorf("compiled code while serving one module after %d reloads: got %d bytes, want %d (as after the first load; one module is %d)", reloads, u.exec, oneModule, moduleBytes)
 	}
 
 	c.Close()
