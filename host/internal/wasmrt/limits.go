@@ -65,15 +65,18 @@ type limitedAllocator struct {
 	over func()
 }
 
-func (a *limitedAllocator) Allocate(capacity, max uint64) experimental.LinearMemory {
-	return &limitedMemory{a: a, capHint: capacity}
+// Allocate ignores wazero's capacity hint: it can be the module's whole
+// maximum (up to the call's limit), and reserving it per call made every
+// call allocate (and the GC scan) that much. Memory grows geometrically
+// from the initial size instead.
+func (a *limitedAllocator) Allocate(_, _ uint64) experimental.LinearMemory {
+	return &limitedMemory{a: a}
 }
 
 type limitedMemory struct {
-	a       *limitedAllocator
-	capHint uint64
-	buf     []byte
-	grown   bool // the initial allocation happened
+	a     *limitedAllocator
+	buf   []byte
+	grown bool // the initial allocation happened
 }
 
 // Reallocate grows the buffer to size bytes, keeping its contents. Bytes
