@@ -1,7 +1,6 @@
 package host_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -15,11 +14,7 @@ import (
 // Server.Tools reports, with each tool's task support, and a tool answers
 // tools/call.
 func TestServeEmbeddedToolsOverStdio(t *testing.T) {
-	s, err := host.New(context.Background(), host.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := newServer(t, host.Config{CacheDir: host.CompileCacheDir()})
 	c := hosttest.Stdio(t, serveStdio(s))
 	c.Initialize(nil)
 
