@@ -149,14 +149,6 @@ func (r *Runtime) untrack(s *callState) {
 	r.mu.Unlock()
 }
 
-// Running returns how many calls are running now, on any module: a call
-// counts from just before its instance is created until it has ended.
-func (r *Runtime) Running() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.calls)
-}
-
 func (r *Runtime) isClosed() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
