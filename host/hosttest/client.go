@@ -85,10 +85,7 @@ func (c *Client) Send(msg any) {
 // Notify sends a notification.
 func (c *Client) Notify(method string, params any) {
 	c.t.Helper()
-	msg := map[string]any{"jsonrpc": "2.0", "method": method}
-	if params != nil {
-		msg["params"] = params
-	}
+	msg := rpcMessage(nil, method, params)
 	c.Send(msg)
 }
 
@@ -99,10 +96,7 @@ func (c *Client) Request(method string, params any) int64 {
 	c.nextID++
 	id := c.nextID
 	c.mu.Unlock()
-	msg := map[string]any{"jsonrpc": "2.0", "id": id, "method": method}
-	if params != nil {
-		msg["params"] = params
-	}
+	msg := rpcMessage(id, method, params)
 	c.Send(msg)
 	return id
 }

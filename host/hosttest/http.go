@@ -64,10 +64,7 @@ func (c *HTTPClient) Call(method string, params any) Message {
 	c.nextID++
 	id := c.nextID
 	c.mu.Unlock()
-	msg := map[string]any{"jsonrpc": "2.0", "id": id, "method": method}
-	if params != nil {
-		msg["params"] = params
-	}
+	msg := rpcMessage(id, method, params)
 	m, err := c.roundTrip(msg, id)
 	if err != nil {
 		c.t.Fatalf("hosttest: %s: %v", method, err)
@@ -78,10 +75,7 @@ func (c *HTTPClient) Call(method string, params any) Message {
 // Notify sends a notification.
 func (c *HTTPClient) Notify(method string, params any) {
 	c.t.Helper()
-	msg := map[string]any{"jsonrpc": "2.0", "method": method}
-	if params != nil {
-		msg["params"] = params
-	}
+	msg := rpcMessage(nil, method, params)
 	b, _ := json.Marshal(msg)
 	resp, err := c.Post(b)
 	if err != nil {

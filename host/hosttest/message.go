@@ -109,3 +109,15 @@ func initializeParams(caps map[string]any) map[string]any {
 		"clientInfo":      map[string]any{"name": "hosttest", "version": "1"},
 	}
 }
+
+// rpcMessage is a JSON-RPC request (id set) or notification (id nil).
+func rpcMessage(id any, method string, params any) map[string]any {
+	msg := map[string]any{"jsonrpc": "2.0", "method": method}
+	if id != nil {
+		msg["id"] = id
+	}
+	if params != nil {
+		msg["params"] = params
+	}
+	return msg
+}
