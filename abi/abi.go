@@ -253,6 +253,30 @@ func checkObjectSchema(raw json.RawMessage) error {
 	if t, _ := s["type"].(string); t != "object" {
 		return fmt.Errorf(`"type" is %v, want "object"`, s["type"])
 	}
+	// MCP clients check these two members of a tool's schemas when they
+	// list tools (the TypeScript SDK refuses the whole list otherwise).
+	if p, ok := s["properties"]; ok {
+		props, ok := p.(map[string]any)
+		if !ok {
+			return errors.New(`"properties" is not an object`)
+		}
+		for name, v := range props {
+			if _, ok := v.(map[string]any); !ok {
+				return fmt.Errorf(`"properties" member %q is not an object`, truncateText(name))
+			}
+		}
+	}
+	if r, ok := s["required"]; ok {
+		names, ok := r.([]any)
+		if !ok {
+			return errors.New(`"required" is not an array`)
+		}
+		for _, n := range names {
+			if _, ok := n.(string); !ok {
+				return errors.New(`"required" has a member that is not a string`)
+			}
+		}
+	}
 	return nil
 }
 
@@ -262,6 +286,9 @@ func DecodeResult(b []byte) (*Result, error) {
 	if len(b) == 0 {
 		return nil, fmt.Errorf("%w: the module wrote nothing to stdout", ErrResult)
 	}
+	if d := depth(b, MaxResultDepth); d > MaxResultDepth {
+		return nil, fmt.Errorf("%w: JSON nested deeper than %d levels", ErrResult, MaxResultDepth)
+	}
 	var r Result
 	if err := strictUnmarshal(b, &r); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrResult, err)
@@ -270,14 +297,8 @@ func DecodeResult(b []byte) (*Result, error) {
 		return nil, fmt.Errorf("%w: missing \"content\" array", ErrResult)
 	}
 	for i, c := range r.Content {
-		switch c.Type {
-		case "text":
-		case "image", "audio":
-			if c.Data == "" || c.MIMEType == "" {
-				return nil, fmt.Errorf("%w: content[%d]: %s needs data and mimeType", ErrResult, i, c.Type)
-			}
-		default:
-			return nil, fmt.Errorf("%w: content[%d]: unknown type %q (want text, image or audio)", ErrResult, i, c.Type)
+		if err := checkContent(c); err != nil {
+			return nil, fmt.Errorf("%w: content[%d]: %v", ErrResult, i, err)
 		}
 	}
 	// The document parsed, so structuredContent is valid JSON: an object

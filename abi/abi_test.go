@@ -35,6 +35,10 @@ func TestDecodeManifest(t *testing.T) {
 		{"schema not object", `{"abi":1,"tools":[{"name":"a","inputSchema":[1]}]}`, abi.ErrManifest, "inputSchema: not a JSON object"},
 		{"schema wrong type", `{"abi":1,"tools":[{"name":"a","inputSchema":{"type":"string"}}]}`, abi.ErrManifest, `want "object"`},
 		{"schema null", `{"abi":1,"tools":[{"name":"a","inputSchema":null}]}`, abi.ErrManifest, "inputSchema"},
+		{"properties not object", `{"abi":1,"tools":[{"name":"a","inputSchema":{"type":"object","properties":[]}}]}`, abi.ErrManifest, `"properties" is not an object`},
+		{"property schema boolean", `{"abi":1,"tools":[{"name":"a","inputSchema":{"type":"object","properties":{"x":true}}}]}`, abi.ErrManifest, `"properties" member "x" is not an object`},
+		{"required not array", `{"abi":1,"tools":[{"name":"a","inputSchema":{"type":"object","required":"x"}}]}`, abi.ErrManifest, `"required" is not an array`},
+		{"required number", `{"abi":1,"tools":[{"name":"a","outputSchema":{"type":"object","required":[1]}}]}`, abi.ErrManifest, `outputSchema: "required" has a member`},
 		{"output schema wrong", `{"abi":1,"tools":[{"name":"a","outputSchema":{}}]}`, abi.ErrManifest, "outputSchema"},
 		{"negative cache ttl", `{"abi":1,"tools":[{"name":"a","cache":{"cacheable":true,"ttlMs":-1}}]}`, abi.ErrManifest, "negative"},
 		{"relative mount", `{"abi":1,"tools":[{"name":"a","grants":{"dirs":[{"guestPath":"data"}]}}]}`, abi.ErrManifest, "not absolute"},
@@ -93,6 +97,24 @@ func TestDecodeResult(t *testing.T) {
 		{"image without data", `{"content":[{"type":"image"}]}`, "needs data and mimeType"},
 		{"structured not object", `{"content":[],"structuredContent":[1]}`, "structuredContent is not a JSON object"},
 		{"wrong field type", `{"content":"text"}`, `"content" is a string, want an array`},
+		{"empty text", `{"content":[{"type":"text"},{"type":"text","text":""}]}`, ""},
+		{"text with data", `{"content":[{"type":"text","text":"a","data":"AA=="}]}`, `has "text" only`},
+		{"image with text", `{"content":[{"type":"image","text":"a","data":"AA==","mimeType":"image/png"}]}`, `not "text"`},
+		{"bad base64", `{"content":[{"type":"image","data":"not base64!","mimeType":"image/png"}]}`, "not valid base64"},
+		{"unpadded base64", `{"content":[{"type":"image","data":"AA","mimeType":"image/png"}]}`, "not valid base64"},
+		{"audio as image type", `{"content":[{"type":"audio","data":"AA==","mimeType":"image/png"}]}`, "not an audio type"},
+		{"media type garbage", `{"content":[{"type":"image","data":"AA==","mimeType":"image/"}]}`, "not a media type"},
+		{"bare subtype", `{"content":[{"type":"image","data":"AA==","mimeType":"png"}]}`, "not a media type"},
+		{"text as image", `{"content":[{"type":"image","data":"AA==","mimeType":"text/plain"}]}`, "not an image type"},
+		{"media type params", `{"content":[{"type":"audio","data":"AA==","mimeType":"audio/ogg; codecs=opus"}]}`, ""},
+		// "\x89PNG\r\n\x1a\n" in base64:
+		{"png declared png", `{"content":[{"type":"image","data":"iVBORw0KGgo=","mimeType":"image/png"}]}`, ""},
+		{"png declared jpeg", `{"content":[{"type":"image","data":"iVBORw0KGgo=","mimeType":"image/jpeg"}]}`, "which is image/png"},
+		// "RIFF....WAVE":
+		{"wav alias", `{"content":[{"type":"audio","data":"UklGRgAAAABXQVZF","mimeType":"audio/x-wav"}]}`, ""},
+		{"too deep", `{"content":[],"structuredContent":` + strings.Repeat(`{"a":`, abi.MaxResultDepth) + `1` + strings.Repeat(`}`, abi.MaxResultDepth) + `}`, "nested deeper than 64"},
+		{"deep but allowed", `{"content":[],"structuredContent":` + strings.Repeat(`{"a":`, abi.MaxResultDepth-1) + `1` + strings.Repeat(`}`, abi.MaxResultDepth-1) + `}`, ""},
+		{"brackets in strings", `{"content":[{"type":"text","text":"` + strings.Repeat(`[{\"`, 100) + `"}]}`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := abi.DecodeResult([]byte(tc.in))

@@ -103,19 +103,46 @@ const listChangedPlaceholder = "io.wasmtask.list-changed"
 // callToolResult is an MCP CallToolResult.
 type callToolResult struct {
 	mcp.ResultBase
-	Content           []abi.Content   `json:"content"`
+	Content           contentList     `json:"content"`
 	StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
 	IsError           bool            `json:"isError,omitempty"`
 }
 
+// contentList is the content of a CallToolResult on the wire. A text block
+// always has "text", even empty (MCP clients require the member; abi's
+// own encoding omits an empty one), and a block has only the members of
+// its type.
+type contentList []abi.Content
+
+func (l contentList) MarshalJSON() ([]byte, error) {
+	type text struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	type data struct {
+		Type     string `json:"type"`
+		Data     string `json:"data"`
+		MIMEType string `json:"mimeType"`
+	}
+	blocks := make([]any, len(l))
+	for i, c := range l {
+		if c.Type == "text" {
+			blocks[i] = text{c.Type, c.Text}
+		} else {
+			blocks[i] = data{c.Type, c.Data, c.MIMEType}
+		}
+	}
+	return json.Marshal(blocks)
+}
+
 func toolError(msg string) *callToolResult {
-	return &callToolResult{Content: []abi.Content{{Type: "text", Text: msg}}, IsError: true}
+	return &callToolResult{Content: contentList{{Type: "text", Text: msg}}, IsError: true}
 }
 
 func renderResult(r *abi.Result) *callToolResult {
-	c := r.Content
+	c := contentList(r.Content)
 	if c == nil {
-		c = []abi.Content{}
+		c = contentList{}
 	}
 	return &callToolResult{Content: c, StructuredContent: r.StructuredContent, IsError: r.IsError}
 }
