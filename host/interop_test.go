@@ -86,11 +86,11 @@ func TestInterop(t *testing.T) {
 	cache := t.TempDir()
 
 	t.Run("stdio", func(t *testing.T) {
-		runInteropScript(t, node, dir, "stdio", bin, "--cache-dir", cache)
+		runInteropScript(t, node, dir, 40, "client.mjs", "stdio", bin, "--cache-dir", cache)
 	})
 	t.Run("http", func(t *testing.T) {
 		url := startHTTPServe(t, bin, "--cache-dir", cache)
-		runInteropScript(t, node, dir, "http", url)
+		runInteropScript(t, node, dir, 40, "client.mjs", "http", url)
 	})
 }
 
@@ -114,11 +114,12 @@ func command(t *testing.T, name string, args ...string) *exec.Cmd {
 	return cmd
 }
 
-// runInteropScript runs client.mjs with args and fails t with its report
-// when any check failed.
-func runInteropScript(t *testing.T, node, dir string, args ...string) {
+// runInteropScript runs script (client.mjs or hostile.mjs) with args and
+// fails t with its report when any check failed or fewer than minChecks
+// ran.
+func runInteropScript(t *testing.T, node, dir string, minChecks int, script string, args ...string) {
 	t.Helper()
-	cmd := command(t, node, append([]string{"client.mjs"}, args...)...)
+	cmd := command(t, node, append([]string{script}, args...)...)
 	cmd.Dir = dir
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -126,8 +127,8 @@ func runInteropScript(t *testing.T, node, dir string, args ...string) {
 
 	var rep interopReport
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
-		t.Fatalf("client.mjs %s: no JSON report (run error: %v, report error: %v)\nstdout:\n%s\nstderr:\n%s",
-			args[0], runErr, err, stdout.Bytes(), stderr.Bytes())
+		t.Fatalf("%s %s: no JSON report (run error: %v, report error: %v)\nstdout:\n%s\nstderr:\n%s",
+			script, args[0], runErr, err, stdout.Bytes(), stderr.Bytes())
 	}
 	var failed []string
 	for _, c := range rep.Checks {
@@ -136,11 +137,11 @@ func runInteropScript(t *testing.T, node, dir string, args ...string) {
 		}
 	}
 	if len(failed) > 0 || !rep.OK || runErr != nil {
-		t.Fatalf("client.mjs %s: %d of %d checks failed (exit: %v)\n%s\nserver stderr:\n%s\nnode stderr:\n%s",
-			args[0], len(failed), len(rep.Checks), runErr, strings.Join(failed, "\n"), rep.ServerStderr, stderr.Bytes())
+		t.Fatalf("%s %s: %d of %d checks failed (exit: %v)\n%s\nserver stderr:\n%s\nnode stderr:\n%s",
+			script, args[0], len(failed), len(rep.Checks), runErr, strings.Join(failed, "\n"), rep.ServerStderr, stderr.Bytes())
 	}
-	if len(rep.Checks) < 40 {
-		t.Fatalf("client.mjs %s: only %d checks ran, want at least 40 (the script ended early?)\n%s", args[0], len(rep.Checks), stdout.Bytes())
+	if len(rep.Checks) < minChecks {
+		t.Fatalf("%s %s: only %d checks ran, want at least %d (the script ended early?)\n%s", script, args[0], len(rep.Checks), minChecks, stdout.Bytes())
 	}
 	t.Logf("%s: %d checks passed", rep.Transport, len(rep.Checks))
 }
