@@ -38,6 +38,10 @@ type terminal struct {
 
 // runCall is `wasmtask call`.
 func runCall(ctx context.Context, args []string, term terminal) error {
+	// Guest text reaches both streams; only the progress bar's own
+	// terminal codes go to stderr as they are.
+	rawStderr := term.stderr
+	term.stdout, term.stderr = visibleWriter{term.stdout}, visibleWriter{term.stderr}
 	fs := flag.NewFlagSet("call", flag.ContinueOnError)
 	fs.SetOutput(term.stderr)
 	fs.Usage = func() { fmt.Fprint(fs.Output(), callUsage); fs.PrintDefaults() }
@@ -75,7 +79,7 @@ func runCall(ctx context.Context, args []string, term terminal) error {
 		return err
 	}
 
-	ev := &callEvents{bar: &progressBar{w: term.stderr, tty: term.tty}, in: bufio.NewReader(term.stdin), out: term.stderr}
+	ev := &callEvents{bar: &progressBar{w: term.stderr, raw: rawStderr, tty: term.tty}, in: bufio.NewReader(term.stdin), out: term.stderr}
 	res, err := srv.Call(ctx, tool, json.RawMessage(*argsJSON), ev)
 	ev.bar.clear()
 	if errors.Is(err, host.ErrUnknownTool) {
@@ -130,7 +134,8 @@ func levelName(l int32) string {
 // progressBar draws progress on one line of a terminal, or writes one line
 // per report elsewhere. Calls come from the goroutine running the guest.
 type progressBar struct {
-	w     io.Writer
+	w     io.Writer // text
+	raw   io.Writer // terminal codes; the same stream as w
 	tty   bool
 	drawn bool
 	last  time.Time
@@ -164,7 +169,8 @@ func (b *progressBar) progress(p, total float64, msg string) {
 	if len(line) > 100 {
 		line = line[:100]
 	}
-	fmt.Fprintf(b.w, "\r\033[K%s", line)
+	fmt.Fprint(b.raw, "\r\033[K")
+	fmt.Fprint(b.w, line)
 	b.drawn = true
 }
 
@@ -176,7 +182,7 @@ func (b *progressBar) line(s string) {
 
 func (b *progressBar) clear() {
 	if b.drawn {
-		fmt.Fprint(b.w, "\r\033[K")
+		fmt.Fprint(b.raw, "\r\033[K")
 		b.drawn = false
 	}
 }

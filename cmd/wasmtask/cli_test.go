@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/wasmtask/wasmtask/abi"
+	"github.com/wasmtask/wasmtask/host/hosttest"
 )
 
 const (
@@ -128,7 +129,7 @@ func TestCallProgressAndElicit(t *testing.T) {
 
 func TestProgressBarOnTerminal(t *testing.T) {
 	var b bytes.Buffer
-	bar := &progressBar{w: &b, tty: true}
+	bar := &progressBar{w: visibleWriter{&b}, raw: &b, tty: true}
 	bar.progress(1, 2, "half")
 	if got, want := b.String(), "\r\033[K[###############...............]  50% half"; got != want {
 		t.Errorf("bar = %q, want %q", got, want)
@@ -136,5 +137,84 @@ func TestProgressBarOnTerminal(t *testing.T) {
 	bar.line("[info] hi")
 	if !strings.HasSuffix(b.String(), "\r\033[K[info] hi\n") {
 		t.Errorf("a log line does not clear the bar first: %q", b.String())
+	}
+	// The guest's message cannot draw on the terminal; the bar can.
+	b.Reset()
+	bar.progress(2, 2, "done\033[2J")
+	if got, want := b.String(), "\r\033[K[##############################] 100% done\\u001b[2J"; got != want {
+		t.Errorf("bar = %q, want %q", got, want)
+	}
+}
+
+// TestVisible checks what reaches an operator's terminal from a guest.
+func TestVisible(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain text\n\tindented":    "plain text\n\tindented",
+		"\x1b[31mred\x1b[0m":        `\u001b[31mred\u001b[0m`,
+		"bell\a back\b cr\r":        `bell\u0007 back\u0008 cr\u000d`,
+		"del\x7f c1\u009b":          `del\u007f c1\u009b`,
+		"evil\u202etxt.exe":         `evil\u202etxt.exe`,
+		"zero\u200bwidth":           `zero\u200bwidth`,
+		"family 👨\u200d👩\u200d👧 ok": "family 👨\u200d👩\u200d👧 ok",
+		"not utf-8 \xff\xfe":        `not utf-8 \xff\xfe`,
+		"accents é ü and 漢字 stay":   "accents é ü and 漢字 stay",
+	} {
+		var b bytes.Buffer
+		if _, err := (visibleWriter{&b}).Write([]byte(in)); err != nil {
+			t.Fatal(err)
+		}
+		if b.String() != want {
+			t.Errorf("visible(%q) = %q, want %q", in, b.String(), want)
+		}
+	}
+	// Inside a JSON string the escapes keep the document valid.
+	var b bytes.Buffer
+	_ = json.NewEncoder(visibleWriter{&b}).Encode(map[string]string{"t": "a\x1b\x7f\u009b\u202e"})
+	var back map[string]string
+	if err := json.Unmarshal(b.Bytes(), &back); err != nil || back["t"] != "a\x1b\x7f\u009b\u202e" {
+		t.Errorf("escaped JSON %s: %v, decoded %q", b.Bytes(), err, back["t"])
+	}
+}
+
+// TestGuestTextCannotDriveTheTerminal runs inspect and call on a module
+// whose title, description, progress, log and result carry terminal escapes:
+// none reaches the operator's terminal as a raw control character.
+func TestGuestTextCannotDriveTheTerminal(t *testing.T) {
+	wasm := hosttest.Wasm(t, filepath.Join("testdata", "ansi.wat"))
+	file := filepath.Join(t.TempDir(), "ansi.wasm")
+	if err := os.WriteFile(file, wasm, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	raw := func(name string, b []byte) {
+		t.Helper()
+		if i := bytes.IndexFunc(b, func(r rune) bool { return r == 0x1b || r == 0x07 || r == '\u202e' }); i >= 0 {
+			t.Errorf("%s shows a raw control character at byte %d: %q", name, i, b)
+		}
+	}
+
+	var out, errOut bytes.Buffer
+	if err := runInspect(context.Background(), []string{"--cache-dir", "", file}, &out, &errOut); err != nil {
+		t.Fatalf("inspect: %v\n%s%s", err, out.Bytes(), errOut.Bytes())
+	}
+	raw("inspect", out.Bytes())
+	if !strings.Contains(out.String(), `T\u001b[2J`) || !strings.Contains(out.String(), `evil\u202etxt.exe`) {
+		t.Errorf("inspect does not show the escaped title and description:\n%s", out.Bytes())
+	}
+
+	out.Reset()
+	term := terminal{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut}
+	if err := runCall(context.Background(), []string{"--cache-dir", "", file, "ansi"}, term); err != nil {
+		t.Fatalf("call: %v\n%s", err, errOut.Bytes())
+	}
+	raw("call stdout", out.Bytes())
+	raw("call stderr", errOut.Bytes())
+	for _, want := range []string{`P\u001b[2J`, `L\u001b[31m`} {
+		if !strings.Contains(errOut.String(), want) {
+			t.Errorf("call stderr lacks %s:\n%s", want, errOut.Bytes())
+		}
+	}
+	var res abi.Result
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil || len(res.Content) != 1 || res.Content[0].Text != "R\x1b]0;pwned\a" {
+		t.Errorf("call stdout is not the result JSON with its text intact (%v): %s", err, out.Bytes())
 	}
 }

@@ -32,6 +32,9 @@ var errProblems = errors.New("the module has problems")
 
 // runInspect is `wasmtask inspect`.
 func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	// Everything shown may quote the module: its names, texts, schemas,
+	// errors.
+	stdout, stderr = visibleWriter{stdout}, visibleWriter{stderr}
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(fs.Output(), inspectUsage); fs.PrintDefaults() }

@@ -58,7 +58,8 @@ func main() {
 		os.Exit(1) // already reported on stdout
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "wasmtask: %v\n", err)
+		// The error may quote a guest (its output, its stderr).
+		fmt.Fprintf(visibleWriter{os.Stderr}, "wasmtask: %v\n", err)
 		os.Exit(1)
 	}
 }
