@@ -26,7 +26,7 @@ func TestHostileSchemas(t *testing.T) {
 		{"schema_pointer", "inputSchema: reference cycle: #/properties/a -$ref-> #/properties/b -dependentSchemas-> #/properties/b/dependentSchemas/x -$ref-> #/properties/a"},
 		{"schema_case", `inputSchema: #: "ALLOF" must be spelled "allOf"`},
 		{"schema_nilref", `inputSchema: #: $ref "#/additionalProperties": JSON Pointer "/additionalProperties" does not lead to a subschema`},
-		{"schema_fanout", "inputSchema: too costly: validating one value nested 8 levels deep would take"},
+		{"schema_fanout", "inputSchema: too costly: validating one value nested"},
 		{"schema_deep", "inputSchema: nested deeper than 64 levels"},
 		{"schema_regex", "the schema's regular expressions compile to more than 20000 instructions"},
 	}

@@ -139,11 +139,12 @@ func jsonTreeError(err error) error {
 }
 
 // jsonShape is what a scan of a JSON value learns about it for the cost of
-// validating it: how deep it nests, and per depth how many values (and
-// member names) start there and how many bytes lie at or below it.
+// validating it: how deep it nests, and per depth how many values and
+// member names start there and how many bytes lie at or below it.
 type jsonShape struct {
 	depth  int                          // deepest container nesting seen
-	values [maxInstanceDepth + 2]uint64 // values and names starting at each depth
+	values [maxInstanceDepth + 2]uint64 // values (members' values, items) starting at each depth
+	names  [maxInstanceDepth + 2]uint64 // member names starting at each depth
 	bytes  [maxInstanceDepth + 2]uint64 // bytes inside values at each depth
 }
 
@@ -154,6 +155,8 @@ type jsonShape struct {
 func scanJSON(b []byte) (sh jsonShape, ok bool) {
 	depth := 0
 	inString, escaped, inScalar := false, false, false
+	var objects uint64 // bit d: the container at nesting d+1 is an object
+	expectName := false
 	var at [maxInstanceDepth + 2]uint64 // bytes read at each nesting
 	for _, c := range b {
 		at[depth]++
@@ -171,7 +174,12 @@ func scanJSON(b []byte) (sh jsonShape, ok bool) {
 		switch c {
 		case '"':
 			inString, inScalar = true, false
-			sh.values[depth]++
+			if expectName {
+				sh.names[depth]++
+				expectName = false
+			} else {
+				sh.values[depth]++
+			}
 		case '{', '[':
 			inScalar = false
 			sh.values[depth]++
@@ -179,14 +187,22 @@ func scanJSON(b []byte) (sh jsonShape, ok bool) {
 				sh.depth = depth + 1
 				return sh, false
 			}
+			objects &^= 1 << depth
+			if c == '{' {
+				objects |= 1 << depth
+			}
 			depth++
 			sh.depth = max(sh.depth, depth)
+			expectName = c == '{'
 		case '}', ']':
-			inScalar = false
+			inScalar, expectName = false, false
 			if depth > 0 {
 				depth--
 			}
-		case ',', ':', ' ', '\t', '\n', '\r':
+		case ',':
+			inScalar = false
+			expectName = depth > 0 && objects&(1<<(depth-1)) != 0
+		case ':', ' ', '\t', '\n', '\r':
 			inScalar = false
 		default:
 			if !inScalar {

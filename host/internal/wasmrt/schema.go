@@ -67,12 +67,14 @@ const (
 	// maxInstanceDepth bounds the nesting of a value: a deeper one is
 	// refused before it is parsed.
 	maxInstanceDepth = 32
-	// maxValidationWork bounds the estimated work of one validation, in
-	// the units of maxSchemaLoad (about one schema evaluation, or one byte
-	// of the value printed or hashed by one evaluation). A value that
-	// would cost more is refused before validation. BenchmarkSchema
-	// measures the worst cases this allows.
-	maxValidationWork = 1_000_000
+	// maxValidationWork bounds the estimated work of one validation (see
+	// schemaCost.work), in the units of maxSchemaLoad: about one step of
+	// a schema evaluation, or 16 bytes of the value quoted or hashed, or
+	// 32 bytes of an error copied. A value that would cost more is
+	// refused before it is parsed. It lets through 1 MiB of usual shapes
+	// (BenchmarkSchema: the worst value it admits takes about as long as
+	// validating a 1 MB array of numbers).
+	maxValidationWork = 4_000_000
 	// maxValidationDetail bounds the validator's message kept in an error.
 	maxValidationDetail = 1024
 )
@@ -100,6 +102,7 @@ const (
 type schemaCost struct {
 	load  [nCosts][maxInstanceDepth + 1]uint64
 	chain uint64
+	names bool // member names are validated too (propertyNames)
 }
 
 // How many bytes make one unit of validation work (about one schema
@@ -108,7 +111,7 @@ type schemaCost struct {
 // calibrates them: at the work limit, its cases take similar times.
 const (
 	quoteBytesPerUnit = 16
-	copyBytesPerUnit  = 128
+	copyBytesPerUnit  = 32
 )
 
 // compileSchema checks raw (see checkSchema) and compiles it.
@@ -231,11 +234,15 @@ func (c *schemaCost) work(sh *jsonShape) uint64 {
 	var w uint64
 	for k := range c.load[costEval] {
 		levels := uint64(k+1) * c.chain
-		w = satAdd(w, satMul(satMul(c.load[costEval][k], c.chain), sh.values[k]))
+		values := sh.values[k]
+		if c.names {
+			values += sh.names[k]
+		}
+		w = satAdd(w, satMul(satMul(c.load[costEval][k], c.chain), values))
 		bytes := satMul(c.load[costBytes][k], sh.bytes[k])
 		w = satAdd(w, bytes/quoteBytesPerUnit)
 		w = satAdd(w, satMul(bytes, levels)/copyBytesPerUnit)
-		w = satAdd(w, satMul(satMul(c.load[costError][k], levels), sh.values[k])/copyBytesPerUnit)
+		w = satAdd(w, satMul(satMul(c.load[costError][k], levels), values)/copyBytesPerUnit)
 	}
 	return w
 }
@@ -645,8 +652,9 @@ func (c *checker) keyword(n *snode, k string, v *jval) error {
 		n.w[costError] += uint64(v.size) // errors name a schema by them
 	}
 	if k == "anyOf" || k == "oneOf" {
-		// A failing one names every branch ("<anonymous schema>" or its $id).
-		n.w[costError] += uint64(v.size) + 20*uint64(len(v.elems))
+		// A failing one names every branch ("<anonymous schema>", or
+		// its $id, counted on the branch).
+		n.w[costError] += 32 * uint64(len(v.elems))
 	}
 	if touchesValue[k] {
 		n.w[costBytes] = max(n.w[costBytes], 1)
@@ -930,6 +938,9 @@ func (c *schemaCost) at(k int) uint64 {
 func (c *checker) loads(order []*snode, chain int) *schemaCost {
 	root := c.nodes[0]
 	out := schemaCost{chain: uint64(chain)}
+	for _, t := range c.nodes {
+		out.names = out.names || t.one["propertyNames"] != nil
+	}
 	var prev, cur [nCosts][]uint64
 	for i := range nCosts {
 		prev[i], cur[i] = make([]uint64, len(c.nodes)), make([]uint64, len(c.nodes))

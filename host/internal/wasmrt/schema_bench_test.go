@@ -22,21 +22,21 @@ func BenchmarkSchema(b *testing.B) {
 		}
 		return `{` + strings.Join(p, ",") + `}`
 	}()
-	// levels of objects, each reached through a chain of 31 $refs
-	// (maxInPlaceChain is 32), so that an error raised at the bottom is
-	// copied about 31 times per level on its way up.
-	const levels = 8
+	// levels of objects, each reached through a chain of links $refs, so
+	// that an error raised at the bottom is copied links times per level
+	// on its way up (longer chains or more levels are refused at load).
+	const levels, links = 4, 15
 	chained := func(bottom string) string {
 		var defs []string
 		for i := 0; i <= levels; i++ {
-			for j := range 29 {
+			for j := range links {
 				defs = append(defs, fmt.Sprintf(`"c%d_%d":{"$ref":"#/$defs/c%d_%d"}`, i, j, i, j+1))
 			}
 			last := fmt.Sprintf(`{"type":"object","properties":{"d":{"$ref":"#/$defs/c%d_0"}}}`, i+1)
 			if i == levels {
 				last = bottom
 			}
-			defs = append(defs, fmt.Sprintf(`"c%d_29":%s`, i, last))
+			defs = append(defs, fmt.Sprintf(`"c%d_%d":%s`, i, links, last))
 		}
 		return `{"$ref":"#/$defs/c0_0","$defs":{` + strings.Join(defs, ",") + `}}`
 	}
@@ -53,9 +53,9 @@ func BenchmarkSchema(b *testing.B) {
 		{"evaluations", `{"type":"object","properties":{"a":{"items":{"anyOf":[` +
 			strings.TrimSuffix(strings.Repeat(`{"type":"object","properties":`+props30+`},`, 128), ",") + `]}}}}`,
 			func(n int) string { return `{"a":[` + strings.TrimSuffix(strings.Repeat(`{},`, n), ",") + `]}` }},
-		// Quoting: a long string fails minLength in 16 branches, 8 levels
-		// deep in 31-link chains (deeper ones are refused at load); each
-		// failure quotes it and every level copies the joined error.
+		// Quoting: a long string fails minLength in 16 branches, 4 levels
+		// deep in 15-link chains; each failure quotes it and every level
+		// copies the joined error.
 		{"quoted strings", chained(`{"anyOf":[` + strings.TrimSuffix(strings.Repeat(`{"minLength":100000000},`, 16), ",") + `]}`),
 			func(n int) string { return deepValue(`"` + strings.Repeat("x", n) + `"`) }},
 		// Matching: 20 patterns of 1000 instructions each (the budget of
@@ -76,9 +76,13 @@ func BenchmarkSchema(b *testing.B) {
 		{"numeric enum", `{"type":"object","properties":{"a":{"items":{"enum":[` +
 			strings.TrimSuffix(strings.Repeat(`1.25,`, 7000), ",") + `]}}}}`,
 			func(n int) string { return `{"a":[` + strings.TrimSuffix(strings.Repeat(`7,`, n), ",") + `]}` }},
-		// Hashing: an array checked for unique items by 1000 branches.
+		// Names: every member name goes through 600 failing branches.
+		{"property names", `{"type":"object","propertyNames":{"anyOf":[` +
+			strings.TrimSuffix(strings.Repeat(`{"maxLength":1},`, 600), ",") + `]}}`,
+			func(n int) string { return `{` + distinctMembers(n) + `}` }},
+		// Hashing: an array checked for unique items by 500 branches.
 		{"unique items", `{"type":"object","properties":{"a":{"anyOf":[` +
-			strings.TrimSuffix(strings.Repeat(`{"uniqueItems":true,"minItems":100000000},`, 1000), ",") + `]}}}`,
+			strings.TrimSuffix(strings.Repeat(`{"uniqueItems":true,"minItems":100000000},`, 500), ",") + `]}}}`,
 			func(n int) string {
 				return `{"a":[` + strings.TrimSuffix(strings.Repeat(`"abcdefghij",`, n), ",") + `]}`
 			}},

@@ -297,9 +297,11 @@ func TestScanJSON(t *testing.T) {
 	if !ok || sh.depth != 3 {
 		t.Fatalf("got depth %d ok %v, want 3 true", sh.depth, ok)
 	}
-	wantValues := []uint64{1, 4, 3, 2}
-	if got := sh.values[:4]; !slices.Equal(got, wantValues) {
-		t.Errorf("values per depth %v, want %v", got, wantValues)
+	if got, want := sh.values[:4], []uint64{1, 2, 3, 1}; !slices.Equal(got, want) {
+		t.Errorf("values per depth %v, want %v", got, want)
+	}
+	if got, want := sh.names[:4], []uint64{0, 2, 0, 1}; !slices.Equal(got, want) {
+		t.Errorf("names per depth %v, want %v", got, want)
 	}
 	if sh.bytes[0] != 38 || sh.bytes[3] == 0 || sh.bytes[4] != 0 {
 		t.Errorf("bytes per depth %v", sh.bytes[:5])
