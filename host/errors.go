@@ -52,5 +52,5 @@ var (
 	ErrNotWasm   = wasmrt.ErrNotWasm // not a WebAssembly binary
 	ErrCompile   = wasmrt.ErrCompile // wazero cannot compile it
 	ErrModuleABI = wasmrt.ErrABI     // no _start, unknown or mistyped wasmtask_v1 import, foreign import
-	ErrSchema    = wasmrt.ErrSchema  // a tool's input schema does not compile
+	ErrSchema    = wasmrt.ErrSchema  // a tool's input or output schema is refused
 )

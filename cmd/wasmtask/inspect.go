@@ -243,7 +243,7 @@ func explain(err error) string {
 	case errors.Is(err, abi.ErrManifest):
 		return `hint: the module's answer to {"abi":1,"method":"describe"} on stdin is not a valid manifest (see ABI.md).`
 	case errors.Is(err, host.ErrSchema):
-		return "hint: fix the tool's inputSchema; it must be a valid JSON Schema object."
+		return "hint: fix the tool's inputSchema or outputSchema: a JSON Schema object without reference cycles, within the limits in ABI.md."
 	case errors.As(err, &ge):
 		return `hint: the module failed while describing itself: run it with {"abi":1,"method":"describe"} on stdin to see why.`
 	}

@@ -2,8 +2,9 @@
 // package of wasmtask that imports wazero; no wazero type leaves it.
 //
 // It owns: compiling a module, checking it against ABI v1 (package abi) at
-// load, asking it to describe itself, decoding its manifest and compiling
-// its input schemas — every load-time fact, computed once, here — and
+// load, asking it to describe itself, decoding its manifest and checking
+// and compiling its tools' input and output schemas — every load-time fact,
+// computed once, here — and
 // running each call in a fresh, sandboxed instance with the call's limits.
 // It does not own which modules exist or their digests (package plugins
 // loads each digest once), the sandbox's numbers (package host's policy
@@ -25,12 +26,31 @@
 // other than WASI preview1 and wasmtask_v1, or no "_start" export
 // ([ErrABI]); a describe run that fails (a [*GuestError] with tool
 // "describe", run within Config.LoadLimits); a manifest that
-// abi.DecodeManifest refuses; an input schema that
-// github.com/google/jsonschema-go cannot resolve ([ErrSchema]).
+// abi.DecodeManifest refuses; an inputSchema or outputSchema that the
+// schema checker or github.com/google/jsonschema-go refuses ([ErrSchema]).
 //
 // A call's arguments are parsed once, in Module.Call, and validated against
-// the compiled schema before any guest runs ([*ArgumentsError]); the request
-// the guest reads is then written around them, not encoded again.
+// the compiled schema before any guest runs ([*ArgumentsError]), within the
+// call's Timeout; the request the guest reads is then written around them,
+// not encoded again. A result of a tool that declares an outputSchema must
+// carry structuredContent that conforms, unless it is a tool error
+// ([KindBadOutput]).
+//
+// # Schemas
+//
+// jsonschema-go validates by plain recursion, so the schemas a module
+// provides are checked before the library sees them (schema.go): bounded
+// size, nesting and number of subschemas; keywords spelled exactly; local
+// references resolved as the library resolves them, remote ones refused; no
+// cycle among the keywords that apply a subschema to the same value ($ref,
+// $dynamicRef, allOf, anyOf, oneOf, not, if/then/else, dependentSchemas);
+// bounded regular expressions; and a static cost — the work one value at
+// each depth can cause, computed over the schema's graph — within a bound.
+// A value to validate is refused before it is parsed when it nests deeper
+// than 32 levels or when its estimated work (its shape times the static
+// cost) passes a bound; BenchmarkSchema measures the worst cases. The
+// requestedSchema of an elicitation must be the flat form MCP allows
+// (elicitschema.go).
 //
 // Load does not share modules: plugins.Build loads each content digest once
 // and keeps the Module across reloads, and wazero's compilation cache makes
@@ -77,8 +97,9 @@
 // the types documented in package abi, as GoModuleFunc (no reflection).
 // A pointer/length pair outside the guest's memory traps the guest with a
 // message naming the function and the range. Messages of progress and
-// status are truncated to 4 KiB; elicit requests over 64 KiB or not valid
-// are abi.ElicitBadRequest. elicit returns the byte length of the reply
+// status are truncated to 4 KiB; elicit requests over 64 KiB, not valid, or
+// whose requestedSchema is not the flat form MCP allows are
+// abi.ElicitBadRequest. elicit returns the byte length of the reply
 // JSON (abi.ElicitReply); reply(buf, cap) copies it when cap suffices and
 // returns its length either way (0 with no reply pending).
 //

@@ -20,8 +20,10 @@ var (
 	// unknown or mistyped imports, an import module of another ABI version.
 	// Manifest problems wrap abi.ErrManifest or abi.ErrVersion instead.
 	ErrABI = errors.New("wasmrt: module does not follow the wasmtask ABI")
-	// ErrSchema means a tool's input schema cannot be compiled.
-	ErrSchema = errors.New("wasmrt: invalid input schema")
+	// ErrSchema means a tool's inputSchema or outputSchema is refused: it
+	// does not compile, or it passes a bound of the host (a reference
+	// cycle, nesting, size, cost; see schema.go).
+	ErrSchema = errors.New("wasmrt: invalid tool schema")
 	// ErrUnknownTool means Call named a tool the manifest does not declare.
 	ErrUnknownTool = errors.New("wasmrt: unknown tool")
 	// ErrAborted is wrapped by the error of a call ended by Module.Abort.

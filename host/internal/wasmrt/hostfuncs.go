@@ -172,7 +172,7 @@ func hostElicit(ctx context.Context, mod api.Module, stack []uint64) {
 		return
 	}
 	var req abi.ElicitRequest
-	if len(raw) > maxElicitBytes || json.Unmarshal(raw, &req) != nil || !isObject(req.RequestedSchema) {
+	if len(raw) > maxElicitBytes || json.Unmarshal(raw, &req) != nil || checkElicitSchema(req.RequestedSchema) != nil {
 		stack[0] = api.EncodeI32(abi.ElicitBadRequest)
 		return
 	}
@@ -222,9 +222,4 @@ func exitOnDone(ctx context.Context) {
 		code = sys.ExitCodeDeadlineExceeded
 	}
 	panic(sys.NewExitError(code))
-}
-
-func isObject(raw json.RawMessage) bool {
-	var m map[string]any
-	return json.Unmarshal(raw, &m) == nil && m != nil
 }

@@ -25,6 +25,8 @@ type Limits struct {
 	MaxLogBytes    int               // stderr and log calls forwarded to Events.Log; tail of stderr kept
 	Env            map[string]string // environment variables the guest sees; none by default
 	Mounts         []Mount           // directories the guest sees; none by default
+
+	elapsed time.Duration // of Timeout, spent before the guest starts (checking arguments)
 }
 
 // Mount grants the guest a host directory at GuestPath. The directory is

@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
@@ -19,7 +18,7 @@ import (
 )
 
 // Module is a loaded tool module: its compiled code, its validated
-// manifest and its compiled input schemas. It is safe for concurrent use:
+// manifest and its compiled schemas. It is safe for concurrent use:
 // every Call runs in its own instance. Close it when done; calls in flight
 // finish first.
 type Module struct {
@@ -29,8 +28,8 @@ type Module struct {
 	// Set by Load, then read-only.
 	compiled wazero.CompiledModule
 	manifest *abi.Manifest
-	schemas  map[string]*jsonschema.Resolved // by tool name
-	minPages uint32                          // initial memory of the module
+	schemas  map[string]toolSchemas // by tool name
+	minPages uint32                 // initial memory of the module
 
 	mu       sync.Mutex
 	closed   bool
@@ -145,8 +144,12 @@ func (m *Module) compile(ctx context.Context, wasm []byte) error {
 	return nil
 }
 
+// toolSchemas are the compiled schemas of one tool; out is nil when the
+// tool declares no outputSchema.
+type toolSchemas struct{ in, out *schema }
+
 // describe asks the module for its manifest, validates it and compiles the
-// tools' input schemas.
+// tools' input and output schemas.
 func (m *Module) describe(ctx context.Context) error {
 	lim := m.r.cfg.LoadLimits
 	lim.MemoryMiB = max(lim.MemoryMiB, int((uint64(m.minPages)*pageSize+(1<<20)-1)>>20))
@@ -158,17 +161,18 @@ func (m *Module) describe(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("load %q: %w", m.name, err)
 	}
-	schemas := make(map[string]*jsonschema.Resolved, len(man.Tools))
+	schemas := make(map[string]toolSchemas, len(man.Tools))
 	for _, t := range man.Tools {
-		var s jsonschema.Schema
-		if err := json.Unmarshal(t.InputSchema, &s); err != nil {
-			return fmt.Errorf("load %q: %w: tool %q: %v", m.name, ErrSchema, t.Name, err)
+		var ts toolSchemas
+		if ts.in, err = compileSchema(t.InputSchema); err != nil {
+			return fmt.Errorf("load %q: %w: tool %q: inputSchema: %v", m.name, ErrSchema, t.Name, err)
 		}
-		rs, err := s.Resolve(nil)
-		if err != nil {
-			return fmt.Errorf("load %q: %w: tool %q: %v", m.name, ErrSchema, t.Name, err)
+		if len(t.OutputSchema) > 0 {
+			if ts.out, err = compileSchema(t.OutputSchema); err != nil {
+				return fmt.Errorf("load %q: %w: tool %q: outputSchema: %v", m.name, ErrSchema, t.Name, err)
+			}
 		}
-		schemas[t.Name] = rs
+		schemas[t.Name] = ts
 	}
 	m.manifest, m.schemas = man, schemas
 	return nil
@@ -179,10 +183,13 @@ var describeRequest = []byte(fmt.Sprintf(`{"abi":%d,"method":%q}`, abi.Version, 
 // Call runs tool with args (a JSON object; empty or null means {}) in a
 // fresh instance bounded by lim, reporting to ev (which may be nil). The
 // arguments are parsed once, here, and validated against the tool's input
-// schema before the guest runs (an *ArgumentsError). A guest failure is a
-// *GuestError; ErrUnknownTool comes before the guest runs; ErrClosed after
-// Close. A returned Result may itself have IsError set: that is the tool's
-// own answer.
+// schema before the guest runs (an *ArgumentsError), within lim.Timeout: a
+// call whose time runs out while its arguments are checked is KindTimeout.
+// A guest failure is a *GuestError; so is a result without the
+// structuredContent the tool's outputSchema describes (KindBadOutput).
+// ErrUnknownTool comes before the guest runs; ErrClosed after Close. A
+// returned Result may itself have IsError set: that is the tool's own
+// answer.
 func (m *Module) Call(ctx context.Context, tool string, args json.RawMessage, lim Limits, ev abi.Events) (*abi.Result, error) {
 	if err := lim.validate(); err != nil {
 		return nil, fmt.Errorf("call %q of %q: %w", tool, m.name, err)
@@ -194,13 +201,19 @@ func (m *Module) Call(ctx context.Context, tool string, args json.RawMessage, li
 		return nil, fmt.Errorf("call %q of %q: %w", tool, m.name, ErrClosed)
 	}
 	defer m.releaseCall(ctl)
-	rs, ok := m.schemas[tool]
+	ts, ok := m.schemas[tool]
 	if !ok {
 		return nil, fmt.Errorf("call %q of %q: %w", tool, m.name, ErrUnknownTool)
 	}
-	args, err := validArguments(rs, args)
+	// The call's time limit covers checking its arguments too.
+	start := timeNow()
+	args, err := validArguments(ts.in, args)
 	if err != nil {
 		return nil, &ArgumentsError{Tool: tool, Detail: err.Error()}
+	}
+	lim.elapsed = timeNow().Sub(start)
+	if lim.elapsed >= lim.Timeout {
+		return nil, &GuestError{Module: m.name, Tool: tool, Kind: KindTimeout, Msg: fmt.Sprintf("exceeded %v while checking the arguments", lim.Timeout)}
 	}
 	out, gerr := m.r.run(ctx, m, tool, callRequest(tool, args), lim, ev)
 	if context.Cause(ctx) == ErrAborted {
@@ -217,24 +230,51 @@ func (m *Module) Call(ctx context.Context, tool string, args json.RawMessage, li
 		detail := strings.TrimPrefix(err.Error(), abi.ErrResult.Error()+": ")
 		return nil, &GuestError{Module: m.name, Tool: tool, Kind: KindBadOutput, Msg: detail + snippet(out), cause: err}
 	}
+	if err := checkOutput(ts.out, res); err != nil {
+		return nil, &GuestError{Module: m.name, Tool: tool, Kind: KindBadOutput, Msg: err.Error()}
+	}
 	return res, nil
 }
 
+// timeNow is the clock of Call's time accounting (a test replaces it).
+var timeNow = time.Now
+
+// checkOutput checks a result against the tool's outputSchema, when it
+// declares one: unless the result is a tool error (isError), it must carry
+// structuredContent that the schema accepts.
+func checkOutput(out *schema, res *abi.Result) error {
+	if out == nil || res.IsError {
+		return nil
+	}
+	if len(res.StructuredContent) == 0 {
+		return errors.New("the tool declares an outputSchema but its result has no structuredContent")
+	}
+	v, err := out.decode(res.StructuredContent)
+	if err == nil {
+		err = out.validate(v)
+	}
+	if err != nil {
+		return fmt.Errorf("structuredContent does not match the tool's outputSchema: %v", err)
+	}
+	return nil
+}
+
 // validArguments parses args once and validates them: a JSON object that
-// the schema accepts. Empty or null arguments are {}.
-func validArguments(rs *jsonschema.Resolved, args json.RawMessage) (json.RawMessage, error) {
+// the schema accepts. Empty or null arguments are {}. Arguments nested too
+// deep or too costly to validate are refused before they are parsed.
+func validArguments(s *schema, args json.RawMessage) (json.RawMessage, error) {
 	args = bytes.TrimSpace(args)
 	if len(args) == 0 || bytes.Equal(args, []byte("null")) {
 		args = json.RawMessage("{}")
 	}
-	var v any
-	if err := json.Unmarshal(args, &v); err != nil {
-		return nil, fmt.Errorf("not valid JSON: %v", err)
+	v, err := s.decode(args)
+	if err != nil {
+		return nil, err
 	}
-	if _, isObj := v.(map[string]any); !isObj {
+	if _, isObj := v.(jsonObject); !isObj {
 		return nil, errors.New("not a JSON object")
 	}
-	if err := rs.Validate(v); err != nil {
+	if err := s.validate(v); err != nil {
 		return nil, err
 	}
 	return args, nil
@@ -280,7 +320,7 @@ func (r *Runtime) run(ctx context.Context, m *Module, tool string, req []byte, l
 	if err := ctx.Err(); err != nil {
 		return nil, c.fail(ctxKind(err), err.Error(), nil)
 	}
-	callCtx, cancelTimeout := context.WithTimeout(ctx, c.lim.Timeout)
+	callCtx, cancelTimeout := context.WithTimeout(ctx, c.lim.Timeout-c.lim.elapsed)
 	defer cancelTimeout()
 	callCtx, cancel := context.WithCancel(callCtx)
 	defer cancel()
