@@ -13,8 +13,9 @@ import (
 // hostileResult is one result a module writes, for hostile.mjs.
 type hostileResult struct {
 	Name      string         `json:"name"`
-	Arguments map[string]any `json:"arguments"` // the result echo_result writes
-	Want      string         `json:"want"`      // "ok" or "toolError"
+	Arguments map[string]any `json:"arguments"`      // the result echo_result writes
+	Want      string         `json:"want"`           // "ok" or "toolError"
+	Tool      string         `json:"tool,omitempty"` // default echo_result
 }
 
 // hostileResults are results a module may write; each either reaches the
@@ -35,27 +36,37 @@ func hostileResults() []hostileResult {
 		}
 		return b
 	}
+	structured := func(name string, result map[string]any, want string) hostileResult {
+		return hostileResult{Name: name, Tool: "echo_structured", Arguments: result, Want: want}
+	}
 	return []hostileResult{
-		{"plain text", text(block("type", "text", "text", "hi")), "ok"},
-		{"empty text", text(block("type", "text", "text", "")), "ok"},
-		{"text member missing", text(block("type", "text")), "ok"},
-		{"no content blocks", map[string]any{"content": []any{}}, "ok"},
-		{"valid png", text(block("type", "image", "data", "iVBORw0KGgo=", "mimeType", "image/png")), "ok"},
-		{"image bad base64", text(block("type", "image", "data", "%%%", "mimeType", "image/png")), "toolError"},
-		{"image without mimeType", text(block("type", "image", "data", "AA==")), "toolError"},
-		{"image mimeType not a string", map[string]any{"content": []any{map[string]any{"type": "image", "data": "AA==", "mimeType": 7}}}, "toolError"},
-		{"audio declared as image", text(block("type", "audio", "data", "AA==", "mimeType", "image/png")), "toolError"},
-		{"png declared as jpeg", text(block("type", "image", "data", "iVBORw0KGgo=", "mimeType", "image/jpeg")), "toolError"},
-		{"unknown block type", text(block("type", "video", "data", "AA==")), "toolError"},
-		{"text not a string", map[string]any{"content": []any{map[string]any{"type": "text", "text": 5}}}, "toolError"},
-		{"content not an array", map[string]any{"content": "hello"}, "toolError"},
-		{"content missing", map[string]any{"isError": false}, "toolError"},
-		{"isError not boolean", map[string]any{"content": []any{}, "isError": "yes"}, "toolError"},
-		{"structuredContent array", map[string]any{"content": []any{}, "structuredContent": []any{1}}, "toolError"},
-		{"structuredContent string", map[string]any{"content": []any{}, "structuredContent": "x"}, "toolError"},
-		{"nested too deep", map[string]any{"deep": 200}, "toolError"},
-		{"control characters in text", text(block("type", "text", "text", "a\x00b\x1b[31mc")), "ok"},
-		{"long text", text(block("type", "text", "text", strings.Repeat("x", 100_000))), "ok"},
+		{"plain text", text(block("type", "text", "text", "hi")), "ok", ""},
+		{"empty text", text(block("type", "text", "text", "")), "ok", ""},
+		{"text member missing", text(block("type", "text")), "ok", ""},
+		{"no content blocks", map[string]any{"content": []any{}}, "ok", ""},
+		{"valid png", text(block("type", "image", "data", "iVBORw0KGgo=", "mimeType", "image/png")), "ok", ""},
+		{"image bad base64", text(block("type", "image", "data", "%%%", "mimeType", "image/png")), "toolError", ""},
+		{"image without mimeType", text(block("type", "image", "data", "AA==")), "toolError", ""},
+		{"image mimeType not a string", map[string]any{"content": []any{map[string]any{"type": "image", "data": "AA==", "mimeType": 7}}}, "toolError", ""},
+		{"audio declared as image", text(block("type", "audio", "data", "AA==", "mimeType", "image/png")), "toolError", ""},
+		{"png declared as jpeg", text(block("type", "image", "data", "iVBORw0KGgo=", "mimeType", "image/jpeg")), "toolError", ""},
+		{"unknown block type", text(block("type", "video", "data", "AA==")), "toolError", ""},
+		{"text not a string", map[string]any{"content": []any{map[string]any{"type": "text", "text": 5}}}, "toolError", ""},
+		{"content not an array", map[string]any{"content": "hello"}, "toolError", ""},
+		{"content missing", map[string]any{"isError": false}, "toolError", ""},
+		{"isError not boolean", map[string]any{"content": []any{}, "isError": "yes"}, "toolError", ""},
+		{"structuredContent array", map[string]any{"content": []any{}, "structuredContent": []any{1}}, "toolError", ""},
+		{"structuredContent string", map[string]any{"content": []any{}, "structuredContent": "x"}, "toolError", ""},
+		{"nested too deep", map[string]any{"deep": 200}, "toolError", ""},
+		{"control characters in text", text(block("type", "text", "text", "a\x00b\x1b[31mc")), "ok", ""},
+		{"long text", text(block("type", "text", "text", strings.Repeat("x", 100_000))), "ok", ""},
+		// The client checks structuredContent against the outputSchema it
+		// listed, and requires it unless isError.
+		structured("structured as declared", map[string]any{"content": []any{}, "structuredContent": map[string]any{"n": 1}}, "ok"),
+		structured("structured missing", map[string]any{"content": []any{}}, "toolError"),
+		structured("structured of the wrong type", map[string]any{"content": []any{}, "structuredContent": map[string]any{"n": "one"}}, "toolError"),
+		structured("structured without a required member", map[string]any{"content": []any{}, "structuredContent": map[string]any{}}, "toolError"),
+		structured("tool error without structured", map[string]any{"content": []any{map[string]any{"type": "text", "text": "failed"}}, "isError": true}, "toolError"),
 	}
 }
 

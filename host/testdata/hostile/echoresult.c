@@ -3,6 +3,8 @@
 // module could write reach the host.
 //
 //   echo_result {…}        writes its arguments object as the result
+//   echo_structured {…}    the same, for a tool that declares an
+//                          outputSchema ({"n": integer}, required)
 //   echo_result {"deep":N} writes a result whose structuredContent nests N
 //                          objects (arguments that deep may be refused)
 #include <stdio.h>
@@ -30,7 +32,9 @@ int main(void) {
 	size_t n;
 	char *req = read_all(&n);
 	if (strstr(req, "\"method\":\"describe\"")) {
-		fputs("{\"abi\":1,\"tools\":[{\"name\":\"echo_result\",\"inputSchema\":{\"type\":\"object\"}}]}", stdout);
+		fputs("{\"abi\":1,\"tools\":[{\"name\":\"echo_result\",\"inputSchema\":{\"type\":\"object\"}},"
+		      "{\"name\":\"echo_structured\",\"inputSchema\":{\"type\":\"object\"},\"outputSchema\":"
+		      "{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"integer\"}},\"required\":[\"n\"]}}]}", stdout);
 		return 0;
 	}
 	// The host writes {"abi":1,"method":"call","tool":"…","arguments":ARGS}.

@@ -5,8 +5,9 @@
 //	node hostile.mjs CASES.json stdio BINARY [SERVE_ARGS...]
 //	node hostile.mjs CASES.json http URL
 //
-// CASES.json is [{name, arguments, want}] for the tool echo_result, whose
-// result is its arguments (see ../hostile/echoresult.c); want is "ok" (the
+// CASES.json is [{name, tool, arguments, want}] for the tool echo_result (or
+// echo_structured, which declares an outputSchema), whose result is its
+// arguments (see ../hostile/echoresult.c); want is "ok" (the
 // result arrives unchanged) or "toolError" (an isError result with text).
 // It prints a report like client.mjs.
 
@@ -56,7 +57,7 @@ async function main() {
   for (const c of cases) {
     let r;
     try {
-      r = await client.callTool({ name: 'echo_result', arguments: c.arguments });
+      r = await client.callTool({ name: c.tool ?? 'echo_result', arguments: c.arguments });
     } catch (e) {
       check(`${c.name}: the SDK accepts what the server sent`, false, `threw: ${String(e?.message ?? e).slice(0, 300)}`);
       continue;
