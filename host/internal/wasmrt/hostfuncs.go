@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -17,14 +18,63 @@ import (
 const (
 	maxMessageBytes = 4 << 10  // progress and status messages are truncated here
 	maxElicitBytes  = 64 << 10 // a larger elicit request is abi.ElicitBadRequest
+	// logMessageCost is what one log message (a log call or a stderr
+	// line) costs of the call's log budget beyond its bytes: an empty
+	// message is still a notification the client receives.
+	logMessageCost = 64
+	// maxElicits bounds the questions one call may put to the user; past
+	// it elicit returns abi.ElicitUnsupported without asking. elicitBurst
+	// and elicitEvery bound their rate: a client that answers at once (a
+	// declining bot) would otherwise turn a guest loop into a flood of
+	// round trips.
+	maxElicits  = 32
+	elicitBurst = 4
+	elicitEvery = time.Second
 )
 
 // callState is the per-call state the host functions find in their context.
 type callState struct {
-	ev       abi.Events // may be nil
+	ev       abi.Events // the call's notifier (rate-limited); nil without events
+	notes    *notifier  // the same, for finish
 	logLeft  int        // log budget left, bytes
 	logNoted bool       // the "log truncated" notice was sent
 	reply    []byte     // pending elicit reply
+
+	elicits     int       // elicitations asked so far
+	elicitReady time.Time // when the next elicitation past the burst may be asked
+}
+
+func newCallState(ev abi.Events, logBudget int) *callState {
+	s := &callState{logLeft: logBudget}
+	if ev != nil {
+		s.notes = newNotifier(ev)
+		s.ev = s.notes
+	}
+	return s
+}
+
+// finish flushes the call's notifications once the guest has ended.
+func (s *callState) finish() {
+	if s.notes != nil {
+		s.notes.finish()
+	}
+}
+
+// mayElicit reports whether the call may put one more question to the
+// user, and counts it.
+func (s *callState) mayElicit() bool {
+	if s.elicits >= maxElicits {
+		return false
+	}
+	now := time.Now()
+	if s.elicits >= elicitBurst && now.Before(s.elicitReady) {
+		return false
+	}
+	s.elicits++
+	if s.elicits >= elicitBurst {
+		s.elicitReady = now.Add(elicitEvery)
+	}
+	return true
 }
 
 type callStateKey struct{}
@@ -41,31 +91,34 @@ func (s *callState) logBytes(level int32, msg []byte) {
 	if s.ev == nil {
 		return
 	}
-	if len(msg) > s.logLeft {
+	if len(msg)+logMessageCost > s.logLeft {
 		s.overBudget()
 		return
 	}
 	s.log(level, string(msg))
 }
 
-// log forwards one log message while the budget lasts.
-func (s *callState) log(level int32, msg string) {
+// log forwards one log message while the budget lasts, and reports
+// whether any budget is left.
+func (s *callState) log(level int32, msg string) bool {
 	if s.ev == nil {
-		return
+		return false
 	}
-	if len(msg) > s.logLeft {
+	if len(msg)+logMessageCost > s.logLeft {
 		s.overBudget()
-		return
+		return false
 	}
-	s.logLeft -= len(msg)
+	s.logLeft -= len(msg) + logMessageCost
 	s.ev.Log(level, msg)
+	return true
 }
 
 // overBudget ends the call's log: one notice, then nothing more.
 func (s *callState) overBudget() {
 	if !s.logNoted {
 		s.logNoted = true
-		s.ev.Log(abi.LogWarning, "wasmtask: log limit reached, further guest log dropped")
+		// Once per call: past the rate limit, so that it is not lost.
+		s.notes.ev.Log(abi.LogWarning, "wasmtask: log limit reached, further guest log dropped")
 	}
 	s.logLeft = 0
 }
@@ -130,6 +183,9 @@ func truncate(b []byte, n int) string {
 }
 
 func hostProgress(ctx context.Context, mod api.Module, stack []uint64) {
+	if ctx.Err() != nil {
+		exitOnDone(ctx) // the call is over: the guest goes no further
+	}
 	progress, total := api.DecodeF64(stack[0]), api.DecodeF64(stack[1])
 	msg := guestBytes(mod, abi.FuncProgress, api.DecodeU32(stack[2]), api.DecodeU32(stack[3]))
 	if s := stateOf(ctx); s != nil && s.ev != nil {
@@ -144,6 +200,9 @@ func hostProgress(ctx context.Context, mod api.Module, stack []uint64) {
 }
 
 func hostStatus(ctx context.Context, mod api.Module, stack []uint64) {
+	if ctx.Err() != nil {
+		exitOnDone(ctx) // the call is over: the guest goes no further
+	}
 	msg := guestBytes(mod, abi.FuncStatus, api.DecodeU32(stack[0]), api.DecodeU32(stack[1]))
 	if s := stateOf(ctx); s != nil && s.ev != nil {
 		s.ev.Status(truncate(msg, maxMessageBytes))
@@ -151,6 +210,9 @@ func hostStatus(ctx context.Context, mod api.Module, stack []uint64) {
 }
 
 func hostLog(ctx context.Context, mod api.Module, stack []uint64) {
+	if ctx.Err() != nil {
+		exitOnDone(ctx) // the call is over: the guest goes no further
+	}
 	level := api.DecodeI32(stack[0])
 	msg := guestBytes(mod, abi.FuncLog, api.DecodeU32(stack[1]), api.DecodeU32(stack[2]))
 	level = min(max(level, abi.LogDebug), abi.LogError)
@@ -164,6 +226,9 @@ func hostLog(ctx context.Context, mod api.Module, stack []uint64) {
 // abi.Elicit* code. When ctx is done it ends the call: returning normally
 // would let the guest carry on as if the call were alive.
 func hostElicit(ctx context.Context, mod api.Module, stack []uint64) {
+	if ctx.Err() != nil {
+		exitOnDone(ctx) // the call is over: the guest goes no further
+	}
 	ptr, n := api.DecodeU32(stack[0]), api.DecodeU32(stack[1])
 	raw := guestBytes(mod, abi.FuncElicit, ptr, n)
 	s := stateOf(ctx)
@@ -174,6 +239,10 @@ func hostElicit(ctx context.Context, mod api.Module, stack []uint64) {
 	var req abi.ElicitRequest
 	if len(raw) > maxElicitBytes || json.Unmarshal(raw, &req) != nil || checkElicitSchema(req.RequestedSchema) != nil {
 		stack[0] = api.EncodeI32(abi.ElicitBadRequest)
+		return
+	}
+	if !s.mayElicit() {
+		stack[0] = api.EncodeI32(abi.ElicitUnsupported)
 		return
 	}
 	reply, err := s.ev.Elicit(ctx, req)
@@ -201,6 +270,9 @@ func hostElicit(ctx context.Context, mod api.Module, stack []uint64) {
 // length needed; with no pending reply it returns 0. The reply stays pending
 // until the next elicit.
 func hostReply(ctx context.Context, mod api.Module, stack []uint64) {
+	if ctx.Err() != nil {
+		exitOnDone(ctx) // the call is over: the guest goes no further
+	}
 	ptr, capacity := api.DecodeU32(stack[0]), api.DecodeU32(stack[1])
 	buf := guestBytes(mod, abi.FuncReply, ptr, capacity)
 	s := stateOf(ctx)

@@ -1,8 +1,11 @@
 package wasmrt
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync/atomic"
 	"time"
 
@@ -111,13 +114,22 @@ func (m *limitedMemory) Reallocate(size uint64) []byte {
 func (m *limitedMemory) Free() { m.buf = nil }
 
 // limitedWriter collects stdout up to max bytes. The write that would pass
-// the limit fails and calls over() once, which cancels the call.
+// the limit fails and calls over() once, which cancels the call. An empty
+// write counts as one byte, and no write succeeds once ctx is done: WASI's
+// fd_write loops over a vector whose length the guest chooses (millions of
+// empty entries fit in its memory), calling Write for each, and only an
+// error ends that loop.
 type limitedWriter struct {
+	ctx      context.Context
 	buf      []byte
 	max      int
+	counted  int // len(buf) plus one per empty write
 	exceeded bool
 	over     func()
 }
+
+// errCallOver is a write refused because the call has ended.
+var errCallOver = errors.New("the call has ended")
 
 var errOutputLimit = &outputLimitError{}
 
@@ -129,28 +141,38 @@ func (w *limitedWriter) Write(p []byte) (int, error) {
 	if w.exceeded {
 		return 0, errOutputLimit
 	}
-	if len(w.buf)+len(p) > w.max {
+	if w.ctx != nil && w.ctx.Err() != nil {
+		return 0, errCallOver
+	}
+	if w.counted+max(len(p), 1) > w.max {
 		w.exceeded = true
 		if w.over != nil {
 			w.over()
 		}
 		return 0, errOutputLimit
 	}
+	w.counted += max(len(p), 1)
 	w.buf = append(w.buf, p...)
 	return len(p), nil
 }
 
 // logWriter receives the guest's stderr: it keeps the last max bytes for
 // error reports and forwards complete lines to sink while the call's log
-// budget lasts.
+// budget lasts (sink returns false when it is spent; lines are no longer
+// looked for after that). Like limitedWriter it refuses every write once
+// ctx is done, which ends a vectored write whatever its length.
 type logWriter struct {
+	ctx     context.Context
 	tail    []byte
 	max     int
 	partial []byte
-	sink    func(line string) // may be nil
+	sink    func(line string) bool // may be nil
 }
 
 func (w *logWriter) Write(p []byte) (int, error) {
+	if w.ctx != nil && w.ctx.Err() != nil {
+		return 0, errCallOver
+	}
 	n := len(p)
 	// Keep the tail.
 	if len(p) >= w.max {
@@ -165,7 +187,7 @@ func (w *logWriter) Write(p []byte) (int, error) {
 		return n, nil
 	}
 	for len(p) > 0 {
-		i := indexByte(p, '\n')
+		i := bytes.IndexByte(p, '\n')
 		if i < 0 {
 			if len(w.partial)+len(p) > w.max {
 				p = p[:max(0, w.max-len(w.partial))]
@@ -173,10 +195,18 @@ func (w *logWriter) Write(p []byte) (int, error) {
 			w.partial = append(w.partial, p...)
 			break
 		}
-		w.partial = append(w.partial, p[:i]...)
-		w.sink(string(w.partial))
+		if room := max(0, w.max-len(w.partial)); i > room {
+			w.partial = append(w.partial, p[:room]...) // a line longer than the log is cut
+		} else {
+			w.partial = append(w.partial, p[:i]...)
+		}
+		open := w.sink(string(w.partial))
 		w.partial = w.partial[:0]
 		p = p[i+1:]
+		if !open {
+			w.sink, w.partial = nil, nil
+			break
+		}
 	}
 	return n, nil
 }
@@ -189,11 +219,22 @@ func (w *logWriter) flush() {
 	}
 }
 
-func indexByte(p []byte, c byte) int {
-	for i, b := range p {
-		if b == c {
-			return i
-		}
+// ctxReader is a reader that fails once ctx is done (stdin, and the
+// guest's random source: random_get fills a buffer of the guest's chosen
+// size, so it is filled in chunks with the context checked between them).
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+const readChunk = 64 << 10
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if c.ctx.Err() != nil {
+		return 0, errCallOver
 	}
-	return -1
+	if len(p) > readChunk {
+		p = p[:readChunk]
+	}
+	return c.r.Read(p)
 }

@@ -3,6 +3,7 @@ package wasmrt
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -325,7 +326,7 @@ func (r *Runtime) run(ctx context.Context, m *Module, tool string, req []byte, l
 	callCtx, cancel := context.WithCancel(callCtx)
 	defer cancel()
 
-	state := &callState{ev: ev, logLeft: c.lim.MaxLogBytes}
+	state := newCallState(ev, c.lim.MaxLogBytes)
 	if !r.track(state, cancel) {
 		return nil, c.fail(KindCanceled, "the runtime was closed", ErrClosed)
 	}
@@ -346,6 +347,7 @@ func (r *Runtime) run(ctx context.Context, m *Module, tool string, req []byte, l
 		_ = mod.Close(context.Background())
 	}
 	c.stderr.flush()
+	state.finish()
 	c.tail = string(c.stderr.tail)
 	if err == nil && !c.stdout.exceeded && callCtx.Err() == nil {
 		return c.stdout.buf, nil
@@ -378,14 +380,15 @@ func (c *call) fail(kind Kind, msg string, cause error) *GuestError {
 // and stderr are bounded, and only the granted environment and mounts are
 // visible. cleanup closes the mounts after the call.
 func (c *call) sandbox(callCtx context.Context, req []byte, state *callState, cancel context.CancelFunc) (wazero.ModuleConfig, func(), error) {
-	c.stdout = &limitedWriter{max: c.lim.MaxOutputBytes, over: cancel}
-	c.stderr = &logWriter{max: c.lim.MaxLogBytes}
+	c.stdout = &limitedWriter{ctx: callCtx, max: c.lim.MaxOutputBytes, over: cancel}
+	c.stderr = &logWriter{ctx: callCtx, max: c.lim.MaxLogBytes}
 	if state.ev != nil {
-		c.stderr.sink = func(line string) { state.log(abi.LogInfo, line) }
+		c.stderr.sink = func(line string) bool { return state.log(abi.LogInfo, line) }
 	}
 	cfg := c.r.base.
 		WithArgs(c.m.name).
-		WithStdin(bytes.NewReader(req)).
+		WithStdin(ctxReader{callCtx, bytes.NewReader(req)}).
+		WithRandSource(ctxReader{callCtx, rand.Reader}).
 		WithStdout(c.stdout).
 		WithStderr(c.stderr).
 		WithNanosleep(func(ns int64) { sleepCtx(callCtx, ns) })

@@ -185,8 +185,9 @@ func TestLogBounded(t *testing.T) {
 	r := newRuntime(t, Config{})
 	m := load(t, r, "ok")
 	ev := &events{}
-	callText(t, m, "progress", `{}`, with(Limits{MaxLogBytes: 4}), ev)
-	// "why" (3 bytes) fits; "stderr" (6) does not: one notice instead.
+	callText(t, m, "progress", `{}`, with(Limits{MaxLogBytes: 3 + logMessageCost + 4}), ev)
+	// "why" (3 bytes and the cost of a message) fits; "stderr" (6) does
+	// not: one notice instead.
 	want := []string{"2:why", "2:wasmtask: log limit reached, further guest log dropped"}
 	if d := cmp.Diff(want, ev.logs); d != "" {
 		t.Errorf("logs (-want +got):\n%s", d)

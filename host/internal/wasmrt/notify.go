@@ -1,0 +1,147 @@
+package wasmrt
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/wasmtask/wasmtask/abi"
+)
+
+// Bounds on the notifications one call sends its client: a burst, then a
+// steady rate. A guest that reports progress in a tight loop would
+// otherwise send a notification per iteration, and every one of them is a
+// message the client's connection carries and the client parses.
+const (
+	notifyBurst = 32 // notifications sent at once before the rate applies
+	notifyRate  = 20 // notifications per second after the burst
+)
+
+// notifier is the abi.Events the guest's host functions and stderr reach.
+// It passes progress, status and log on to the call's Events through a
+// token bucket:
+//   - progress only moves forward (a value not above the last one sent is
+//     dropped), and when no token is left the latest report waits to be
+//     sent (coalesced) rather than dropped;
+//   - status likewise keeps the latest message waiting;
+//   - a log message with no token is dropped;
+//   - finish sends what waits, then one warning counting what was dropped
+//     or coalesced away.
+//
+// It is used by the one goroutine running the guest (host functions and
+// the stderr writer run on it), so it has no lock. Elicit is passed on
+// as is: the elicit host function bounds it (see elicitBudget).
+type notifier struct {
+	ev abi.Events
+
+	tokens float64
+	last   time.Time // when tokens was last refilled
+
+	sentProgress bool
+	lastProgress float64 // the last progress value sent
+	progress     *progressNote
+	status       *string
+	dropped      int
+}
+
+type progressNote struct {
+	progress, total float64
+	msg             string
+}
+
+func newNotifier(ev abi.Events) *notifier {
+	return &notifier{ev: ev, tokens: notifyBurst, last: time.Now()}
+}
+
+// take spends a token when one is left.
+func (n *notifier) take() bool {
+	now := time.Now()
+	n.tokens = min(notifyBurst, n.tokens+now.Sub(n.last).Seconds()*notifyRate)
+	n.last = now
+	if n.tokens < 1 {
+		return false
+	}
+	n.tokens--
+	return true
+}
+
+// flush sends what waits while tokens last.
+func (n *notifier) flush() {
+	if n.progress != nil && n.take() {
+		p := n.progress
+		n.progress = nil
+		n.sendProgress(p)
+	}
+	if n.status != nil && n.take() {
+		s := *n.status
+		n.status = nil
+		n.ev.Status(s)
+	}
+}
+
+func (n *notifier) sendProgress(p *progressNote) {
+	n.sentProgress, n.lastProgress = true, p.progress
+	n.ev.Progress(p.progress, p.total, p.msg)
+}
+
+func (n *notifier) Progress(progress, total float64, msg string) {
+	floor := n.lastProgress
+	if n.progress != nil {
+		floor = n.progress.progress
+	}
+	if (n.sentProgress || n.progress != nil) && progress <= floor {
+		n.dropped++ // MCP: progress increases with each notification
+		return
+	}
+	n.flush()
+	p := &progressNote{progress, total, msg}
+	if n.progress == nil && n.take() {
+		n.sendProgress(p)
+		return
+	}
+	if n.progress != nil {
+		n.dropped++ // replaced by a newer report
+	}
+	n.progress = p
+}
+
+func (n *notifier) Status(msg string) {
+	n.flush()
+	if n.status == nil && n.take() {
+		n.ev.Status(msg)
+		return
+	}
+	if n.status != nil {
+		n.dropped++
+	}
+	n.status = &msg
+}
+
+func (n *notifier) Log(level int32, msg string) {
+	n.flush()
+	if !n.take() {
+		n.dropped++
+		return
+	}
+	n.ev.Log(level, msg)
+}
+
+func (n *notifier) Elicit(ctx context.Context, req abi.ElicitRequest) (abi.ElicitReply, error) {
+	return n.ev.Elicit(ctx, req)
+}
+
+// finish sends the reports still waiting and says how many were dropped.
+// It is called once, when the guest has ended.
+func (n *notifier) finish() {
+	if p := n.progress; p != nil {
+		n.progress = nil
+		n.sendProgress(p)
+	}
+	if s := n.status; s != nil {
+		n.status = nil
+		n.ev.Status(*s)
+	}
+	if n.dropped > 0 {
+		n.ev.Log(abi.LogWarning, fmt.Sprintf("wasmtask: %d notifications from this call were dropped (more than %d a second)", n.dropped, notifyRate))
+	}
+}
