@@ -108,14 +108,9 @@ type servedTool struct {
 // its policy allows.
 func (s *Server) buildCatalog(gen *generation, prev *catalog) *catalog {
 	c := &catalog{srv: s, gen: gen, tools: make(map[string]*servedTool)}
-	pinned := map[string]bool{} // modules whose pin did not match, reported once
 	for _, l := range gen.Modules() {
 		for _, t := range l.Manifest.Tools {
-			pol, pinErr := s.cfg.Policy.forTool(l.Module, t.Name)
-			if pinErr != nil && !pinned[l.Module.Name] {
-				pinned[l.Module.Name] = true
-				c.problems = append(c.problems, Problem{Module: l.Module.Name, Path: l.Module.Path, Err: pinErr})
-			}
+			pol := s.cfg.Policy.forTool(t.Name)
 			st := &servedTool{decl: t, module: l.Module, code: l.Compiled, policy: pol, lim: limitsOf(pol, os.LookupEnv)}
 			if p, ok := prev.tool(t.Name); ok {
 				st.gate = p.gate
@@ -136,15 +131,6 @@ func (s *Server) buildCatalog(gen *generation, prev *catalog) *catalog {
 		for _, name := range slices.Sorted(maps.Keys(s.cfg.Policy.Tools)) {
 			if _, ok := c.tools[name]; !ok {
 				c.problems = append(c.problems, Problem{Err: fmt.Errorf("%w: tools.%s matches no served tool", ErrPolicy, name)})
-			}
-		}
-		served := map[string]bool{}
-		for _, l := range gen.Modules() {
-			served[l.Module.Name+".wasm"] = true
-		}
-		for _, file := range slices.Sorted(maps.Keys(s.cfg.Policy.Modules)) {
-			if !served[file] {
-				c.problems = append(c.problems, Problem{Err: fmt.Errorf("%w: modules.%s matches no served module", ErrPolicy, file)})
 			}
 		}
 	}

@@ -12,33 +12,23 @@ import (
 	"time"
 
 	"github.com/wasmtask/wasmtask/host/internal/wasmrt"
-	"github.com/wasmtask/wasmtask/plugins"
 )
 
-// Policy is the operator's sandbox policy: server-wide defaults, limits
-// per tool name, and grants per module file. It is what grants memory,
-// time, output, files and environment to a tool; a module's manifest may
-// only ask (see abi.Tool.Grants, shown by `wasmtask inspect`). Deny by
-// default: the zero Policy mounts nothing and passes no environment.
-//
-// Grants (Env, PassEnv, Mounts) bind to a module file, optionally pinned to
-// its digest, never to a tool name: any file may declare any tool name, so
-// a grant written for a name would go to whichever file declares it.
+// Policy is the operator's sandbox policy: server-wide defaults and
+// overrides per tool name. It is what grants memory, time, output, files and
+// environment to a tool; a module's manifest may only ask (see
+// abi.Tool.Grants, shown by `wasmtask inspect`). Deny by default: the zero
+// Policy mounts nothing and passes no environment.
 //
 // A Policy is a value: after it is given to [New] it is not read again.
 type Policy struct {
 	// Defaults apply to every tool; a zero field means the built-in default
-	// given on [ToolPolicy]. Grants here go to every module.
+	// given on [ToolPolicy].
 	Defaults ToolPolicy `json:"defaults"`
-	// Tools overrides the limits of Defaults field by field for the named
-	// tools, whichever module declares them. A field left zero keeps the
-	// default. Grants are refused here: they belong in Modules.
+	// Tools overrides Defaults field by field for the named tools. A field
+	// left zero in an override keeps the default. Env and Mounts of an
+	// override replace those of Defaults.
 	Tools map[string]ToolPolicy `json:"tools,omitempty"`
-	// Modules applies to the tools of one module file, named as in the
-	// tool directory ("search.wasm"): its ToolPolicy over Defaults and
-	// Tools, then its own Tools by name. Env, PassEnv and Mounts given
-	// here replace those of Defaults.
-	Modules map[string]ModulePolicy `json:"modules,omitempty"`
 	// MaxInstances bounds the Wasm instances alive at once across all tools
 	// (each is one running call). Default 64.
 	MaxInstances int `json:"maxInstances,omitempty"`
@@ -71,17 +61,6 @@ type ToolPolicy struct {
 	// symbolic links cannot lead out of them. Risk: a writable mount lets the
 	// tool change those files. Default none.
 	Mounts []MountPolicy `json:"mounts,omitempty"`
-}
-
-// ModulePolicy is the policy of one module file.
-type ModulePolicy struct {
-	// Digest, when set ("sha256:" and 64 hex digits, as `wasmtask
-	// inspect` shows), pins the entry to that content: a file of another
-	// content gets none of it, and Problems says so.
-	Digest string `json:"digest,omitempty"`
-	ToolPolicy
-	// Tools overrides the module's entry for its named tools.
-	Tools map[string]ToolPolicy `json:"tools,omitempty"`
 }
 
 // MountPolicy grants one host directory to a tool.
@@ -184,46 +163,8 @@ func (p *Policy) validate() error {
 		if err := tp.validate("tools." + name); err != nil {
 			return err
 		}
-		if tp.grants() {
-			return fmt.Errorf("%w: tools.%s: env, passEnv and mounts are granted to a module file, not to a tool name (any module may declare that name): put them under modules.<file>.tools.%s", ErrPolicy, name, name)
-		}
-	}
-	for file, mp := range p.Modules {
-		where := "modules." + file
-		if !strings.HasSuffix(file, ".wasm") || strings.ContainsAny(file, `/\`) {
-			return fmt.Errorf("%w: %s: a module is named by its file name in the tool directory, such as \"search.wasm\"", ErrPolicy, where)
-		}
-		if mp.Digest != "" && !validDigest(mp.Digest) {
-			return fmt.Errorf("%w: %s.digest %q is not \"sha256:\" and 64 hex digits", ErrPolicy, where, mp.Digest)
-		}
-		if err := mp.ToolPolicy.validate(where); err != nil {
-			return err
-		}
-		for name, tp := range mp.Tools {
-			if err := tp.validate(where + ".tools." + name); err != nil {
-				return err
-			}
-		}
 	}
 	return nil
-}
-
-// grants reports whether tp grants anything beyond limits.
-func (tp *ToolPolicy) grants() bool {
-	return tp.Env != nil || tp.PassEnv != nil || tp.Mounts != nil
-}
-
-func validDigest(d string) bool {
-	hex, ok := strings.CutPrefix(d, "sha256:")
-	if !ok || len(hex) != 64 {
-		return false
-	}
-	for _, c := range hex {
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 func (tp *ToolPolicy) validate(where string) error {
@@ -268,28 +209,14 @@ func (tp *ToolPolicy) validate(where string) error {
 	return nil
 }
 
-// forTool is the policy of tool name of module file m: the defaults, the
-// limits for the tool's name, then the module's entry and its override for
-// the tool, with the built-in defaults filled. PassEnv is left for limitsOf
-// to read. When the module's entry is pinned to another digest it is not
-// applied, and pinErr says so.
-func (p *Policy) forTool(m plugins.Module, name string) (tp ToolPolicy, pinErr error) {
+// forTool merges the tool's override over the defaults and fills the
+// built-in defaults. PassEnv is left for limitsOf to read.
+func (p *Policy) forTool(name string) ToolPolicy {
 	var base ToolPolicy
 	if p != nil {
 		base = p.Defaults
 		if o, ok := p.Tools[name]; ok {
 			base = merge(base, o)
-		}
-		file := m.Name + ".wasm"
-		if mp, ok := p.Modules[file]; ok {
-			if mp.Digest != "" && mp.Digest != m.Digest {
-				pinErr = fmt.Errorf("%w: modules.%s is pinned to %s, but the file is %s: its grants and limits are not applied", ErrPolicy, file, mp.Digest, m.Digest)
-			} else {
-				base = merge(base, mp.ToolPolicy)
-				if o, ok := mp.Tools[name]; ok {
-					base = merge(base, o)
-				}
-			}
 		}
 	}
 	if base.MemoryMiB == 0 {
@@ -310,7 +237,7 @@ func (p *Policy) forTool(m plugins.Module, name string) (tp ToolPolicy, pinErr e
 	if base.MaxQueue == 0 {
 		base.MaxQueue = 4 * base.MaxConcurrency
 	}
-	return base, pinErr
+	return base
 }
 
 func merge(base, o ToolPolicy) ToolPolicy {

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/wasmtask/wasmtask/plugins"
 )
 
 func TestParsePolicy(t *testing.T) {
@@ -21,14 +19,7 @@ func TestParsePolicy(t *testing.T) {
 	}{
 		{"empty", `{}`, ""},
 		{"full", `{"defaults":{"memoryMiB":32,"timeout":"5s","maxOutputBytes":10,"maxLogBytes":10,"maxConcurrency":2,"maxQueue":1},
-			"maxInstances":4,"tools":{"t":{"memoryMiB":16}},
-			"modules":{"m.wasm":{"digest":"sha256:` + strings.Repeat("0", 64) + `","env":{"A":"1"},"tools":{"t":{"passEnv":["HOME"],"mounts":[{"hostDir":"` + dir + `","guestPath":"/data","write":true}]}}}}}`, ""},
-		{"grants by tool name", `{"tools":{"t":{"env":{"A":"1"}}}}`, "granted to a module file, not to a tool name"},
-		{"mounts by tool name", `{"tools":{"t":{"mounts":[]}}}`, "granted to a module file"},
-		{"module not a file name", `{"modules":{"m":{}}}`, `such as "search.wasm"`},
-		{"module path", `{"modules":{"a/m.wasm":{}}}`, `such as "search.wasm"`},
-		{"bad digest", `{"modules":{"m.wasm":{"digest":"sha256:xyz"}}}`, "is not \"sha256:\" and 64 hex digits"},
-		{"module limits checked", `{"modules":{"m.wasm":{"tools":{"t":{"memoryMiB":999}}}}}`, "modules.m.wasm.tools.t.memoryMiB 999"},
+			"maxInstances":4,"tools":{"t":{"env":{"A":"1"},"passEnv":["HOME"],"mounts":[{"hostDir":"` + dir + `","guestPath":"/data","write":true}]}}}`, ""},
 		{"not json", `nope`, "invalid character"},
 		{"unknown field", `{"defaults":{"memoryMB":32}}`, `unknown field "memoryMB"`},
 		{"trailing", `{} {}`, "trailing data"},
@@ -60,15 +51,11 @@ func TestParsePolicy(t *testing.T) {
 }
 
 func TestPolicyForTool(t *testing.T) {
-	pin := "sha256:" + strings.Repeat("ab", 32)
 	p, err := ParsePolicy([]byte(`{
 		"defaults": {"timeout": "10s", "env": {"A": "1"}, "maxConcurrency": 2},
 		"tools": {
-			"big":  {"memoryMiB": 128, "maxQueue": 1}
-		},
-		"modules": {
-			"envy.wasm": {"memoryMiB": 32, "tools": {"envy": {"passEnv": ["HOME", "MISSING"], "env": {"B": "2"}}}},
-			"pinned.wasm": {"digest": "` + pin + `", "env": {"C": "3"}}
+			"big":  {"memoryMiB": 128, "maxQueue": 1},
+			"envy": {"passEnv": ["HOME", "MISSING"], "env": {"B": "2"}}
 		}}`))
 	if err != nil {
 		t.Fatal(err)
@@ -79,40 +66,28 @@ func TestPolicyForTool(t *testing.T) {
 		}
 		return "", false
 	}
-	mod := func(name, digest string) plugins.Module { return plugins.Module{Name: name, Digest: digest} }
-	other := "sha256:" + strings.Repeat("cd", 32)
-	def := ToolPolicy{MemoryMiB: 64, Timeout: Duration(10 * time.Second), MaxOutputBytes: 1 << 20, MaxLogBytes: 64 << 10, MaxConcurrency: 2, MaxQueue: 8, Env: map[string]string{"A": "1"}}
+	def := ToolPolicy{MemoryMiB: 64, Timeout: Duration(10 * time.Second), MaxOutputBytes: 1 << 20, MaxLogBytes: 64 << 10, MaxConcurrency: 2, MaxQueue: 8}
 	for _, tc := range []struct {
-		name    string
-		module  plugins.Module
 		tool    string
 		want    ToolPolicy
 		wantEnv map[string]string
-		pinErr  bool
 	}{
-		{"defaults", mod("any", other), "other", def, map[string]string{"A": "1"}, false},
-		{"limits by tool name", mod("any", other), "big", with(def, func(tp *ToolPolicy) { tp.MemoryMiB, tp.MaxQueue = 128, 1 }), map[string]string{"A": "1"}, false},
-		{"grants of the module's tool", mod("envy", other), "envy", with(def, func(tp *ToolPolicy) {
-			tp.MemoryMiB, tp.Env, tp.PassEnv = 32, map[string]string{"B": "2"}, []string{"HOME", "MISSING"}
-		}), map[string]string{"B": "2", "HOME": "/home/op"}, false},
-		{"another module's tool of that name gets none", mod("impostor", other), "envy", def, map[string]string{"A": "1"}, false},
-		{"another tool of the module", mod("envy", other), "second", with(def, func(tp *ToolPolicy) { tp.MemoryMiB = 32 }), map[string]string{"A": "1"}, false},
-		{"pin matches", mod("pinned", pin), "x", with(def, func(tp *ToolPolicy) { tp.Env = map[string]string{"C": "3"} }), map[string]string{"C": "3"}, false},
-		{"pin does not match", mod("pinned", other), "x", def, map[string]string{"A": "1"}, true},
+		{"other", with(def, func(tp *ToolPolicy) { tp.Env = map[string]string{"A": "1"} }), map[string]string{"A": "1"}},
+		{"big", with(def, func(tp *ToolPolicy) { tp.MemoryMiB, tp.MaxQueue, tp.Env = 128, 1, map[string]string{"A": "1"} }), map[string]string{"A": "1"}},
+		{"envy", with(def, func(tp *ToolPolicy) {
+			tp.Env, tp.PassEnv = map[string]string{"B": "2"}, []string{"HOME", "MISSING"}
+		}), map[string]string{"B": "2", "HOME": "/home/op"}},
 	} {
-		got, pinErr := p.forTool(tc.module, tc.tool)
+		got := p.forTool(tc.tool)
 		if diff := cmp.Diff(tc.want, got); diff != "" {
-			t.Errorf("%s: forTool (-want +got):\n%s", tc.name, diff)
+			t.Errorf("forTool(%q) (-want +got):\n%s", tc.tool, diff)
 		}
 		if diff := cmp.Diff(tc.wantEnv, limitsOf(got, getenv).Env); diff != "" {
-			t.Errorf("%s: limitsOf.Env (-want +got):\n%s", tc.name, diff)
-		}
-		if (pinErr != nil) != tc.pinErr || pinErr != nil && !errors.Is(pinErr, ErrPolicy) {
-			t.Errorf("%s: pin error %v, want one: %v", tc.name, pinErr, tc.pinErr)
+			t.Errorf("limitsOf(%q).Env (-want +got):\n%s", tc.tool, diff)
 		}
 	}
 	// No policy: the built-in defaults, nothing granted.
-	got, _ := (*Policy)(nil).forTool(mod("x", other), "x")
+	got := (*Policy)(nil).forTool("x")
 	lim := limitsOf(got, getenv)
 	if got.MemoryMiB != DefaultMemoryMiB || got.Timeout.std() != DefaultTimeout || lim.Env != nil || lim.Mounts != nil {
 		t.Errorf("nil policy: got %+v, want defaults with no env or mounts", got)

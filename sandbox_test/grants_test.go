@@ -237,8 +237,7 @@ func TestEnvAndArgs(t *testing.T) {
 				[]string{"SANDBOX_A=1", "SANDBOX_B=two", "SANDBOX_TOKEN=passed-on"}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				pol := policy(nil)
-				pol.Modules = map[string]host.ModulePolicy{"envargs.wasm": {ToolPolicy: host.ToolPolicy{Env: tc.env, PassEnv: tc.pass}}}
+				pol := policy(map[string]host.ToolPolicy{"environ": {Env: tc.env, PassEnv: tc.pass}})
 				hostile(t, e, pol, "envargs", func(t *testing.T, s *host.Server) {
 					argc, argv0, env := envOf(t, text(t, s, "environ", "{}", nil))
 					if argc != 1 || argv0 != "envargs" {
@@ -301,9 +300,9 @@ func TestPolicyFileGrants(t *testing.T) {
 	ft := newFSTree(t)
 	polFile := filepath.Join(t.TempDir(), "policy.json")
 	doc := fmt.Sprintf(`{
-  "modules": {
-    "fsprobe.wasm": {"tools": {"read": {"mounts": [{"hostDir": %q, "guestPath": "/data"}]}}},
-    "envargs.wasm": {"env": {"SANDBOX_GRANTED": "yes"}}
+  "tools": {
+    "read":    {"mounts": [{"hostDir": %q, "guestPath": "/data"}]},
+    "environ": {"env": {"SANDBOX_GRANTED": "yes"}}
   }
 }`, ft.mnt)
 	if err := os.WriteFile(polFile, []byte(doc), 0o600); err != nil {
