@@ -16,7 +16,9 @@
 //
 //	srv, err := host.New(ctx, host.Config{
 //		ToolsFS: fstest.MapFS{"spin.wasm": {Data: wasm}},
-//		Policy:  &host.Policy{Tools: map[string]host.ToolPolicy{"spin": {Timeout: host.Duration(200 * time.Millisecond)}}},
+//		Policy: &host.Policy{Modules: map[string]host.ModulePolicy{ // by module (file) name
+//			"spin": {Tools: map[string]host.ToolPolicy{"spin": {Timeout: host.Duration(200 * time.Millisecond)}}},
+//		}},
 //	})
 //	...
 //	_, err = srv.Call(ctx, "spin", nil, nil) // a *host.GuestError of kind host.KindTimeout
