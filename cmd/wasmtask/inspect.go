@@ -187,7 +187,7 @@ func printModule(w io.Writer, ti host.ToolInfo, pol *host.Policy, lim host.Limit
 	default:
 		fmt.Fprintf(w, "policy:  entry modules.%s does NOT apply: it pins %s (default limits, no grants)\n", ti.Module, entry.Digest)
 	}
-	fmt.Fprintf(w, "module:  at most %d calls of its tools at once\n", ti.ModuleInstances)
+	fmt.Fprintf(w, "admits:  at most %d calls of this module's tools at once\n", ti.ModuleInstances)
 	g := ti.Grants
 	for _, m := range g.Mounts {
 		mode := "read-only"
