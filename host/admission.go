@@ -2,7 +2,6 @@ package host
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -118,10 +117,6 @@ func (a *admission) resizeTool(t *toolSlot, slots, queue int) {
 	t.slots, t.queue = slots, queue
 	a.dispatch()
 }
-
-// ErrMemoryBudget is wrapped by the error of a call whose reservation is
-// larger than the server's whole memory budget: it could never start.
-var ErrMemoryBudget = errors.New("host: call larger than the server's memory budget")
 
 // busyError is a refusal by a full queue; it wraps ErrBusy.
 type busyError struct {

@@ -73,7 +73,8 @@ type Grants struct {
 	// Risk: anything here is readable by the module. Default none.
 	Env map[string]string `json:"env,omitempty"`
 	// PassEnv names variables of the server's own environment to pass on,
-	// read when the module is loaded. Risk: as Env. Default none.
+	// read each time the tools are loaded or reloaded. Risk: as Env.
+	// Default none.
 	PassEnv []string `json:"passEnv,omitempty"`
 	// Mounts grants host directories. They are opened with os.Root, so
 	// symbolic links cannot lead out of them. Risk: a writable mount lets the
