@@ -312,3 +312,47 @@ func checkIdle(t *testing.T, a *admission, running int) {
 			a.running, a.waiting, len(a.modules), a.stalled, running)
 	}
 }
+
+// BenchmarkAdmission is the cost of admission alone: enter and leave one
+// call, with nothing waiting (serial), from every P at once within the
+// bounds (parallel), and with one server slot for every P, so that each
+// call but one waits and is handed the slot (contended).
+//
+//	go test -run '^$' -bench Admission ./host/
+func BenchmarkAdmission(b *testing.B) {
+	ctx := context.Background()
+	for _, bm := range []struct {
+		name  string
+		slots int
+		par   bool
+	}{
+		{"serial", DefaultMaxInstances, false},
+		{"parallel", DefaultMaxInstances, true},
+		{"contended", 1, true},
+	} {
+		b.Run(bm.name, func(b *testing.B) {
+			a := newAdmission(bm.slots, 1<<40)
+			tl := a.newTool(a.newModule("m", bm.slots), bm.slots, 1<<20)
+			a.queue = 1 << 20
+			tl.mod.queue = 1 << 20
+			call := func() {
+				if err := a.enter(ctx, tl, 1<<20); err != nil {
+					b.Error(err)
+				}
+				a.leave(tl, 1<<20)
+			}
+			if !bm.par {
+				for b.Loop() {
+					call()
+				}
+				return
+			}
+			b.SetParallelism(4)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					call()
+				}
+			})
+		})
+	}
+}

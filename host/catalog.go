@@ -163,7 +163,7 @@ func (s *Server) buildCatalog(gen *generation, prev *catalog) *catalog {
 	if pol != nil {
 		for _, name := range slices.Sorted(maps.Keys(pol.Modules)) {
 			if _, ok := c.modules[name]; !ok && !slices.ContainsFunc(gen.Problems(), func(p plugins.Problem) bool { return p.Name == name }) {
-				c.problems = append(c.problems, Problem{Err: fmt.Errorf("%w: modules.%s matches no module in the tool directory", ErrPolicy, name)})
+				c.problems = append(c.problems, Problem{Module: name, Err: fmt.Errorf("%w: modules.%s matches no module in the tool directory", ErrPolicy, name)})
 			}
 		}
 	}

@@ -255,7 +255,7 @@ func (s *Server) Limits() Limits {
 // matches no module or tool, a digest pin the file does not match, a tool
 // whose calls cannot fit the memory budget.
 type Problem struct {
-	Module string // module name, "" for a problem of the policy alone
+	Module string // module name (for a policy entry that matches no module: the entry's)
 	Path   string // file, when known
 	Err    error  // wraps ErrNotWasm, ErrCompile, ErrModuleABI, ErrSchema, an abi error, …
 }

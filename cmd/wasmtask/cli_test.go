@@ -79,7 +79,8 @@ func TestInspectPolicy(t *testing.T) {
 	write := func(pin string) string {
 		f := filepath.Join(dir, "policy.json")
 		doc := `{"maxInstances": 10, "memoryBudgetMiB": 100, "modules": {"add": {"digest": "` + pin + `", "maxInstances": 3,
-			"env": {"LANG": "C"}, "tools": {"add": {"memoryMiB": 8}}}}}`
+			"env": {"LANG": "C"}, "tools": {"add": {"memoryMiB": 8}}},
+			"other": {"env": {"OTHER": "1"}}}}` // another module's entry is not a problem of this one
 		if err := os.WriteFile(f, []byte(doc), 0o644); err != nil {
 			t.Fatal(err)
 		}

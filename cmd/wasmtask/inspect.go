@@ -66,7 +66,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer srv.Close()
-	tools, problems := srv.Tools(), srv.Problems()
+	tools, problems := srv.Tools(), ownProblems(srv.Problems(), name)
 	if *asJSON {
 		for _, p := range problems {
 			fmt.Fprintf(stderr, "%s: %v\n", file, p.Err)
@@ -111,6 +111,19 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 	}
 	return errProblems
+}
+
+// ownProblems drops the problems of other modules: a policy written for a
+// whole tool directory has entries for modules other than the one
+// inspected, which are not problems of this one.
+func ownProblems(ps []host.Problem, module string) []host.Problem {
+	var own []host.Problem
+	for _, p := range ps {
+		if p.Module == "" || p.Module == module {
+			own = append(own, p)
+		}
+	}
+	return own
 }
 
 // printTool shows a tool's declaration and what the policy grants it: the
