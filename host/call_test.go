@@ -58,8 +58,8 @@ func newServer(t *testing.T, cfg host.Config) *host.Server {
 // arguments are validated once, and each failure has its typed error.
 func TestCallPath(t *testing.T) {
 	ctx := context.Background()
-	s := newServer(t, host.Config{CacheDir: host.CompileCacheDir(), Policy: &host.Policy{Tools: map[string]host.ToolPolicy{
-		"sha256": {MaxOutputBytes: 10}, // its answer does not fit
+	s := newServer(t, host.Config{CacheDir: host.CompileCacheDir(), Policy: &host.Policy{Modules: map[string]host.ModulePolicy{
+		"sha256": {Tools: map[string]host.ToolPolicy{"sha256": {MaxOutputBytes: 10}}}, // its answer does not fit
 	}}})
 	ev := &events{}
 	res, err := s.Call(ctx, "add", json.RawMessage(`{"a":1,"b":2}`), ev)
@@ -89,8 +89,8 @@ func TestCallPath(t *testing.T) {
 // past its policy's timeout is a timeout.
 func TestCallCancelAndTimeout(t *testing.T) {
 	ctx := context.Background()
-	s := newServer(t, host.Config{CacheDir: host.CompileCacheDir(), Policy: &host.Policy{Tools: map[string]host.ToolPolicy{
-		"slow_count": {Timeout: host.Duration(100 * time.Millisecond)},
+	s := newServer(t, host.Config{CacheDir: host.CompileCacheDir(), Policy: &host.Policy{Modules: map[string]host.ModulePolicy{
+		"demo": {Tools: map[string]host.ToolPolicy{"slow_count": {Timeout: host.Duration(100 * time.Millisecond)}}},
 	}}})
 
 	cctx, cancel := context.WithCancel(ctx)
@@ -115,30 +115,47 @@ func TestCallCancelAndTimeout(t *testing.T) {
 }
 
 // Tools reports the limits every tool gets, the numbers a call applies;
-// a policy entry that matches no tool is a problem.
+// a policy entry that matches no module, or a tool its module does not
+// declare, is a problem.
 func TestToolsShowEffectivePolicy(t *testing.T) {
 	s := newServer(t, host.Config{CacheDir: host.CompileCacheDir(), Policy: &host.Policy{
 		Defaults: host.ToolPolicy{MaxConcurrency: 2},
-		Tools:    map[string]host.ToolPolicy{"add": {MemoryMiB: 8}, "no_such_tool": {MemoryMiB: 8}},
+		Modules: map[string]host.ModulePolicy{
+			"add":          {Tools: map[string]host.ToolPolicy{"add": {MemoryMiB: 8}, "no_such_tool": {MemoryMiB: 8}}},
+			"no_such_file": {Grants: host.Grants{Env: map[string]string{"A": "1"}}},
+		},
 	}})
-	got := map[string]host.ToolPolicy{}
+	got := map[string]host.ToolInfo{}
 	for _, ti := range s.Tools() {
-		got[ti.Name] = ti.Policy
+		got[ti.Name] = ti
 		if !strings.HasPrefix(ti.Digest, "sha256:") || ti.Module == "" {
 			t.Errorf("%s: module %q digest %q, want a name and a sha256 digest", ti.Name, ti.Module, ti.Digest)
 		}
 	}
 	want := host.ToolPolicy{MemoryMiB: 8, Timeout: host.Duration(host.DefaultTimeout), MaxOutputBytes: host.DefaultMaxOutputBytes,
 		MaxLogBytes: host.DefaultMaxLogBytes, MaxConcurrency: 2, MaxQueue: 8}
-	if p := got["add"]; fmt.Sprint(p) != fmt.Sprint(want) {
+	if p := got["add"].Policy; fmt.Sprint(p) != fmt.Sprint(want) {
 		t.Errorf("add's policy = %+v, want %+v", p, want)
 	}
-	if p := got["sha256"]; p.MemoryMiB != host.DefaultMemoryMiB || p.MaxConcurrency != 2 {
+	if ti := got["add"]; ti.ReservedMemoryMiB != 9 || ti.ModuleInstances != host.DefaultMaxInstances/2 {
+		t.Errorf("add reserves %d MiB in a module of %d instances, want 9 (8 + the overhead) and %d",
+			ti.ReservedMemoryMiB, ti.ModuleInstances, host.DefaultMaxInstances/2)
+	}
+	if p := got["sha256"].Policy; p.MemoryMiB != host.DefaultMemoryMiB || p.MaxConcurrency != 2 {
 		t.Errorf("sha256's policy = %+v, want the defaults with 2 concurrent calls", p)
 	}
-	ps := s.Problems()
-	if len(ps) != 1 || !errors.Is(ps[0].Err, host.ErrPolicy) || !strings.Contains(ps[0].String(), "no_such_tool") {
-		t.Errorf("problems = %v, want one policy problem naming no_such_tool", ps)
+	var texts []string
+	for _, p := range s.Problems() {
+		if !errors.Is(p.Err, host.ErrPolicy) {
+			t.Errorf("problem %v, want only policy problems", p)
+		}
+		texts = append(texts, p.String())
+	}
+	if len(texts) != 2 || !strings.Contains(texts[0], "modules.add.tools.no_such_tool") || !strings.Contains(texts[1], "modules.no_such_file matches no module") {
+		t.Errorf("problems = %q, want one naming modules.add.tools.no_such_tool and one modules.no_such_file", texts)
+	}
+	if l := s.Limits(); l.MaxInstances != host.DefaultMaxInstances || l.MemoryBudgetMiB <= 0 || l.MemoryBudgetSrc == "" {
+		t.Errorf("Limits() = %+v, want the default instances and a budget derived from the machine", l)
 	}
 }
 

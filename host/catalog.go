@@ -24,7 +24,7 @@ type generation = plugins.Generation[*wasmrt.Module]
 // value per generation, published behind one atomic pointer and swapped
 // once per reload. For each served tool it holds everything a call needs —
 // the declaration, the compiled module, the resolved limits and grants, and
-// the admission gate — so tools/list renders it and tools/call dispatches
+// its share of the admission — so tools/list renders it and tools/call dispatches
 // through it, and the two cannot disagree. It implements mcpserver.Catalog.
 //
 // A request holds the catalog it read (hold) until it ends (drop); a task
@@ -36,9 +36,10 @@ type catalog struct {
 	srv      *Server
 	gen      *generation
 	tools    map[string]*servedTool
-	list     []abi.Tool // sorted by name
-	listing  [32]byte   // digest of list: a swap that changes it notifies clients
-	problems []Problem  // load problems, then policy entries that match no tool
+	modules  map[string]*moduleSlot // admission share of each served module, by name
+	list     []abi.Tool             // sorted by name
+	listing  [32]byte               // digest of list: a swap that changes it notifies clients
+	problems []Problem              // load problems, then policy problems
 
 	mu       sync.Mutex
 	refs     int              // requests and tasks holding the catalog
@@ -98,43 +99,84 @@ type servedTool struct {
 	decl   abi.Tool       // normalised by abi.DecodeManifest
 	module plugins.Module // the file it came from
 	code   *wasmrt.Module
-	policy ToolPolicy    // effective: the operator's policy with every default filled
-	lim    wasmrt.Limits // policy as the runtime takes it; PassEnv read when the catalog was built
-	gate   *gate         // per tool; carried over from the previous catalog
+	policy ToolPolicy    // effective limits: the operator's policy with every default filled
+	grants Grants        // those of the module's policy entry, when it applies to this file
+	lim    wasmrt.Limits // limits and grants as the runtime takes them; PassEnv read when the catalog was built
+	slot   *toolSlot     // its admission share; carried over from the previous catalog
 }
 
-// buildCatalog makes the catalog of gen. Gates of tools that prev served
-// carry over, so a reload never lets more calls of a tool run at once than
-// its policy allows.
+// buildCatalog makes the catalog of gen. Everything a tool gets from the
+// policy — limits, grants, admission bounds — is looked up by the file
+// that serves it (module name, and digest when the entry pins one), never
+// by the tool's name, which any file may declare. Admission shares of
+// tools and modules that prev served from the same module carry over, so a
+// reload never lets more calls run at once than the policy allows.
 func (s *Server) buildCatalog(gen *generation, prev *catalog) *catalog {
-	c := &catalog{srv: s, gen: gen, tools: make(map[string]*servedTool)}
+	c := &catalog{srv: s, gen: gen, tools: make(map[string]*servedTool), modules: make(map[string]*moduleSlot)}
+	pol := s.cfg.Policy
 	for _, l := range gen.Modules() {
+		m := l.Module
+		entry, err := pol.forModule(m)
+		if err != nil {
+			c.problems = append(c.problems, Problem{Module: m.Name, Path: m.Path, Err: err})
+		}
+		modSlots := pol.moduleInstances(entry)
+		ms := prev.module(m.Name)
+		if ms != nil {
+			s.adm.resizeModule(ms, modSlots)
+		} else {
+			ms = s.adm.newModule(m.Name, modSlots)
+		}
+		c.modules[m.Name] = ms
 		for _, t := range l.Manifest.Tools {
-			pol := s.cfg.Policy.forTool(t.Name)
-			st := &servedTool{decl: t, module: l.Module, code: l.Compiled, policy: pol, lim: limitsOf(pol, os.LookupEnv)}
-			if p, ok := prev.tool(t.Name); ok {
-				st.gate = p.gate
+			tp := pol.forTool(entry, t.Name)
+			st := &servedTool{decl: t, module: m, code: l.Compiled, policy: tp, grants: entry.Grants, lim: limitsOf(tp, entry.Grants, os.LookupEnv)}
+			if p, ok := prev.tool(t.Name); ok && p.slot.mod == ms {
+				st.slot = p.slot
+				s.adm.resizeTool(st.slot, tp.MaxConcurrency, tp.MaxQueue)
 			} else {
-				st.gate = newGate(pol.MaxConcurrency, pol.MaxQueue)
+				st.slot = s.adm.newTool(ms, tp.MaxConcurrency, tp.MaxQueue)
+			}
+			if need := reservation(st); need > s.adm.budget {
+				c.problems = append(c.problems, Problem{Module: m.Name, Path: m.Path, Err: fmt.Errorf("%w: tool %q: %s; its calls fail",
+					ErrPolicy, t.Name, (&budgetError{need: need, budget: s.adm.budget}).detail())})
 			}
 			c.tools[t.Name] = st
 			c.list = append(c.list, t)
+		}
+		for _, name := range slices.Sorted(maps.Keys(entry.Tools)) {
+			if !slices.ContainsFunc(l.Manifest.Tools, func(t abi.Tool) bool { return t.Name == name }) {
+				c.problems = append(c.problems, Problem{Module: m.Name, Path: m.Path,
+					Err: fmt.Errorf("%w: modules.%s.tools.%s: the module declares no such tool", ErrPolicy, m.Name, name)})
+			}
 		}
 	}
 	slices.SortFunc(c.list, func(a, b abi.Tool) int { return strings.Compare(a.Name, b.Name) })
 	b, _ := json.Marshal(c.list)
 	c.listing = sha256.Sum256(b)
+	policyProblems := c.problems
+	c.problems = nil
 	for _, p := range gen.Problems() {
 		c.problems = append(c.problems, Problem{Module: p.Name, Path: p.Path, Err: p.Err})
 	}
-	if s.cfg.Policy != nil {
-		for _, name := range slices.Sorted(maps.Keys(s.cfg.Policy.Tools)) {
-			if _, ok := c.tools[name]; !ok {
-				c.problems = append(c.problems, Problem{Err: fmt.Errorf("%w: tools.%s matches no served tool", ErrPolicy, name)})
+	c.problems = append(c.problems, policyProblems...)
+	if pol != nil {
+		for _, name := range slices.Sorted(maps.Keys(pol.Modules)) {
+			if _, ok := c.modules[name]; !ok && !slices.ContainsFunc(gen.Problems(), func(p plugins.Problem) bool { return p.Name == name }) {
+				c.problems = append(c.problems, Problem{Module: name, Err: fmt.Errorf("%w: modules.%s matches no module in the tool directory", ErrPolicy, name)})
 			}
 		}
 	}
 	return c
+}
+
+// module returns the admission share of the module called name, nil when
+// c does not serve it.
+func (c *catalog) module(name string) *moduleSlot {
+	if c == nil {
+		return nil
+	}
+	return c.modules[name]
 }
 
 func (c *catalog) tool(name string) (*servedTool, bool) {
@@ -167,27 +209,27 @@ func (c *catalog) Call(ctx context.Context, name string, args json.RawMessage, e
 	return res, nil
 }
 
-// limitsOf turns an effective tool policy into the runtime's limits. PassEnv
-// is read through getenv.
-func limitsOf(tp ToolPolicy, getenv func(string) (string, bool)) wasmrt.Limits {
+// limitsOf turns an effective tool policy and its module's grants into
+// the runtime's limits. PassEnv is read through getenv.
+func limitsOf(tp ToolPolicy, g Grants, getenv func(string) (string, bool)) wasmrt.Limits {
 	lim := wasmrt.Limits{
 		MemoryMiB:      tp.MemoryMiB,
 		Timeout:        tp.Timeout.std(),
 		MaxOutputBytes: tp.MaxOutputBytes,
 		MaxLogBytes:    tp.MaxLogBytes,
 	}
-	if len(tp.Env)+len(tp.PassEnv) > 0 {
-		lim.Env = make(map[string]string, len(tp.Env)+len(tp.PassEnv))
-		for _, k := range tp.PassEnv {
+	if len(g.Env)+len(g.PassEnv) > 0 {
+		lim.Env = make(map[string]string, len(g.Env)+len(g.PassEnv))
+		for _, k := range g.PassEnv {
 			if v, ok := getenv(k); ok {
 				lim.Env[k] = v
 			}
 		}
-		for k, v := range tp.Env {
+		for k, v := range g.Env {
 			lim.Env[k] = v
 		}
 	}
-	for _, mp := range tp.Mounts {
+	for _, mp := range g.Mounts {
 		lim.Mounts = append(lim.Mounts, wasmrt.Mount{HostDir: mp.HostDir, GuestPath: mp.GuestPath, Write: mp.Write})
 	}
 	return lim

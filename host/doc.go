@@ -17,14 +17,40 @@
 // Every reload (and the first load) builds one immutable catalog: for each
 // served tool its declaration (decoded and normalised once, when the module
 // was loaded), its compiled module, the limits and grants the operator's
-// policy resolves to, and its admission gate. One atomic pointer publishes
-// it. MCP's tools/list renders it and tools/call dispatches through it;
-// [Server.Tools] and `wasmtask inspect` report it; [Server.Call] and
-// tools/call run the same path: admission (tool gate, then server-wide
-// instance gate), then one fresh instance, where the arguments are parsed
-// and validated once. A request holds the catalog it read until it is
-// answered (a task until its work ends), so a reload never closes a module
-// under a call that was dispatched to it.
+// policy resolves to for the file that serves it, and its share of the
+// admission. One atomic pointer publishes it. MCP's tools/list renders it
+// and tools/call dispatches through it; [Server.Tools] and `wasmtask
+// inspect` report it; [Server.Call] and tools/call run the same path:
+// admission, then one fresh instance, where the arguments are parsed and
+// validated once. A request holds the catalog it read until it is answered
+// (a task until its work ends), so a reload never closes a module under a
+// call that was dispatched to it.
+//
+// # Admission
+//
+// One controller admits every call before its instance exists. It bounds
+// together the calls of a tool (its policy's maxConcurrency), of a module
+// (the module's maxInstances, by default half the server's), of the server
+// (maxInstances), and the memory they reserve (the memory budget: each
+// call reserves its tool's memory limit plus a fixed overhead, and the sum
+// over running calls stays within [Policy].MemoryBudgetMiB, by default half
+// of the memory the process may use). A call that cannot start waits in a
+// bounded queue until a slot frees or its context ends; one beyond a queue
+// is refused at once ([ErrBusy]); one that could never fit the budget fails
+// at once ([ErrMemoryBudget]). When a slot frees, the module running the
+// fewest calls goes next, and within a module the oldest call: one module
+// with many tools cannot take the server's slots while another waits.
+//
+// # Grants belong to modules
+//
+// The policy grants environment and directories, and sets limits, by
+// module — the file name without ".wasm", optionally pinned to the file's
+// digest — never by tool name, which any file may declare. Two files that
+// declare one tool name are both reported, and only one serves it (package
+// plugins: modules already serving keep their names, then name order); the
+// tool gets exactly what the policy writes for the file that serves it.
+// A pin the file does not match gives no grants and default limits, and is
+// a [Problem].
 //
 // # Lifecycle
 //
@@ -49,7 +75,8 @@
 // before the call traps with a stack overflow (measured: ~161 MiB of host
 // memory for one such call); its interpreter stops at 2000 frames. The stack
 // is freed when the call ends, and [Policy].MaxInstances bounds how many
-// calls can hold one at once; size it with this in mind.
+// calls can hold one at once; size it with this in mind (the memory budget
+// counts a fixed overhead per call, not the stack's real size).
 //
 // # Concurrency
 //

@@ -10,9 +10,13 @@ import (
 var (
 	// ErrUnknownTool: no tool of that name is served.
 	ErrUnknownTool = errors.New("host: unknown tool")
-	// ErrBusy: the tool, or the server, already runs and queues as many
-	// calls as the policy allows.
+	// ErrBusy: the tool, its module or the server already runs and queues
+	// as many calls as the policy allows.
 	ErrBusy = errors.New("host: tool busy")
+	// ErrMemoryBudget: one call of the tool reserves more memory than the
+	// server's whole budget (Policy.MemoryBudgetMiB), so it could never
+	// start; it fails at once.
+	ErrMemoryBudget = errors.New("host: call larger than the server's memory budget")
 	// ErrArguments: the arguments are not a JSON object or do not match the
 	// tool's input schema; the guest did not run. The error is an
 	// *ArgumentsError.

@@ -15,8 +15,10 @@ import (
 // it runs.
 func ExampleServer_Call() {
 	ctx := context.Background()
-	srv, err := host.New(ctx, host.Config{Policy: &host.Policy{Tools: map[string]host.ToolPolicy{
-		"add": {Timeout: host.Duration(5 * time.Second), MemoryMiB: 16},
+	// Limits and grants are given by module: the file add.wasm is module
+	// "add", which declares the tool "add".
+	srv, err := host.New(ctx, host.Config{Policy: &host.Policy{Modules: map[string]host.ModulePolicy{
+		"add": {Tools: map[string]host.ToolPolicy{"add": {Timeout: host.Duration(5 * time.Second), MemoryMiB: 16}}},
 	}}})
 	if err != nil {
 		panic(err)

@@ -12,26 +12,74 @@ import (
 	"time"
 
 	"github.com/wasmtask/wasmtask/host/internal/wasmrt"
+	"github.com/wasmtask/wasmtask/plugins"
 )
 
-// Policy is the operator's sandbox policy: server-wide defaults and
-// overrides per tool name. It is what grants memory, time, output, files and
-// environment to a tool; a module's manifest may only ask (see
-// abi.Tool.Grants, shown by `wasmtask inspect`). Deny by default: the zero
-// Policy mounts nothing and passes no environment.
+// Policy is the operator's sandbox policy: what the server admits at once,
+// the limits of every tool, and what each module is granted. It is what
+// grants memory, time, output, files and environment; a module's manifest
+// may only ask (see abi.Tool.Grants, shown by `wasmtask inspect`). Deny by
+// default: the zero Policy mounts nothing and passes no environment.
+//
+// Grants belong to modules, never to tool names: a tool name is whatever a
+// file declares, while a module is the file the operator put in the tool
+// directory, named by its file name and, optionally, pinned to its content
+// digest. Limits may be set per tool, inside the module's entry.
 //
 // A Policy is a value: after it is given to [New] it is not read again.
 type Policy struct {
-	// Defaults apply to every tool; a zero field means the built-in default
-	// given on [ToolPolicy].
-	Defaults ToolPolicy `json:"defaults"`
-	// Tools overrides Defaults field by field for the named tools. A field
-	// left zero in an override keeps the default. Env and Mounts of an
-	// override replace those of Defaults.
-	Tools map[string]ToolPolicy `json:"tools,omitempty"`
 	// MaxInstances bounds the Wasm instances alive at once across all tools
 	// (each is one running call). Default 64.
 	MaxInstances int `json:"maxInstances,omitempty"`
+	// MemoryBudgetMiB bounds the memory reserved by all running calls
+	// together (each call reserves its tool's memoryMiB plus a fixed
+	// overhead). A call that would pass it waits; one that could never fit
+	// fails at once. Default: half of the memory this process may use (the
+	// cgroup's memory limit, else the machine's physical memory), 4 GiB when
+	// neither can be read. [Server.Limits] tells the value in force.
+	MemoryBudgetMiB int `json:"memoryBudgetMiB,omitempty"`
+	// Defaults are the limits of every tool; a zero field means the
+	// built-in default given on [ToolPolicy].
+	Defaults ToolPolicy `json:"defaults"`
+	// Modules grants and limits by module name: the file name without
+	// ".wasm". An entry applies to the file of that name, and only while
+	// its content matches the entry's Digest when one is given.
+	Modules map[string]ModulePolicy `json:"modules,omitempty"`
+}
+
+// ModulePolicy is what the operator gives one module (one .wasm file).
+type ModulePolicy struct {
+	// Digest pins the entry to one content of the file: "sha256:" and 64
+	// hex digits, as `wasmtask inspect` prints it. When the file's digest
+	// differs, nothing of the entry applies (no grants, default limits) and
+	// the mismatch is reported as a problem. Default: no pin, the entry
+	// applies to whatever the file holds.
+	Digest string `json:"digest,omitempty"`
+	// MaxInstances bounds the calls of the module's tools running at once,
+	// so that one module with many tools cannot take every server-wide
+	// slot. Default: half of the server's MaxInstances, at least 1.
+	MaxInstances int `json:"maxInstances,omitempty"`
+	// Grants are the environment and directories every tool of the module
+	// gets.
+	Grants
+	// Tools overrides Defaults field by field for the module's tools, by
+	// tool name. A field left zero keeps the default.
+	Tools map[string]ToolPolicy `json:"tools,omitempty"`
+}
+
+// Grants are what a module may reach outside its sandbox. Default none.
+type Grants struct {
+	// Env lists environment variables the guest sees, with their values.
+	// Risk: anything here is readable by the module. Default none.
+	Env map[string]string `json:"env,omitempty"`
+	// PassEnv names variables of the server's own environment to pass on,
+	// read each time the tools are loaded or reloaded. Risk: as Env.
+	// Default none.
+	PassEnv []string `json:"passEnv,omitempty"`
+	// Mounts grants host directories. They are opened with os.Root, so
+	// symbolic links cannot lead out of them. Risk: a writable mount lets the
+	// module change those files. Default none.
+	Mounts []MountPolicy `json:"mounts,omitempty"`
 }
 
 // ToolPolicy bounds the calls of one tool.
@@ -48,26 +96,16 @@ type ToolPolicy struct {
 	MaxLogBytes int `json:"maxLogBytes,omitempty"`
 	// MaxConcurrency bounds the calls of this tool running at once. Default 8.
 	MaxConcurrency int `json:"maxConcurrency,omitempty"`
-	// MaxQueue bounds the calls waiting for a free slot; one more is refused
-	// with a "busy" tool error. Default 4 × MaxConcurrency.
+	// MaxQueue bounds the calls of this tool waiting to start; one more is
+	// refused with a "busy" tool error. Default 4 × MaxConcurrency.
 	MaxQueue int `json:"maxQueue,omitempty"`
-	// Env lists environment variables the guest sees, with their values.
-	// Risk: anything here is readable by the tool. Default none.
-	Env map[string]string `json:"env,omitempty"`
-	// PassEnv names variables of the server's own environment to pass on,
-	// read once per tool, at its first call. Risk: as Env. Default none.
-	PassEnv []string `json:"passEnv,omitempty"`
-	// Mounts grants host directories. They are opened with os.Root, so
-	// symbolic links cannot lead out of them. Risk: a writable mount lets the
-	// tool change those files. Default none.
-	Mounts []MountPolicy `json:"mounts,omitempty"`
 }
 
-// MountPolicy grants one host directory to a tool.
+// MountPolicy grants one host directory to a module.
 type MountPolicy struct {
 	HostDir   string `json:"hostDir"`
 	GuestPath string `json:"guestPath"`
-	// Write allows the tool to create, change and remove files. Default
+	// Write allows the module to create, change and remove files. Default
 	// read-only.
 	Write bool `json:"write,omitempty"`
 }
@@ -83,6 +121,11 @@ const (
 	// MaxMemoryMiB is the ceiling of any tool's memory (the runtime's).
 	MaxMemoryMiB = 256
 )
+
+// queuePerSlot sizes the queues the policy does not set: a tool's default
+// MaxQueue, and the bounds on calls waiting for a module's or the server's
+// slots, are queuePerSlot times their slots.
+const queuePerSlot = 4
 
 // ErrPolicy is wrapped by every policy validation error.
 var ErrPolicy = errors.New("host: invalid policy")
@@ -141,7 +184,7 @@ func ParsePolicy(b []byte) (*Policy, error) {
 	dec.DisallowUnknownFields()
 	var p Policy
 	if err := dec.Decode(&p); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrPolicy, err)
+		return nil, fmt.Errorf("%w: %v%s", ErrPolicy, err, formatHint(err))
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, fmt.Errorf("%w: trailing data after the policy", ErrPolicy)
@@ -152,19 +195,71 @@ func ParsePolicy(b []byte) (*Policy, error) {
 	return &p, nil
 }
 
+// formatHint explains the unknown fields that policies written for the
+// earlier format (grants and limits keyed by tool name) contain.
+func formatHint(err error) string {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, `unknown field "tools"`):
+		return `; limits and grants are now set per module: move "tools" entries under "modules": {"<file name without .wasm>": {"tools": {...}}} (see the README)`
+	case strings.Contains(msg, `unknown field "env"`), strings.Contains(msg, `unknown field "passEnv"`), strings.Contains(msg, `unknown field "mounts"`):
+		return `; env, passEnv and mounts are granted to a module, in its entry under "modules" (see the README)`
+	}
+	return ""
+}
+
 func (p *Policy) validate() error {
-	if p.MaxInstances < 0 {
+	switch {
+	case p.MaxInstances < 0:
 		return fmt.Errorf("%w: maxInstances is negative", ErrPolicy)
+	case p.MemoryBudgetMiB < 0:
+		return fmt.Errorf("%w: memoryBudgetMiB is negative", ErrPolicy)
 	}
 	if err := p.Defaults.validate("defaults"); err != nil {
 		return err
 	}
-	for name, tp := range p.Tools {
-		if err := tp.validate("tools." + name); err != nil {
+	for name, mp := range p.Modules {
+		if err := mp.validate("modules." + name); err != nil {
+			return err
+		}
+		if strings.HasSuffix(name, ".wasm") {
+			return fmt.Errorf("%w: modules.%s: name the module without \".wasm\" (the file %s is the module %q)",
+				ErrPolicy, name, name, strings.TrimSuffix(name, ".wasm"))
+		}
+	}
+	return nil
+}
+
+func (mp *ModulePolicy) validate(where string) error {
+	if mp.Digest != "" && !isDigest(mp.Digest) {
+		return fmt.Errorf("%w: %s.digest %q is not \"sha256:\" and 64 lower-case hex digits", ErrPolicy, where, mp.Digest)
+	}
+	if mp.MaxInstances < 0 {
+		return fmt.Errorf("%w: %s.maxInstances is negative", ErrPolicy, where)
+	}
+	if err := mp.Grants.validate(where); err != nil {
+		return err
+	}
+	for name, tp := range mp.Tools {
+		if err := tp.validate(where + ".tools." + name); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// isDigest reports whether d has the form of plugins.Digest.
+func isDigest(d string) bool {
+	hex, ok := strings.CutPrefix(d, "sha256:")
+	if !ok || len(hex) != 64 {
+		return false
+	}
+	for _, c := range hex {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 func (tp *ToolPolicy) validate(where string) error {
@@ -176,18 +271,22 @@ func (tp *ToolPolicy) validate(where string) error {
 	case tp.MaxOutputBytes < 0, tp.MaxLogBytes < 0, tp.MaxConcurrency < 0, tp.MaxQueue < 0:
 		return fmt.Errorf("%w: %s: limits must not be negative", ErrPolicy, where)
 	}
-	for k := range tp.Env {
+	return nil
+}
+
+func (g *Grants) validate(where string) error {
+	for k := range g.Env {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
 			return fmt.Errorf("%w: %s.env: invalid variable name %q", ErrPolicy, where, k)
 		}
 	}
-	for _, k := range tp.PassEnv {
+	for _, k := range g.PassEnv {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
 			return fmt.Errorf("%w: %s.passEnv: invalid variable name %q", ErrPolicy, where, k)
 		}
 	}
 	seen := map[string]bool{}
-	for i, m := range tp.Mounts {
+	for i, m := range g.Mounts {
 		if !filepath.IsAbs(m.HostDir) {
 			return fmt.Errorf("%w: %s.mounts[%d].hostDir %q is not an absolute path", ErrPolicy, where, i, m.HostDir)
 		}
@@ -209,15 +308,34 @@ func (tp *ToolPolicy) validate(where string) error {
 	return nil
 }
 
-// forTool merges the tool's override over the defaults and fills the
-// built-in defaults. PassEnv is left for limitsOf to read.
-func (p *Policy) forTool(name string) ToolPolicy {
+// forModule returns the entry of the policy that applies to module m: the
+// entry of m's name, unless it pins another digest. A pin that does not
+// match gives the zero entry (no grants, default limits) and an error that
+// says so, for the catalog's problems.
+func (p *Policy) forModule(m plugins.Module) (ModulePolicy, error) {
+	if p == nil {
+		return ModulePolicy{}, nil
+	}
+	mp, ok := p.Modules[m.Name]
+	if !ok {
+		return ModulePolicy{}, nil
+	}
+	if mp.Digest != "" && mp.Digest != m.Digest {
+		return ModulePolicy{}, fmt.Errorf("%w: modules.%s pins digest %s but the file is %s: served with no grants and default limits",
+			ErrPolicy, m.Name, mp.Digest, m.Digest)
+	}
+	return mp, nil
+}
+
+// forTool merges the tool's override in the module's entry mp over the
+// defaults and fills the built-in defaults.
+func (p *Policy) forTool(mp ModulePolicy, tool string) ToolPolicy {
 	var base ToolPolicy
 	if p != nil {
 		base = p.Defaults
-		if o, ok := p.Tools[name]; ok {
-			base = merge(base, o)
-		}
+	}
+	if o, ok := mp.Tools[tool]; ok {
+		base = merge(base, o)
 	}
 	if base.MemoryMiB == 0 {
 		base.MemoryMiB = DefaultMemoryMiB
@@ -235,7 +353,7 @@ func (p *Policy) forTool(name string) ToolPolicy {
 		base.MaxConcurrency = DefaultMaxConcurrency
 	}
 	if base.MaxQueue == 0 {
-		base.MaxQueue = 4 * base.MaxConcurrency
+		base.MaxQueue = queuePerSlot * base.MaxConcurrency
 	}
 	return base
 }
@@ -259,12 +377,6 @@ func merge(base, o ToolPolicy) ToolPolicy {
 	if o.MaxQueue != 0 {
 		base.MaxQueue = o.MaxQueue
 	}
-	if o.Env != nil || o.PassEnv != nil {
-		base.Env, base.PassEnv = o.Env, o.PassEnv
-	}
-	if o.Mounts != nil {
-		base.Mounts = o.Mounts
-	}
 	return base
 }
 
@@ -275,6 +387,14 @@ func (p *Policy) maxInstances() int {
 		return p.MaxInstances
 	}
 	return DefaultMaxInstances
+}
+
+// moduleInstances is the instance cap of a module whose entry is mp.
+func (p *Policy) moduleInstances(mp ModulePolicy) int {
+	if mp.MaxInstances > 0 {
+		return mp.MaxInstances
+	}
+	return max(1, p.maxInstances()/2)
 }
 
 // loadLimits bound the describe run that asks a module for its manifest

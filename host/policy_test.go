@@ -1,39 +1,52 @@
 package host
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/wasmtask/wasmtask/plugins"
 )
 
 func TestParsePolicy(t *testing.T) {
 	dir := t.TempDir()
+	digest := "sha256:" + strings.Repeat("ab", 32)
 	for _, tc := range []struct {
 		name, in string
 		wantErr  string // "" = valid
 	}{
 		{"empty", `{}`, ""},
 		{"full", `{"defaults":{"memoryMiB":32,"timeout":"5s","maxOutputBytes":10,"maxLogBytes":10,"maxConcurrency":2,"maxQueue":1},
-			"maxInstances":4,"tools":{"t":{"env":{"A":"1"},"passEnv":["HOME"],"mounts":[{"hostDir":"` + dir + `","guestPath":"/data","write":true}]}}}`, ""},
+			"maxInstances":4,"memoryBudgetMiB":512,
+			"modules":{"m":{"digest":"` + digest + `","maxInstances":2,"env":{"A":"1"},"passEnv":["HOME"],
+				"mounts":[{"hostDir":"` + dir + `","guestPath":"/data","write":true}],"tools":{"t":{"memoryMiB":8}}}}}`, ""},
 		{"not json", `nope`, "invalid character"},
 		{"unknown field", `{"defaults":{"memoryMB":32}}`, `unknown field "memoryMB"`},
 		{"trailing", `{} {}`, "trailing data"},
 		{"bad duration", `{"defaults":{"timeout":"soon"}}`, "invalid duration"},
 		{"numeric duration", `{"defaults":{"timeout":5}}`, "duration must be a string"},
 		{"negative timeout", `{"defaults":{"timeout":"-1s"}}`, "timeout is negative"},
-		{"memory too large", `{"tools":{"t":{"memoryMiB":1024}}}`, "tools.t.memoryMiB 1024 is outside 0..256"},
+		{"memory too large", `{"modules":{"m":{"tools":{"t":{"memoryMiB":1024}}}}}`, "modules.m.tools.t.memoryMiB 1024 is outside 0..256"},
 		{"negative limit", `{"defaults":{"maxQueue":-1}}`, "must not be negative"},
 		{"negative instances", `{"maxInstances":-1}`, "maxInstances is negative"},
-		{"bad env name", `{"defaults":{"env":{"A=B":"x"}}}`, "invalid variable name"},
-		{"relative host dir", `{"defaults":{"mounts":[{"hostDir":"data","guestPath":"/d"}]}}`, "is not an absolute path"},
-		{"relative guest path", `{"defaults":{"mounts":[{"hostDir":"` + dir + `","guestPath":"d"}]}}`, "is not an absolute path"},
-		{"missing host dir", `{"defaults":{"mounts":[{"hostDir":"` + dir + `/nope","guestPath":"/d"}]}}`, "no such file"},
-		{"twice", `{"defaults":{"mounts":[{"hostDir":"` + dir + `","guestPath":"/d"},{"hostDir":"` + dir + `","guestPath":"/d"}]}}`, "mounted twice"},
+		{"negative module instances", `{"modules":{"m":{"maxInstances":-1}}}`, "modules.m.maxInstances is negative"},
+		{"negative budget", `{"memoryBudgetMiB":-1}`, "memoryBudgetMiB is negative"},
+		{"bad digest", `{"modules":{"m":{"digest":"sha256:abc"}}}`, "is not \"sha256:\" and 64"},
+		{"upper-case digest", `{"modules":{"m":{"digest":"` + strings.ToUpper(digest) + `"}}}`, "is not \"sha256:\""},
+		{"file name as key", `{"modules":{"m.wasm":{}}}`, `without ".wasm"`},
+		{"bad env name", `{"modules":{"m":{"env":{"A=B":"x"}}}}`, "invalid variable name"},
+		{"relative host dir", `{"modules":{"m":{"mounts":[{"hostDir":"data","guestPath":"/d"}]}}}`, "is not an absolute path"},
+		{"relative guest path", `{"modules":{"m":{"mounts":[{"hostDir":"` + dir + `","guestPath":"d"}]}}}`, "is not an absolute path"},
+		{"missing host dir", `{"modules":{"m":{"mounts":[{"hostDir":"` + dir + `/nope","guestPath":"/d"}]}}}`, "no such file"},
+		{"twice", `{"modules":{"m":{"mounts":[{"hostDir":"` + dir + `","guestPath":"/d"},{"hostDir":"` + dir + `","guestPath":"/d"}]}}}`, "mounted twice"},
+		// Grants bind to modules: the earlier format, keyed by tool name,
+		// and grants in the defaults are refused with the way out.
+		{"tools by name", `{"tools":{"t":{"memoryMiB":8}}}`, `move "tools" entries under "modules"`},
+		{"grants in defaults", `{"defaults":{"env":{"A":"1"}}}`, "granted to a module"},
+		{"grants on a tool", `{"modules":{"m":{"tools":{"t":{"mounts":[]}}}}}`, "granted to a module"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParsePolicy([]byte(tc.in))
@@ -50,12 +63,17 @@ func TestParsePolicy(t *testing.T) {
 	}
 }
 
-func TestPolicyForTool(t *testing.T) {
+// The entry of a module applies to the file of its name, and only while
+// the file has the pinned digest; limits merge defaults, then the tool's
+// override in its module's entry.
+func TestPolicyForModuleAndTool(t *testing.T) {
+	pinned := "sha256:" + strings.Repeat("0", 64)
 	p, err := ParsePolicy([]byte(`{
-		"defaults": {"timeout": "10s", "env": {"A": "1"}, "maxConcurrency": 2},
-		"tools": {
-			"big":  {"memoryMiB": 128, "maxQueue": 1},
-			"envy": {"passEnv": ["HOME", "MISSING"], "env": {"B": "2"}}
+		"defaults": {"timeout": "10s", "maxConcurrency": 2},
+		"modules": {
+			"big":  {"tools": {"big": {"memoryMiB": 128, "maxQueue": 1}}, "maxInstances": 3},
+			"envy": {"passEnv": ["HOME", "MISSING"], "env": {"B": "2"}},
+			"pin":  {"digest": "` + pinned + `", "env": {"P": "1"}, "tools": {"p": {"memoryMiB": 8}}}
 		}}`))
 	if err != nil {
 		t.Fatal(err)
@@ -67,63 +85,49 @@ func TestPolicyForTool(t *testing.T) {
 		return "", false
 	}
 	def := ToolPolicy{MemoryMiB: 64, Timeout: Duration(10 * time.Second), MaxOutputBytes: 1 << 20, MaxLogBytes: 64 << 10, MaxConcurrency: 2, MaxQueue: 8}
+	other := "sha256:" + strings.Repeat("1", 64)
 	for _, tc := range []struct {
-		tool    string
-		want    ToolPolicy
-		wantEnv map[string]string
+		module, digest, tool string
+		want                 ToolPolicy
+		wantEnv              map[string]string
+		wantInstances        int
+		wantPinErr           bool
 	}{
-		{"other", with(def, func(tp *ToolPolicy) { tp.Env = map[string]string{"A": "1"} }), map[string]string{"A": "1"}},
-		{"big", with(def, func(tp *ToolPolicy) { tp.MemoryMiB, tp.MaxQueue, tp.Env = 128, 1, map[string]string{"A": "1"} }), map[string]string{"A": "1"}},
-		{"envy", with(def, func(tp *ToolPolicy) {
-			tp.Env, tp.PassEnv = map[string]string{"B": "2"}, []string{"HOME", "MISSING"}
-		}), map[string]string{"B": "2", "HOME": "/home/op"}},
+		{"other", other, "big", def, nil, 32, false}, // a tool name alone gets nothing
+		{"big", other, "big", with(def, func(tp *ToolPolicy) { tp.MemoryMiB, tp.MaxQueue = 128, 1 }), nil, 3, false},
+		{"big", other, "small", def, nil, 3, false},
+		{"envy", other, "e", def, map[string]string{"B": "2", "HOME": "/home/op"}, 32, false},
+		{"pin", pinned, "p", with(def, func(tp *ToolPolicy) { tp.MemoryMiB = 8 }), map[string]string{"P": "1"}, 32, false},
+		{"pin", other, "p", def, nil, 32, true}, // another content of the file: nothing applies
 	} {
-		got := p.forTool(tc.tool)
-		if diff := cmp.Diff(tc.want, got); diff != "" {
-			t.Errorf("forTool(%q) (-want +got):\n%s", tc.tool, diff)
+		entry, err := p.forModule(plugins.Module{Name: tc.module, Digest: tc.digest})
+		if (err != nil) != tc.wantPinErr || err != nil && !errors.Is(err, ErrPolicy) {
+			t.Errorf("forModule(%s, %s): error %v, want a pin error: %v", tc.module, tc.digest, err, tc.wantPinErr)
 		}
-		if diff := cmp.Diff(tc.wantEnv, limitsOf(got, getenv).Env); diff != "" {
-			t.Errorf("limitsOf(%q).Env (-want +got):\n%s", tc.tool, diff)
+		got := p.forTool(entry, tc.tool)
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("%s/%s: forTool (-want +got):\n%s", tc.module, tc.tool, diff)
+		}
+		if diff := cmp.Diff(tc.wantEnv, limitsOf(got, entry.Grants, getenv).Env); diff != "" {
+			t.Errorf("%s/%s: limitsOf().Env (-want +got):\n%s", tc.module, tc.tool, diff)
+		}
+		if n := p.moduleInstances(entry); n != tc.wantInstances {
+			t.Errorf("%s: module instances %d, want %d", tc.module, n, tc.wantInstances)
 		}
 	}
 	// No policy: the built-in defaults, nothing granted.
-	got := (*Policy)(nil).forTool("x")
-	lim := limitsOf(got, getenv)
-	if got.MemoryMiB != DefaultMemoryMiB || got.Timeout.std() != DefaultTimeout || lim.Env != nil || lim.Mounts != nil {
-		t.Errorf("nil policy: got %+v, want defaults with no env or mounts", got)
+	entry, err := (*Policy)(nil).forModule(plugins.Module{Name: "x"})
+	got := (*Policy)(nil).forTool(entry, "x")
+	lim := limitsOf(got, entry.Grants, getenv)
+	if err != nil || got.MemoryMiB != DefaultMemoryMiB || got.Timeout.std() != DefaultTimeout || lim.Env != nil || lim.Mounts != nil {
+		t.Errorf("nil policy: got %+v, %v, want defaults with no env or mounts", got, err)
+	}
+	if n := (*Policy)(nil).moduleInstances(entry); n != DefaultMaxInstances/2 {
+		t.Errorf("nil policy: module instances %d, want %d", n, DefaultMaxInstances/2)
 	}
 }
 
 func with(tp ToolPolicy, f func(*ToolPolicy)) ToolPolicy {
 	f(&tp)
 	return tp
-}
-
-func TestGateBoundsRunningAndQueued(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		g := newGate(1, 1)
-		ctx := context.Background()
-		if err := g.enter(ctx); err != nil {
-			t.Fatalf("first enter: %v", err)
-		}
-		queued := make(chan error, 1)
-		go func() { queued <- g.enter(ctx) }()
-		synctest.Wait() // the second caller is blocked: queued
-		if n := g.waiting.Load(); n != 1 {
-			t.Fatalf("got %d callers waiting, want 1", n)
-		}
-		if err := g.enter(ctx); !errors.Is(err, ErrBusy) {
-			t.Fatalf("third enter: got %v, want ErrBusy", err)
-		}
-		g.leave()
-		if err := <-queued; err != nil {
-			t.Fatalf("queued enter: got %v, want a slot", err)
-		}
-		cctx, cancel := context.WithCancel(ctx)
-		cancel()
-		if err := g.enter(cctx); !errors.Is(err, context.Canceled) {
-			t.Fatalf("enter with a done context while full: got %v, want context.Canceled", err)
-		}
-		g.leave()
-	})
 }

@@ -87,7 +87,8 @@ type Server struct {
 	engine    *taskengine.Engine
 	mcp       *mcpserver.Server
 	catalog   atomic.Pointer[catalog]
-	instances *gate // server-wide
+	adm       *admission // the one admission controller of every call
+	budgetSrc string     // where the memory budget comes from, for Limits
 
 	swapMu  sync.Mutex
 	swapped chan struct{} // closed and replaced by every catalog swap
@@ -137,12 +138,14 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		rt.Close(ctx)
 		return nil, fmt.Errorf("host: %w", err)
 	}
+	budget, budgetSrc := cfg.Policy.memoryBudget(machineMemory)
 	s := &Server{
 		cfg:       cfg,
 		log:       cfg.Logger,
 		rt:        rt,
 		engine:    engine,
-		instances: newGate(cfg.Policy.maxInstances(), 4*cfg.Policy.maxInstances()),
+		adm:       newAdmission(cfg.Policy.maxInstances(), budget),
+		budgetSrc: budgetSrc,
 		stop:      func() {},
 		listeners: make(map[*http.Server]net.Listener),
 		swapped:   make(chan struct{}),
@@ -210,10 +213,13 @@ func (s *Server) loadFirst(ctx context.Context) error {
 
 // ToolInfo is a served tool as [Server.Tools] reports it.
 type ToolInfo struct {
-	abi.Tool            // the declaration, normalised
-	Module   string     // name of the module that declares it
-	Digest   string     // the module's content digest, "sha256:<hex>"
-	Policy   ToolPolicy // the effective policy: every default filled in
+	abi.Tool                     // the declaration, normalised
+	Module            string     // name of the module that declares it
+	Digest            string     // the module's content digest, "sha256:<hex>"
+	Policy            ToolPolicy // the effective limits: every default filled in
+	Grants            Grants     // the module's grants (its policy entry, when it applies to this file)
+	ModuleInstances   int        // calls of the module's tools that may run at once
+	ReservedMemoryMiB int        // what one call reserves of the server's memory budget
 }
 
 // Tools returns the tools served now, sorted by name, with the limits and
@@ -221,17 +227,35 @@ type ToolInfo struct {
 func (s *Server) Tools() []ToolInfo {
 	c := s.catalog.Load()
 	out := make([]ToolInfo, 0, len(c.list))
+	s.adm.mu.Lock()
+	defer s.adm.mu.Unlock()
 	for _, t := range c.list {
 		st := c.tools[t.Name]
-		out = append(out, ToolInfo{Tool: st.decl, Module: st.module.Name, Digest: st.module.Digest, Policy: st.policy})
+		out = append(out, ToolInfo{Tool: st.decl, Module: st.module.Name, Digest: st.module.Digest, Policy: st.policy,
+			Grants: st.grants, ModuleInstances: st.slot.mod.slots, ReservedMemoryMiB: int(mib(reservation(st)))})
 	}
 	return out
 }
 
+// Limits are the server-wide bounds of admission, as [Server.Limits]
+// reports them.
+type Limits struct {
+	MaxInstances    int    // Wasm instances (running calls) at once
+	MemoryBudgetMiB int    // memory all running calls may reserve together
+	MemoryBudgetSrc string // where MemoryBudgetMiB comes from: the policy, or what it was derived from
+}
+
+// Limits returns the server-wide admission bounds in force.
+func (s *Server) Limits() Limits {
+	return Limits{MaxInstances: s.adm.slots, MemoryBudgetMiB: int(s.adm.budget >> 20), MemoryBudgetSrc: s.budgetSrc}
+}
+
 // Problem is a module that is not served (or is served in an older
-// version), or a policy entry that matches no served tool.
+// version), or a policy entry that does not apply as written: one that
+// matches no module or tool, a digest pin the file does not match, a tool
+// whose calls cannot fit the memory budget.
 type Problem struct {
-	Module string // module name, "" for a policy problem
+	Module string // module name (for a policy entry that matches no module: the entry's)
 	Path   string // file, when known
 	Err    error  // wraps ErrNotWasm, ErrCompile, ErrModuleABI, ErrSchema, an abi error, …
 }

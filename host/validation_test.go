@@ -15,8 +15,8 @@ import (
 // gets no slot ends with the admission's error although its arguments are
 // invalid, and only a call that gets one learns that they are.
 func TestArgumentsCheckedAfterAdmission(t *testing.T) {
-	s := newServer(t, host.Config{CacheDir: host.CompileCacheDir(), Policy: &host.Policy{Tools: map[string]host.ToolPolicy{
-		"long_job": {MaxConcurrency: 1},
+	s := newServer(t, host.Config{CacheDir: host.CompileCacheDir(), Policy: &host.Policy{Modules: map[string]host.ModulePolicy{
+		"demo": {Tools: map[string]host.ToolPolicy{"long_job": {MaxConcurrency: 1}}},
 	}}})
 	entered, release := make(chan struct{}), make(chan struct{})
 	ev := &events{elicit: func(ctx context.Context, _ abi.ElicitRequest) (abi.ElicitReply, error) {

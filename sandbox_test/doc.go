@@ -8,7 +8,7 @@
 // (Config.ToolsFS, an fstest.MapFS) and the policy under test. Limits are
 // the server's Policy, so a case that needs other limits builds another
 // server. Direct cases call Server.Call, the path MCP's tools/call takes
-// (admission gates, then a fresh instance under the tool's policy), with an
+// (admission, then a fresh instance under the tool's policy), with an
 // abi.Events of their own; MCP cases open sessions with the shared test
 // client of package host/hosttest, over ServeStdio pipes or over
 // Streamable HTTP (Server.Handler in an httptest.Server), and that client
@@ -16,7 +16,9 @@
 //
 //	srv, err := host.New(ctx, host.Config{
 //		ToolsFS: fstest.MapFS{"spin.wasm": {Data: wasm}},
-//		Policy:  &host.Policy{Tools: map[string]host.ToolPolicy{"spin": {Timeout: host.Duration(200 * time.Millisecond)}}},
+//		Policy: &host.Policy{Modules: map[string]host.ModulePolicy{ // by module (file) name
+//			"spin": {Tools: map[string]host.ToolPolicy{"spin": {Timeout: host.Duration(200 * time.Millisecond)}}},
+//		}},
 //	})
 //	...
 //	_, err = srv.Call(ctx, "spin", nil, nil) // a *host.GuestError of kind host.KindTimeout
@@ -79,8 +81,19 @@
 //     in every call, sequential or concurrent.
 //   - TestCallGates (elicitwait.wat): Server.Call is admitted like
 //     tools/call: beyond a tool's MaxConcurrency calls wait in a queue of
-//     MaxQueue and the rest fail at once with host.ErrBusy; the server-wide
-//     MaxInstances gate does the same across tools.
+//     MaxQueue and the rest fail at once with host.ErrBusy; a module's
+//     MaxInstances and the server-wide MaxInstances do the same.
+//   - TestModuleCannotTakeAllInstances (elicitwait.wat): with the default
+//     module cap, a module whose calls block forever leaves instance slots
+//     to other modules.
+//   - TestMemoryBudget (elicitwait.wat, state.wat): the memory budget holds
+//     calls back and admits them when memory frees; a tool whose one call
+//     could never fit fails at once (host.ErrMemoryBudget, a clear tool
+//     error over MCP) and is a problem.
+//   - TestGrantsBindToModules (envargs.c under two file names): grants are
+//     written for a module file; the module that loses a tool name to
+//     another never lends its grants to the winner, and a digest pin the
+//     file does not match grants nothing and is a problem.
 //   - TestMountEscapes, TestMountLinkFlippedDuringCall (fsprobe.c): "..",
 //     absolute paths, symbolic links planted before the call, planted by
 //     the guest, or swapped during the call cannot leave an os.Root mount;
@@ -104,7 +117,7 @@
 //     tool error worded for the client, and the session goes on.
 //   - TestMCPConcurrencyBounded: task calls beyond MaxConcurrency wait in a
 //     queue of MaxQueue, the rest fail at once as busy; MaxInstances leaves
-//     room for other tools.
+//     room for other modules.
 //   - TestMCPManySessions: concurrent sessions over stdio and Streamable
 //     HTTP, each with a runaway, all end and release their resources.
 //

@@ -58,7 +58,7 @@ func TestHostCallFloods(t *testing.T) {
 		overrides[name] = host.ToolPolicy{Timeout: runaway}
 	}
 	onEngines(t, func(t *testing.T, e engine) {
-		hostile(t, e, policy(overrides), "flood", func(t *testing.T, s *host.Server) {
+		hostile(t, e, policy(map[string]host.ModulePolicy{"flood": {Tools: overrides}}), "flood", func(t *testing.T, s *host.Server) {
 			for name, kind := range tools {
 				ev := &counting{}
 				start := time.Now()

@@ -70,11 +70,10 @@ func args(kv ...string) string {
 	return string(b)
 }
 
-// mountPolicy is short for every tool with mounts granted.
+// mountPolicy is short for every tool, with mounts granted to the fsprobe
+// module.
 func mountPolicy(mounts ...host.MountPolicy) *host.Policy {
-	p := policy(nil)
-	p.Defaults.Mounts = mounts
-	return p
+	return policy(map[string]host.ModulePolicy{"fsprobe": {Grants: host.Grants{Mounts: mounts}}})
 }
 
 func TestMountEscapes(t *testing.T) {
@@ -237,7 +236,7 @@ func TestEnvAndArgs(t *testing.T) {
 				[]string{"SANDBOX_A=1", "SANDBOX_B=two", "SANDBOX_TOKEN=passed-on"}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				pol := policy(map[string]host.ToolPolicy{"environ": {Env: tc.env, PassEnv: tc.pass}})
+				pol := policy(map[string]host.ModulePolicy{"envargs": {Grants: host.Grants{Env: tc.env, PassEnv: tc.pass}}})
 				hostile(t, e, pol, "envargs", func(t *testing.T, s *host.Server) {
 					argc, argv0, env := envOf(t, text(t, s, "environ", "{}", nil))
 					if argc != 1 || argv0 != "envargs" {
@@ -295,14 +294,15 @@ func TestClockAndRandom(t *testing.T) {
 
 // TestPolicyFileGrants shows that the operator's policy file, read with
 // host.LoadPolicy, is what grants a mount and environment variables to a
-// tool served over MCP: the same modules without the policy are denied.
+// module whose tools are served over MCP: the same modules without the
+// policy are denied.
 func TestPolicyFileGrants(t *testing.T) {
 	ft := newFSTree(t)
 	polFile := filepath.Join(t.TempDir(), "policy.json")
 	doc := fmt.Sprintf(`{
-  "tools": {
-    "read":    {"mounts": [{"hostDir": %q, "guestPath": "/data"}]},
-    "environ": {"env": {"SANDBOX_GRANTED": "yes"}}
+  "modules": {
+    "fsprobe": {"mounts": [{"hostDir": %q, "guestPath": "/data"}]},
+    "envargs": {"env": {"SANDBOX_GRANTED": "yes"}}
   }
 }`, ft.mnt)
 	if err := os.WriteFile(polFile, []byte(doc), 0o600); err != nil {

@@ -90,10 +90,15 @@ func short() host.ToolPolicy {
 // limit the guest meets, never a budget the test measures.
 const runaway = host.Duration(200 * time.Millisecond)
 
-// policy is short for every tool, with overrides by tool name (merged over
-// it field by field).
-func policy(overrides map[string]host.ToolPolicy) *host.Policy {
-	return &host.Policy{Defaults: short(), Tools: overrides}
+// policy is short for every tool, with the entries of mods by module name
+// (grants, and tool limits merged over short field by field).
+func policy(mods map[string]host.ModulePolicy) *host.Policy {
+	return &host.Policy{Defaults: short(), Modules: mods}
+}
+
+// toolPolicy is policy with one tool's limits overridden: tool of module.
+func toolPolicy(module, tool string, tp host.ToolPolicy) *host.Policy {
+	return policy(map[string]host.ModulePolicy{module: {Tools: map[string]host.ToolPolicy{tool: tp}}})
 }
 
 // hostile runs one hostile case: a fresh server of the given engine serves

@@ -147,7 +147,7 @@ func TestMCPHostileCalls(t *testing.T) {
 			wasm(t, m)
 		}
 		watchBaseline(t)
-		s := serve(t, e.interpreter, &host.Policy{Tools: map[string]host.ToolPolicy{"spin": {Timeout: runaway}}}, modules...)
+		s := serve(t, e.interpreter, &host.Policy{Modules: map[string]host.ModulePolicy{"spin": {Tools: map[string]host.ToolPolicy{"spin": {Timeout: runaway}}}}}, modules...)
 		a, other := openSession(t, s), openSession(t, s)
 
 		// A runaway plain call is a tool error naming the cause.
@@ -208,7 +208,7 @@ func TestMCPHostileCalls(t *testing.T) {
 // TestMCPConcurrencyBounded runs more blocked calls of one tool than its
 // policy allows: MaxConcurrency run, MaxQueue wait, the rest are refused at
 // once as busy (task failed with the reason); nothing grows without bound.
-// The server-wide MaxInstances gate leaves room for another tool.
+// The server-wide MaxInstances bound leaves room for another module.
 func TestMCPConcurrencyBounded(t *testing.T) {
 	onEngines(t, func(t *testing.T, e engine) {
 		const n, running, queued = 6, 2, 1
@@ -216,7 +216,10 @@ func TestMCPConcurrencyBounded(t *testing.T) {
 		wasm(t, "elicitwait")
 		watchBaseline(t)
 		pol := &host.Policy{
-			Tools:        map[string]host.ToolPolicy{"ask": {MaxConcurrency: running, MaxQueue: queued}},
+			Modules: map[string]host.ModulePolicy{"elicitwait": {
+				MaxInstances: running, // the default would be half the server's slots: 1
+				Tools:        map[string]host.ToolPolicy{"ask": {MaxConcurrency: running, MaxQueue: queued}},
+			}},
 			MaxInstances: running + 1,
 		}
 		c := openSession(t, serve(t, e.interpreter, pol, "normal", "elicitwait"))
@@ -259,8 +262,8 @@ func TestMCPConcurrencyBounded(t *testing.T) {
 		if busy != n-running-queued || waiting != queued {
 			t.Errorf("%d busy and %d queued, want %d and %d", busy, waiting, n-running-queued, queued)
 		}
-		// The server-wide gate: 2 instances of ask are alive; with
-		// MaxInstances 3 one more call of another tool still runs.
+		// The server-wide bound: 2 instances of ask are alive; with
+		// MaxInstances 3 one more call of another module still runs.
 		expectEcho(t, c, "a call of another tool within MaxInstances")
 
 		// Cancelling frees the slots: the queued call may start, and is
@@ -308,7 +311,7 @@ func TestMCPManySessions(t *testing.T) {
 		wasm(t, "normal")
 		wasm(t, "spin")
 		watchBaseline(t)
-		pol := &host.Policy{Tools: map[string]host.ToolPolicy{"spin": {Timeout: runaway}}}
+		pol := &host.Policy{Modules: map[string]host.ModulePolicy{"spin": {Tools: map[string]host.ToolPolicy{"spin": {Timeout: runaway}}}}}
 		s := serve(t, e.interpreter, pol, "normal", "spin")
 		hs := httptest.NewServer(s.Handler())
 		t.Cleanup(hs.Close)
@@ -365,7 +368,7 @@ func TestMCPToolErrors(t *testing.T) {
 			wasm(t, m)
 		}
 		watchBaseline(t)
-		c := openSession(t, serve(t, e.interpreter, policy(map[string]host.ToolPolicy{"explode": {Timeout: runaway}}), modules...))
+		c := openSession(t, serve(t, e.interpreter, toolPolicy("explode", "explode", host.ToolPolicy{Timeout: runaway}), modules...))
 		for _, tc := range cases {
 			t.Run(tc.tool, func(t *testing.T) {
 				got, isErr := c.tool(tc.tool, nil)

@@ -32,7 +32,7 @@ func BenchmarkRunawaySurvival(b *testing.B) {
 					if mode == "cancel" {
 						tp.Timeout = 0 // the default: only the cancel ends it
 					}
-					s := serve(b, e.interpreter, &host.Policy{Tools: map[string]host.ToolPolicy{tool: tp}}, tool)
+					s := serve(b, e.interpreter, &host.Policy{Modules: map[string]host.ModulePolicy{tool: {Tools: map[string]host.ToolPolicy{tool: tp}}}}, tool)
 					var lag []time.Duration
 					for b.Loop() {
 						if mode == "deadline" {

@@ -18,7 +18,7 @@ import (
 func TestInfiniteLoop(t *testing.T) {
 	onEngines(t, func(t *testing.T, e engine) {
 		t.Run("timeout", func(t *testing.T) {
-			hostile(t, e, policy(map[string]host.ToolPolicy{"spin": {Timeout: runaway}}), "spin", func(t *testing.T, s *host.Server) {
+			hostile(t, e, toolPolicy("spin", "spin", host.ToolPolicy{Timeout: runaway}), "spin", func(t *testing.T, s *host.Server) {
 				_, err := s.Call(context.Background(), "spin", nil, nil)
 				guestErr(t, err, host.KindTimeout, `module "spin" tool "spin"`, "exceeded 200ms")
 				if !errors.Is(err, context.DeadlineExceeded) {
@@ -129,7 +129,7 @@ func TestInitialMemoryOverPolicy(t *testing.T) {
 // at every function's entry).
 func TestCallExplosion(t *testing.T) {
 	onEngines(t, func(t *testing.T, e engine) {
-		hostile(t, e, policy(map[string]host.ToolPolicy{"explode": {Timeout: runaway}}), "explode", func(t *testing.T, s *host.Server) {
+		hostile(t, e, toolPolicy("explode", "explode", host.ToolPolicy{Timeout: runaway}), "explode", func(t *testing.T, s *host.Server) {
 			_, err := s.Call(context.Background(), "explode", nil, nil)
 			guestErr(t, err, host.KindTimeout, "exceeded 200ms")
 		})
@@ -321,7 +321,7 @@ func TestBlockedInElicit(t *testing.T) {
 			})
 		})
 		t.Run("timeout", func(t *testing.T) {
-			hostile(t, e, policy(map[string]host.ToolPolicy{"ask": {Timeout: runaway}}), "elicitwait", func(t *testing.T, s *host.Server) {
+			hostile(t, e, toolPolicy("elicitwait", "ask", host.ToolPolicy{Timeout: runaway}), "elicitwait", func(t *testing.T, s *host.Server) {
 				entered := make(chan struct{}, 1)
 				_, err := s.Call(context.Background(), "ask", nil, blockingElicit(entered))
 				guestErr(t, err, host.KindTimeout, "exceeded 200ms")
@@ -336,7 +336,7 @@ func TestBlockedInElicit(t *testing.T) {
 func TestNoStateBetweenCalls(t *testing.T) {
 	onEngines(t, func(t *testing.T, e engine) {
 		// 16 concurrent calls: MaxConcurrency lets them all run at once.
-		pol := policy(map[string]host.ToolPolicy{"count": {MaxConcurrency: 16}})
+		pol := toolPolicy("state", "count", host.ToolPolicy{MaxConcurrency: 16})
 		hostile(t, e, pol, "state", func(t *testing.T, s *host.Server) {
 			for i := range 5 {
 				if got := text(t, s, "count", "{}", nil); got != "1 1" {
@@ -367,9 +367,10 @@ func TestNoStateBetweenCalls(t *testing.T) {
 
 // TestCallGates: Server.Call is admitted like tools/call. Calls beyond a
 // tool's MaxConcurrency wait in a queue of MaxQueue and the rest fail at
-// once with ErrBusy; the server-wide MaxInstances gate (queue 4 ×
-// MaxInstances) bounds calls the same way. The calls block in elicit, so
-// who runs and who waits cannot change until the test cancels them.
+// once with ErrBusy; the module's MaxInstances and the server-wide
+// MaxInstances (queues of 4 × their slots) bound calls the same way. The
+// calls block in elicit, so who runs and who waits cannot change until the
+// test cancels them.
 func TestCallGates(t *testing.T) {
 	for _, tc := range []struct {
 		name                   string
@@ -377,9 +378,11 @@ func TestCallGates(t *testing.T) {
 		calls, running, queued int
 		busy                   string
 	}{
-		{"tool", policy(map[string]host.ToolPolicy{"ask": {MaxConcurrency: 1, MaxQueue: 1}}), 6, 1, 1,
+		{"tool", toolPolicy("elicitwait", "ask", host.ToolPolicy{MaxConcurrency: 1, MaxQueue: 1}), 6, 1, 1,
 			"1 calls running and 1 waiting"},
-		{"server", &host.Policy{Defaults: short(), MaxInstances: 1}, 8, 1, 4,
+		{"module", policy(map[string]host.ModulePolicy{"elicitwait": {MaxInstances: 1}}), 8, 1, 4,
+			`module "elicitwait" instance limit: host: tool busy: 1 calls running and 4 waiting`},
+		{"server", &host.Policy{Defaults: short(), MaxInstances: 1, Modules: map[string]host.ModulePolicy{"elicitwait": {MaxInstances: 2}}}, 8, 1, 4,
 			"server-wide instance limit: host: tool busy: 1 calls running and 4 waiting"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"os"
@@ -58,6 +60,65 @@ func TestInspect(t *testing.T) {
 				if !strings.Contains(out.String(), w) {
 					t.Errorf("output lacks %q:\n%s", w, out.String())
 				}
+			}
+		})
+	}
+}
+
+// inspect --policy shows what the policy gives the module, by its file
+// name and digest, and reports a pin the file does not match.
+func TestInspectPolicy(t *testing.T) {
+	needFile(t, addWasm)
+	b, err := os.ReadFile(addWasm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(b)
+	digest := "sha256:" + hex.EncodeToString(sum[:])
+	other := "sha256:" + strings.Repeat("0", 64)
+	dir := t.TempDir()
+	write := func(pin string) string {
+		f := filepath.Join(dir, "policy.json")
+		doc := `{"maxInstances": 10, "memoryBudgetMiB": 100, "modules": {"add": {"digest": "` + pin + `", "maxInstances": 3,
+			"env": {"LANG": "C"}, "tools": {"add": {"memoryMiB": 8}}},
+			"other": {"env": {"OTHER": "1"}}}}` // another module's entry is not a problem of this one
+		if err := os.WriteFile(f, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	for _, tt := range []struct {
+		name    string
+		pin     string
+		wantErr error
+		want    []string
+	}{
+		{"pin matches", digest, nil, []string{
+			"policy:  entry modules.add applies (pinned to this digest)",
+			"admits:  at most 3 calls of this module's tools at once",
+			"granted: env LANG",
+			"server:  10 instances at once, memory budget 100 MiB (the policy's memoryBudgetMiB)",
+			"granted: memory 8 MiB", "reserves: 9 MiB of the server's memory budget per call",
+			"problems: none"}},
+		{"pin differs", other, errProblems, []string{
+			"policy:  entry modules.add does NOT apply: it pins " + other,
+			"admits:  at most 5 calls of this module's tools at once",
+			"granted: memory 64 MiB",
+			"modules.add pins digest " + other + " but the file is " + digest}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			err := runInspect(context.Background(), []string{"--policy", write(tt.pin), addWasm}, &out, &errOut)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("runInspect error = %v, want %v (stderr %s)", err, tt.wantErr, errOut.String())
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("output lacks %q:\n%s", w, out.String())
+				}
+			}
+			if tt.wantErr != nil && strings.Contains(out.String(), "granted: env") {
+				t.Errorf("a module under a pin it does not match is shown with grants:\n%s", out.String())
 			}
 		})
 	}

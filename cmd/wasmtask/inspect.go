@@ -20,9 +20,17 @@ const inspectUsage = `usage: wasmtask inspect [--json] [--policy FILE] FILE.wasm
 
 Loads a tool module as the server would (compile, check the ABI, run
 describe in the sandbox, validate the manifest) and prints its digest, its
-tools with the limits and grants the policy gives each, and any problem
-found (including policy entries that match no tool). Exits 1 when there are
-problems.
+tools with the limits the policy gives each, what the policy grants the
+module, the server-wide admission bounds, and any problem found. Exits 1
+when there are problems.
+
+The policy grants and limits by module: its entry under "modules" is named
+after the file without ".wasm" (FILE.wasm is module FILE) and applies only
+while the file's digest matches the entry's "digest" pin, when it has one.
+Policy problems include entries that match no module or tool, a digest pin
+the file does not match (the module then gets no grants and default
+limits), and a tool whose memory limit cannot fit the server's memory
+budget.
 
 Flags:
 `
@@ -61,7 +69,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer srv.Close()
-	tools, problems := srv.Tools(), srv.Problems()
+	tools, problems := srv.Tools(), ownProblems(srv.Problems(), name)
 	if *asJSON {
 		for _, p := range problems {
 			fmt.Fprintf(stderr, "%s: %v\n", file, p.Err)
@@ -88,6 +96,9 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintf(stdout, "abi:     v%d\n", abi.Version)
 		fmt.Fprintf(stdout, "tools:   %d\n", len(tools))
 	}
+	if len(tools) > 0 {
+		printModule(stdout, tools[0], policy, srv.Limits())
+	}
 	for _, t := range tools {
 		printTool(stdout, t)
 	}
@@ -103,6 +114,19 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 	}
 	return errProblems
+}
+
+// ownProblems drops the problems of other modules: a policy written for a
+// whole tool directory has entries for modules other than the one
+// inspected, which are not problems of this one.
+func ownProblems(ps []host.Problem, module string) []host.Problem {
+	var own []host.Problem
+	for _, p := range ps {
+		if p.Module == "" || p.Module == module {
+			own = append(own, p)
+		}
+	}
+	return own
 }
 
 // printTool shows a tool's declaration and what the policy grants it: the
@@ -158,18 +182,42 @@ func printTool(w io.Writer, ti host.ToolInfo) {
 	p := ti.Policy
 	fmt.Fprintf(w, "    granted: memory %d MiB, timeout %v, output %d bytes, log %d bytes, %d concurrent calls (+%d queued)\n",
 		p.MemoryMiB, time.Duration(p.Timeout), p.MaxOutputBytes, p.MaxLogBytes, p.MaxConcurrency, p.MaxQueue)
-	for _, m := range p.Mounts {
+	fmt.Fprintf(w, "    reserves: %d MiB of the server's memory budget per call\n", ti.ReservedMemoryMiB)
+}
+
+// printModule shows what the policy gives the module as a whole (its
+// grants, its instance cap, whether an entry applies) and the server-wide
+// bounds its calls are admitted under.
+func printModule(w io.Writer, ti host.ToolInfo, pol *host.Policy, lim host.Limits) {
+	entry, ok := host.ModulePolicy{}, false
+	if pol != nil {
+		entry, ok = pol.Modules[ti.Module]
+	}
+	switch {
+	case !ok:
+		fmt.Fprintf(w, "policy:  no entry for module %q: default limits, no grants\n", ti.Module)
+	case entry.Digest == "":
+		fmt.Fprintf(w, "policy:  entry modules.%s applies (not pinned to a digest)\n", ti.Module)
+	case entry.Digest == ti.Digest:
+		fmt.Fprintf(w, "policy:  entry modules.%s applies (pinned to this digest)\n", ti.Module)
+	default:
+		fmt.Fprintf(w, "policy:  entry modules.%s does NOT apply: it pins %s (default limits, no grants)\n", ti.Module, entry.Digest)
+	}
+	fmt.Fprintf(w, "admits:  at most %d calls of this module's tools at once\n", ti.ModuleInstances)
+	g := ti.Grants
+	for _, m := range g.Mounts {
 		mode := "read-only"
 		if m.Write {
 			mode = "read-write"
 		}
-		fmt.Fprintf(w, "    granted: dir %s at %s (%s)\n", m.HostDir, m.GuestPath, mode)
+		fmt.Fprintf(w, "granted: dir %s at %s (%s)\n", m.HostDir, m.GuestPath, mode)
 	}
-	if n := len(p.Env) + len(p.PassEnv); n > 0 {
-		names := slices.Sorted(maps.Keys(p.Env))
-		names = append(names, p.PassEnv...)
-		fmt.Fprintf(w, "    granted: env %s\n", strings.Join(names, ","))
+	if n := len(g.Env) + len(g.PassEnv); n > 0 {
+		names := slices.Sorted(maps.Keys(g.Env))
+		names = append(names, g.PassEnv...)
+		fmt.Fprintf(w, "granted: env %s\n", strings.Join(names, ","))
 	}
+	fmt.Fprintf(w, "server:  %d instances at once, memory budget %d MiB (%s)\n", lim.MaxInstances, lim.MemoryBudgetMiB, lim.MemoryBudgetSrc)
 }
 
 func oneLine(s string) string {

@@ -30,7 +30,7 @@ func runServe(args []string) error {
 	fs.Usage = func() { fmt.Fprint(fs.Output(), serveUsage); fs.PrintDefaults() }
 	httpAddr := fs.String("http", "", "serve Streamable HTTP on `ADDR` (endpoint "+host.HTTPPath+`); a bare ":PORT" binds 127.0.0.1`)
 	toolsDir := fs.String("tools", "", "serve the `DIR`ectory of .wasm tool modules, reloading on change (default: the embedded tools)")
-	policyFile := fs.String("policy", "", "operator sandbox policy `FILE` (JSON; see README)")
+	policyFile := fs.String("policy", "", "operator sandbox policy `FILE` (JSON: instance and memory bounds, limits, and grants by module file name; see README)")
 	cacheDir := fs.String("cache-dir", defaultCacheDir(), "compiled-code cache `DIR`; empty disables")
 	interp := fs.Bool("interpreter", false, "run guests in wazero's interpreter instead of its compiler")
 	maxTTL := fs.Duration("max-ttl", 0, "maximum task TTL (default 24h)")

@@ -62,6 +62,7 @@ const (
 	FailOutputTooLarge                    // the guest's answer passed the output limit
 	FailRemoved                           // the tool's module was removed or replaced while the call ran
 	FailShutdown                          // the server is shutting down
+	FailOverBudget                        // one call of the tool needs more memory than the server's whole budget
 )
 
 // Failure is a call that ended without a result, as a [Catalog] reports it.
@@ -128,6 +129,8 @@ func failureText(tool string, err error) string {
 		msg = fmt.Sprintf("tool %q was removed or replaced while the call ran", tool)
 	case FailShutdown:
 		msg = "the server is shutting down"
+	case FailOverBudget:
+		msg = fmt.Sprintf("tool %q cannot run on this server", tool)
 	default:
 		return fmt.Sprintf("tool %q failed with an internal error (the server log has the details)", tool)
 	}

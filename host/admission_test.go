@@ -1,0 +1,358 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+)
+
+// pending is a call of the admission under test, entered on a goroutine of
+// its own: done receives enter's error once it is admitted or refused.
+type pending struct {
+	name string
+	tool *toolSlot
+	size uint64
+	done chan error
+	stop context.CancelFunc
+}
+
+func enterAsync(a *admission, name string, t *toolSlot, size uint64) *pending {
+	ctx, stop := context.WithCancel(context.Background())
+	p := &pending{name: name, tool: t, size: size, done: make(chan error, 1), stop: stop}
+	go func() { p.done <- a.enter(ctx, t, size) }()
+	return p
+}
+
+// admitted returns the names of the calls among ps whose enter returned,
+// with their errors; inside a synctest bubble, after synctest.Wait, the
+// others are blocked in the queue.
+func admitted(ps ...*pending) (names []string, errs map[string]error) {
+	errs = map[string]error{}
+	for _, p := range ps {
+		select {
+		case err := <-p.done:
+			names = append(names, p.name)
+			errs[p.name] = err
+		default:
+		}
+	}
+	return names, errs
+}
+
+// A module with eight tools saturates the server's slots and queues more
+// calls; a call of another module that arrives later is the next admitted
+// when a slot frees, and the module's own calls then go in arrival order.
+func TestAdmissionFairAcrossModules(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := newAdmission(4, 1<<30)
+		modA := a.newModule("a", 4) // as many as the server: fairness alone must make room
+		modB := a.newModule("b", 4)
+		var toolsA []*toolSlot
+		for range 8 {
+			toolsA = append(toolsA, a.newTool(modA, 8, 32))
+		}
+		toolB := a.newTool(modB, 8, 32)
+
+		var running, queuedA []*pending
+		for i := range 4 {
+			running = append(running, enterAsync(a, fmt.Sprintf("a-run%d", i), toolsA[i], 1))
+			synctest.Wait()
+		}
+		if names, _ := admitted(running...); len(names) != 4 {
+			t.Fatalf("admitted %v, want the 4 first calls of module a", names)
+		}
+		for i := range 8 {
+			queuedA = append(queuedA, enterAsync(a, fmt.Sprintf("a-wait%d", i), toolsA[i], 1))
+			synctest.Wait() // queued in this order
+		}
+		b := enterAsync(a, "b", toolB, 1)
+		synctest.Wait()
+		if names, _ := admitted(append(queuedA, b)...); len(names) != 0 {
+			t.Fatalf("admitted %v while the server's 4 slots are taken, want none", names)
+		}
+
+		a.leave(toolsA[0], 1)
+		synctest.Wait()
+		if names, _ := admitted(append(queuedA, b)...); len(names) != 1 || names[0] != "b" {
+			t.Fatalf("a slot freed: admitted %v, want [b] (module b runs nothing, a runs 3)", names)
+		}
+		// Module a's calls now go first in, first out.
+		for i := range 3 {
+			a.leave(toolsA[i+1], 1)
+			synctest.Wait()
+			if names, _ := admitted(queuedA...); len(names) != 1 || names[0] != queuedA[i].name {
+				t.Fatalf("slot %d freed: admitted %v, want [%s]", i+2, names, queuedA[i].name)
+			}
+		}
+		for _, p := range queuedA[3:] {
+			p.stop()
+		}
+		synctest.Wait()
+		if _, errs := admitted(queuedA[3:]...); len(errs) != 5 {
+			t.Fatalf("cancelled waiters returned %d times, want 5", len(errs))
+		}
+		checkIdle(t, a, 4) // b and queuedA[0..2] still run
+	})
+}
+
+// A module's cap holds even when the server has free slots, and leaves
+// them to other modules.
+func TestAdmissionModuleCap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := newAdmission(8, 1<<30)
+		modA, modB := a.newModule("a", 2), a.newModule("b", 2)
+		ta1, ta2, tb := a.newTool(modA, 8, 32), a.newTool(modA, 8, 32), a.newTool(modB, 8, 32)
+		ps := []*pending{
+			enterAsync(a, "a1", ta1, 1), enterAsync(a, "a2", ta2, 1), enterAsync(a, "a3", ta1, 1),
+			enterAsync(a, "b1", tb, 1), enterAsync(a, "b2", tb, 1),
+		}
+		synctest.Wait()
+		names, _ := admitted(ps...)
+		if len(names) != 4 || !strings.Contains(strings.Join(names, ","), "b1,b2") {
+			t.Fatalf("admitted %v, want two calls of a and both of b (a's cap is 2 of the server's 8)", names)
+		}
+		for _, p := range ps {
+			p.stop()
+		}
+		synctest.Wait()
+	})
+}
+
+// The memory budget holds calls back; the call next in turn waits for
+// memory and no smaller call passes it; a call larger than the whole
+// budget fails at once.
+func TestAdmissionMemoryBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := newAdmission(8, 100)
+		mx, my, mz := a.newModule("x", 8), a.newModule("y", 8), a.newModule("z", 8)
+		tx, ty, tz := a.newTool(mx, 8, 32), a.newTool(my, 8, 32), a.newTool(mz, 8, 32)
+		if err := a.enter(context.Background(), tx, 60); err != nil {
+			t.Fatal(err)
+		}
+		big := enterAsync(a, "big", ty, 60) // 40 left: waits
+		synctest.Wait()
+		small := enterAsync(a, "small", tz, 10) // would fit, but big is first
+		synctest.Wait()
+		if names, _ := admitted(big, small); len(names) != 0 {
+			t.Fatalf("admitted %v with 40 of 100 bytes free, want none: big waits for memory and small waits behind it", names)
+		}
+		a.leave(tx, 60)
+		synctest.Wait()
+		if names, errs := admitted(big, small); len(names) != 2 || errs["big"] != nil || errs["small"] != nil {
+			t.Fatalf("60 bytes freed: admitted %v (%v), want big then small", names, errs)
+		}
+		if a.reserved != 70 {
+			t.Errorf("reserved %d bytes, want 70", a.reserved)
+		}
+
+		err := a.enter(context.Background(), tx, 101)
+		var be *budgetError
+		if !errors.Is(err, ErrMemoryBudget) || !errors.As(err, &be) || !strings.Contains(err.Error(), "more than the server's memory budget") {
+			t.Fatalf("a call of 101 bytes with a budget of 100: got %v, want ErrMemoryBudget at once", err)
+		}
+		a.leave(ty, 60)
+		a.leave(tz, 10)
+		checkIdle(t, a, 0)
+	})
+}
+
+// Each queue bound refuses with its own scope; a waiter whose context ends
+// leaves the queue and frees its place.
+func TestAdmissionQueuesAndCancel(t *testing.T) {
+	for _, tc := range []struct {
+		name               string
+		server, mod, tool  int // slots
+		toolQueue          int
+		wantScope          string
+		wantQueued, wantOK int
+	}{
+		{"tool", 4, 4, 1, 2, "", 2, 1},
+		{"module", 4, 1, 4, 16, `module "m" instance limit: `, queuePerSlot * 1, 1},
+		{"server", 1, 4, 4, 16, "server-wide instance limit: ", queuePerSlot * 1, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				a := newAdmission(tc.server, 1<<30)
+				tl := a.newTool(a.newModule("m", tc.mod), tc.tool, tc.toolQueue)
+				var ps []*pending
+				for i := range tc.wantOK + tc.wantQueued {
+					ps = append(ps, enterAsync(a, fmt.Sprint(i), tl, 1))
+					synctest.Wait() // in this order
+				}
+				if names, _ := admitted(ps...); len(names) != tc.wantOK || names[0] != "0" {
+					t.Fatalf("admitted %v, want the first %d", names, tc.wantOK)
+				}
+				err := a.enter(context.Background(), tl, 1)
+				var be *busyError
+				if !errors.As(err, &be) || !errors.Is(err, ErrBusy) || be.scope != tc.wantScope {
+					t.Fatalf("one call more than the queue holds: got %v, want busy with scope %q", err, tc.wantScope)
+				}
+				// A queued call cancelled: its place is free for another.
+				ps[len(ps)-1].stop()
+				synctest.Wait()
+				if err := <-ps[len(ps)-1].done; !errors.Is(err, context.Canceled) {
+					t.Fatalf("cancelled while queued: got %v, want context.Canceled", err)
+				}
+				again := enterAsync(a, "again", tl, 1)
+				synctest.Wait()
+				select {
+				case err := <-again.done:
+					t.Fatalf("a call after the cancel: got %v, want it queued in the freed place", err)
+				default:
+				}
+				for _, p := range append(ps[tc.wantOK:len(ps)-1], again) {
+					p.stop()
+				}
+				synctest.Wait()
+				for range tc.wantOK {
+					a.leave(tl, 1)
+				}
+				checkIdle(t, a, 0)
+			})
+		})
+	}
+}
+
+// A reload that raises a bound admits the calls it lets in.
+func TestAdmissionResize(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := newAdmission(8, 1<<30)
+		m := a.newModule("m", 1)
+		tl := a.newTool(m, 1, 8)
+		first, second := enterAsync(a, "first", tl, 1), enterAsync(a, "second", tl, 1)
+		synctest.Wait()
+		if names, _ := admitted(first, second); len(names) != 1 {
+			t.Fatalf("admitted %v, want one", names)
+		}
+		a.resizeTool(tl, 2, 8)
+		synctest.Wait()
+		if names, _ := admitted(first, second); len(names) != 0 {
+			t.Fatalf("tool bound raised, module's still 1: admitted %v, want none", names)
+		}
+		a.resizeModule(m, 2)
+		synctest.Wait()
+		if names, _ := admitted(first, second); len(names) != 1 {
+			t.Fatalf("module bound raised: admitted %v, want the waiting call", names)
+		}
+		a.leave(tl, 1)
+		a.leave(tl, 1)
+		checkIdle(t, a, 0)
+	})
+}
+
+// Many goroutines enter, leave and give up at random: no bound is ever
+// passed, and all is given back at the end.
+func TestAdmissionHammer(t *testing.T) {
+	const modules, toolsPer, workers, rounds = 3, 3, 24, 200
+	a := newAdmission(6, 500)
+	var tools []*toolSlot
+	for i := range modules {
+		m := a.newModule(fmt.Sprint(i), 3)
+		for range toolsPer {
+			tools = append(tools, a.newTool(m, 2, 4))
+		}
+	}
+	check := func() error {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if a.running > a.slots || a.reserved > a.budget {
+			return fmt.Errorf("server: %d running of %d, %d bytes of %d", a.running, a.slots, a.reserved, a.budget)
+		}
+		for _, tl := range tools {
+			if tl.running > tl.slots || tl.mod.running > tl.mod.slots || tl.waiting > tl.queue || len(tl.mod.waiters) > tl.mod.queue {
+				return fmt.Errorf("module %s: tool %d/%d running %d waiting, module %d/%d running", tl.mod.name, tl.running, tl.slots, tl.waiting, tl.mod.running, tl.mod.slots)
+			}
+		}
+		return nil
+	}
+	var wg sync.WaitGroup
+	errc := make(chan error, workers)
+	for w := range workers {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(w), 1))
+			for range rounds {
+				tl, size := tools[r.IntN(len(tools))], uint64(1+r.IntN(200))
+				ctx, cancel := context.WithCancel(context.Background())
+				if r.IntN(4) == 0 {
+					cancel() // gives up at once if it must wait
+				}
+				err := a.enter(ctx, tl, size)
+				if err == nil {
+					if err := check(); err != nil {
+						errc <- err
+						cancel()
+						return
+					}
+					a.leave(tl, size)
+				}
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Error(err)
+	}
+	checkIdle(t, a, 0)
+}
+
+// checkIdle asserts that a has running calls and nothing waiting.
+func checkIdle(t *testing.T, a *admission, running int) {
+	t.Helper()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.running != running || a.waiting != 0 || len(a.modules) != 0 || a.stalled {
+		t.Errorf("admission: %d running, %d waiting, %d modules listed, stalled %v; want %d running and nothing waiting",
+			a.running, a.waiting, len(a.modules), a.stalled, running)
+	}
+}
+
+// BenchmarkAdmission is the cost of admission alone: enter and leave one
+// call, with nothing waiting (serial), from every P at once within the
+// bounds (parallel), and with one server slot for every P, so that each
+// call but one waits and is handed the slot (contended).
+//
+//	go test -run '^$' -bench Admission ./host/
+func BenchmarkAdmission(b *testing.B) {
+	ctx := context.Background()
+	for _, bm := range []struct {
+		name  string
+		slots int
+		par   bool
+	}{
+		{"serial", DefaultMaxInstances, false},
+		{"parallel", DefaultMaxInstances, true},
+		{"contended", 1, true},
+	} {
+		b.Run(bm.name, func(b *testing.B) {
+			a := newAdmission(bm.slots, 1<<40)
+			tl := a.newTool(a.newModule("m", bm.slots), bm.slots, 1<<20)
+			a.queue = 1 << 20
+			tl.mod.queue = 1 << 20
+			call := func() {
+				if err := a.enter(ctx, tl, 1<<20); err != nil {
+					b.Error(err)
+				}
+				a.leave(tl, 1<<20)
+			}
+			if !bm.par {
+				for b.Loop() {
+					call()
+				}
+				return
+			}
+			b.SetParallelism(4)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					call()
+				}
+			})
+		})
+	}
+}
