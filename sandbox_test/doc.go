@@ -43,11 +43,11 @@
 //   - TestInfiniteLoop (spin.wat): a tight loop ends at the policy's
 //     timeout (KindTimeout, errors.Is context.DeadlineExceeded) and at a
 //     cancel sent once the guest runs (KindCanceled, context.Canceled).
-//   - TestStackOverflow (recurse.wat): unbounded recursion is a trap
-//     "stack overflow", not a crash, before the timeout.
-//   - TestMemoryBomb (membomb.wat): memory.grow returns -1 at exactly the
-//     policy's MemoryMiB and the guest goes on; a guest that then fails is
-//     KindOutOfMemory naming the limit.
+//   - TestStackOverflow (recurse.wat): unbounded recursion is
+//     KindOutOfMemory ("its call stack"), not a crash, before the timeout.
+//   - TestMemoryBomb (membomb.wat): memory.grow returns -1 at the policy's
+//     MemoryMiB less what the instance and its stack take, and the guest
+//     goes on; a guest that then fails is KindOutOfMemory naming the limit.
 //   - TestInitialMemoryOverPolicy (bigmem.wat, bigdefault.wat,
 //     hugemem.wat): a module whose initial memory exceeds its tool's
 //     policy is refused per call before it runs and runs where the policy

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// TestCallBombStops is the regression test of guardEntries: a guest whose
+// TestCallBombStops is the regression test of the entry loop (guardModule): a guest whose
 // endless work is a loop-free call tree must stop at its timeout and at a
 // cancel, in both engines (wazero alone checks only at loop headers).
 func TestCallBombStops(t *testing.T) {
@@ -36,8 +36,8 @@ func TestCallBombStops(t *testing.T) {
 
 func TestGuardEntriesRefusesMalformedCode(t *testing.T) {
 	good := wasmFile(t, "callbomb")
-	if _, err := guardEntries(good); err != nil {
-		t.Fatalf("guardEntries(callbomb): %v", err)
+	if _, err := guardModule(good); err != nil {
+		t.Fatalf("guardModule(callbomb): %v", err)
 	}
 	for _, tc := range []struct {
 		name string
@@ -47,7 +47,7 @@ func TestGuardEntriesRefusesMalformedCode(t *testing.T) {
 		{"section past the end", append(append([]byte{}, good[:8]...), 10, 0x7f)},
 		{"bad local type", append(append([]byte{}, good[:8]...), 10, 6, 1, 4, 1, 1, 0x55, 0x0b)},
 	} {
-		if _, err := guardEntries(tc.wasm); err == nil {
+		if _, err := guardModule(tc.wasm); err == nil {
 			t.Errorf("%s: got no error, want a refusal", tc.name)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
 )
 
@@ -53,16 +54,22 @@ func (l Limits) validate() error {
 	return nil
 }
 
-// limitedAllocator backs one instance's linear memory and refuses growth
-// past limit bytes: memory.grow then returns -1 to the guest. wazero's
-// RuntimeConfig.WithMemoryLimitPages is runtime-wide; this makes the limit
-// per call.
+// limitedAllocator backs one instance's linear memory with the call's
+// memory pool (stack.go): linear memory, the stack's high-water mark and
+// function references share pool bytes. memory.grow past what the pool has
+// left returns -1 to the guest. wazero's RuntimeConfig.WithMemoryLimitPages
+// is runtime-wide; this makes the limit per call.
 type limitedAllocator struct {
-	limit   uint64
+	pool    uint64
 	refused atomic.Bool // set when a growth was refused
-	// over is called when the initial memory is already over the limit:
+	// over is called when the initial memory is already over the pool:
 	// wazero cannot fail that allocation, so the call is ended instead.
 	over func()
+
+	// Set by attach once the instance exists; only the goroutine running
+	// the guest uses them (memory.grow runs on it).
+	left, low api.MutableGlobal
+	charged   uint64 // bytes linear memory took from the pool: the buffer's capacity
 }
 
 // Allocate ignores wazero's capacity hint: it can be the module's whole
@@ -71,6 +78,33 @@ type limitedAllocator struct {
 // from the initial size instead.
 func (a *limitedAllocator) Allocate(_, _ uint64) experimental.LinearMemory {
 	return &limitedMemory{a: a}
+}
+
+// attach hands the allocator the instance's pool globals and sets both to
+// what the pool has left beside the initial linear memory.
+func (a *limitedAllocator) attach(left, low api.MutableGlobal) {
+	v := api.EncodeI64(int64(a.pool) - int64(a.charged))
+	left.Set(v)
+	low.Set(v)
+	a.left, a.low = left, low
+}
+
+// available is what linear memory may take in all: what it has, plus what
+// the pool has left under the stack's high-water mark.
+func (a *limitedAllocator) available() uint64 {
+	if a.low == nil {
+		return a.pool
+	}
+	return a.charged + uint64(max(int64(a.low.Get()), 0))
+}
+
+// take charges n more bytes of linear memory to the pool.
+func (a *limitedAllocator) take(n uint64) {
+	a.charged += n
+	if a.low != nil {
+		a.left.Set(uint64(int64(a.left.Get()) - int64(n)))
+		a.low.Set(uint64(int64(a.low.Get()) - int64(n)))
+	}
 }
 
 type limitedMemory struct {
@@ -83,7 +117,13 @@ type limitedMemory struct {
 // past len are zero because the buffer never shrinks.
 func (m *limitedMemory) Reallocate(size uint64) []byte {
 	defer func() { m.grown = true }()
-	if size > m.a.limit {
+	if size <= uint64(cap(m.buf)) {
+		m.buf = m.buf[:size]
+		return m.buf
+	}
+	avail := m.a.available()
+	newCap := size
+	if size > avail {
 		m.a.refused.Store(true)
 		if m.grown {
 			return nil
@@ -91,22 +131,23 @@ func (m *limitedMemory) Reallocate(size uint64) []byte {
 		if m.a.over != nil {
 			m.a.over()
 		}
+	} else if m.grown {
+		// Grow geometrically to keep memory.grow loops linear, but take at
+		// most half of what the pool has free beyond size: the stack may
+		// need the rest.
+		newCap = max(size, min(uint64(cap(m.buf))*2, size+(avail-size)/2))
 	}
-	if size <= uint64(cap(m.buf)) {
-		m.buf = m.buf[:size]
-		return m.buf
-	}
-	// Grow geometrically to keep memory.grow loops linear, but never past
-	// the limit.
-	newCap := max(size, uint64(cap(m.buf))*2)
-	newCap = max(min(newCap, m.a.limit), size)
+	m.a.take(newCap - uint64(cap(m.buf)))
 	nb := make([]byte, size, newCap)
 	copy(nb, m.buf)
 	m.buf = nb
 	return nb
 }
 
-func (m *limitedMemory) Free() { m.buf = nil }
+// Free does nothing: wazero calls it when the instance is closed, which
+// may happen on another goroutine while the guest still runs (a cancel);
+// the buffer is garbage once the instance is.
+func (m *limitedMemory) Free() {}
 
 // limitedWriter collects stdout up to max bytes. The write that would pass
 // the limit fails and calls over() once, which cancels the call.

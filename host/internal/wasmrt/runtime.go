@@ -110,7 +110,8 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		WithName(""). // many instances of one module at once
 		WithRandSource(rand.Reader).
 		WithSysWalltime().
-		WithSysNanotime()
+		WithSysNanotime().
+		WithStartFunctions() // Call runs them after setting the stack budget
 	return &Runtime{cfg: cfg, rt: rt, cache: cache, base: base, wasi: wasiFuncs, calls: make(map[*callState]context.CancelFunc)}, nil
 }
 
