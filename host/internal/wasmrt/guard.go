@@ -14,8 +14,8 @@ type guarded struct {
 	static uint64 // host bytes of one instance outside linear memory and stack (staticBytes)
 	// hasStart: the module's start function was moved to the startExport
 	// export and runs after the memory pool is set.
-	hasStart          bool
-	frameCostsForTest []uint64
+	hasStart   bool
+	frameCosts []uint64 // charge of every defined function's frame (stack.go)
 }
 
 // Export names the host adds to every module. A module that exports one of
@@ -33,7 +33,8 @@ const (
 	startExport = "wasmtask:start"
 )
 
-// guardModule returns the module wasm as the host compiles it:
+// guardModule returns the module wasm as the host compiles it for one of
+// wazero's engines (interpreter or compiler):
 //
 //   - every function body is instrumented to charge its stack frame to the
 //     call's memory pool, to begin with a loop header, and to reload the
@@ -60,7 +61,7 @@ const (
 // and refuses references to function and global indices the original
 // module does not define, which the appended ones would otherwise make
 // valid.
-func guardModule(wasm []byte) (*guarded, error) {
+func guardModule(wasm []byte, interpreter bool) (*guarded, error) {
 	if len(wasm) < 8 {
 		return nil, errors.New("truncated header")
 	}
@@ -76,7 +77,7 @@ func guardModule(wasm []byte) (*guarded, error) {
 		p = p[1+n+int(size):]
 	}
 
-	m := &moduleInfo{}
+	m := &moduleInfo{interpreter: interpreter}
 	// First pass: what the instrumentation needs to know before it writes.
 	hasCode := false
 	for _, s := range secs {
@@ -89,8 +90,7 @@ func guardModule(wasm []byte) (*guarded, error) {
 		case secFunction:
 			err = m.readFunctions(s.payload)
 		case secGlobal:
-			m.definedGlobals, err = vecCount(s.payload)
-			m.globals += m.definedGlobals
+			err = m.readGlobals(s.payload)
 		case secStart:
 			idx, n := binary.Uvarint(s.payload)
 			if n <= 0 || n != len(s.payload) {
@@ -98,7 +98,9 @@ func guardModule(wasm []byte) (*guarded, error) {
 			}
 			m.start, m.hasStart = idx, true
 		case secElement:
-			m.passiveElems, m.elemRefs, err = elementCounts(s.payload)
+			var refs uint64
+			m.passiveElems, refs, err = elementCounts(s.payload)
+			m.elemRefs += refs
 		case secTag:
 			err = errors.New("exception handling is not supported")
 		case secCode:
@@ -197,7 +199,7 @@ func guardModule(wasm []byte) (*guarded, error) {
 	if !wroteExport {
 		emit(secExport, appendVec(nil, nExports, exports))
 	}
-	return &guarded{wasm: out, static: m.staticBytes(), hasStart: m.hasStart, frameCostsForTest: m.frameCosts}, nil
+	return &guarded{wasm: out, static: m.staticBytes(), hasStart: m.hasStart, frameCosts: m.frameCosts}, nil
 }
 
 // appendVec returns the vector section payload vec (nil: an empty vector)
@@ -272,9 +274,10 @@ type moduleInfo struct {
 	hasStart       bool
 	tableBytes     uint64   // host bytes of the tables at their maximum (tableBytes)
 	passiveElems   uint64   // entries of passive element segments, copied per instance
-	elemRefs       uint64   // entries of active and passive segments, each a function reference per instance
+	elemRefs       uint64   // function references made per instance: element entries, ref.func in global initializers
 	frameCosts     []uint64 // frame cost of every defined function (stack.go)
 	appendsReload  bool     // instrumentCode appended the reload function
+	interpreter    bool     // frames are charged for wazero's interpreter
 }
 
 // Value types a function may declare or use (Wasm 2.0).
@@ -391,6 +394,30 @@ func (m *moduleInfo) readImports(p []byte) error {
 	return nil
 }
 
+// readGlobals counts the defined globals and the function references their
+// initial values make (one allocation each per instance in the compiler
+// engine).
+func (m *moduleInfo) readGlobals(p []byte) error {
+	r := reader{b: p}
+	count := r.u32()
+	if r.err == nil && uint64(count) > uint64(len(p)) {
+		return errors.New("bad count")
+	}
+	for i := uint32(0); i < count && r.err == nil; i++ {
+		if t := r.byte(); !validValType(t) {
+			return fmt.Errorf("global %d: unsupported type 0x%x", i, t)
+		}
+		r.byte() // mutability
+		m.elemRefs += r.constExpr()
+	}
+	if r.err != nil || len(r.b) != 0 {
+		return errors.New("malformed")
+	}
+	m.definedGlobals = uint64(count)
+	m.globals += m.definedGlobals
+	return nil
+}
+
 func (m *moduleInfo) readFunctions(p []byte) error {
 	r := reader{b: p}
 	count := r.u32()
@@ -427,7 +454,7 @@ func elementCounts(p []byte) (passive, refs uint64, err error) {
 			if flags&2 != 0 {
 				r.u32()
 			}
-			r.constExpr()
+			_ = r.constExpr()
 		}
 		if flags&3 != 0 { // element kind or reference type
 			r.byte()
@@ -438,7 +465,7 @@ func elementCounts(p []byte) (passive, refs uint64, err error) {
 		}
 		for j := uint32(0); j < n && r.err == nil; j++ {
 			if flags&4 != 0 {
-				r.constExpr()
+				_ = r.constExpr()
 			} else {
 				r.u32()
 			}
@@ -528,14 +555,6 @@ func minU64(a, b uint64) uint64 {
 		return a
 	}
 	return b
-}
-
-func vecCount(p []byte) (uint64, error) {
-	n, k := binary.Uvarint(p)
-	if k <= 0 || n > uint64(len(p)) {
-		return 0, errors.New("bad count")
-	}
-	return n, nil
 }
 
 func appendName(b []byte, s string) []byte {
@@ -646,12 +665,13 @@ func (r *reader) limits() {
 }
 
 // constExpr skips a constant expression (Wasm 2.0: consts, ref.null,
-// ref.func, global.get) up to its end.
-func (r *reader) constExpr() {
+// ref.func, global.get) up to its end and returns the number of ref.func
+// in it.
+func (r *reader) constExpr() (refs uint64) {
 	for r.err == nil {
 		switch op := r.byte(); op {
 		case 0x0b:
-			return
+			return refs
 		case 0x41:
 			r.skipSigned(5)
 		case 0x42:
@@ -662,7 +682,10 @@ func (r *reader) constExpr() {
 			r.bytes(8)
 		case 0xd0:
 			r.byte()
-		case 0xd2, 0x23:
+		case 0xd2:
+			r.u32()
+			refs++
+		case 0x23:
 			r.u32()
 		case 0xfd:
 			if r.byte() != 0x0c {
@@ -673,4 +696,5 @@ func (r *reader) constExpr() {
 			r.fail("constant expression")
 		}
 	}
+	return refs
 }

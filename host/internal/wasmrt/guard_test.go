@@ -36,7 +36,7 @@ func TestCallBombStops(t *testing.T) {
 
 func TestGuardEntriesRefusesMalformedCode(t *testing.T) {
 	good := wasmFile(t, "callbomb")
-	if _, err := guardModule(good); err != nil {
+	if _, err := guardModule(good, false); err != nil {
 		t.Fatalf("guardModule(callbomb): %v", err)
 	}
 	for _, tc := range []struct {
@@ -47,7 +47,7 @@ func TestGuardEntriesRefusesMalformedCode(t *testing.T) {
 		{"section past the end", append(append([]byte{}, good[:8]...), 10, 0x7f)},
 		{"bad local type", append(append([]byte{}, good[:8]...), 10, 6, 1, 4, 1, 1, 0x55, 0x0b)},
 	} {
-		if _, err := guardModule(tc.wasm); err == nil {
+		if _, err := guardModule(tc.wasm, false); err == nil {
 			t.Errorf("%s: got no error, want a refusal", tc.name)
 		}
 	}

@@ -69,15 +69,26 @@ type limitedAllocator struct {
 	// Set by attach once the instance exists; only the goroutine running
 	// the guest uses them (memory.grow runs on it).
 	left, low api.MutableGlobal
-	charged   uint64 // bytes linear memory took from the pool: the buffer's capacity
+	charged   uint64 // bytes linear memory took from the pool
+	mems      []*limitedMemory
 }
 
-// Allocate ignores wazero's capacity hint: it can be the module's whole
-// maximum (up to the call's limit), and reserving it per call made every
-// call allocate (and the GC scan) that much. Memory grows geometrically
-// from the initial size instead.
+// Allocate ignores wazero's capacity and maximum hints: the pool bounds
+// the memory.
 func (a *limitedAllocator) Allocate(_, _ uint64) experimental.LinearMemory {
-	return &limitedMemory{a: a}
+	m := &limitedMemory{a: a, backing: newLinearBacking(a.pool)}
+	a.mems = append(a.mems, m)
+	return m
+}
+
+// release gives back the memory of every instance the allocator backed.
+// The caller runs it once the guest has stopped: the instance may be
+// closed earlier, from another goroutine, while the guest still runs.
+func (a *limitedAllocator) release() {
+	for _, m := range a.mems {
+		m.backing.release()
+	}
+	a.mems = nil
 }
 
 // attach hands the allocator the instance's pool globals and sets both to
@@ -108,45 +119,53 @@ func (a *limitedAllocator) take(n uint64) {
 }
 
 type limitedMemory struct {
-	a     *limitedAllocator
-	buf   []byte
-	grown bool // the initial allocation happened
+	a       *limitedAllocator
+	backing linearBacking
+	grown   bool // the initial allocation happened
 }
 
-// Reallocate grows the buffer to size bytes, keeping its contents. Bytes
-// past len are zero because the buffer never shrinks.
+// linearBacking holds the bytes of one instance's linear memory
+// (linearmem_*.go).
+type linearBacking interface {
+	// grow returns the memory grown to size bytes, contents kept and new
+	// bytes zero, and the bytes it now holds in all (its charge to the
+	// pool), which it keeps within avail; ok is false when it cannot.
+	grow(size, avail uint64) (buf []byte, held uint64, ok bool)
+	// release gives the memory back. It runs once the guest has stopped.
+	release()
+}
+
+// Reallocate grows linear memory to size bytes (wazero never shrinks it).
 func (m *limitedMemory) Reallocate(size uint64) []byte {
 	defer func() { m.grown = true }()
-	if size <= uint64(cap(m.buf)) {
-		m.buf = m.buf[:size]
-		return m.buf
-	}
-	avail := m.a.available()
-	newCap := size
+	a := m.a
+	avail := a.available()
 	if size > avail {
-		m.a.refused.Store(true)
+		a.refused.Store(true)
 		if m.grown {
 			return nil
 		}
-		if m.a.over != nil {
-			m.a.over()
+		if a.over != nil {
+			a.over()
 		}
-	} else if m.grown {
-		// Grow geometrically to keep memory.grow loops linear, but take at
-		// most half of what the pool has free beyond size: the stack may
-		// need the rest.
-		newCap = max(size, min(uint64(cap(m.buf))*2, size+(avail-size)/2))
+		avail = size
 	}
-	m.a.take(newCap - uint64(cap(m.buf)))
-	nb := make([]byte, size, newCap)
-	copy(nb, m.buf)
-	m.buf = nb
-	return nb
+	buf, held, ok := m.backing.grow(size, avail)
+	if !ok {
+		a.refused.Store(true)
+		if m.grown {
+			return nil
+		}
+		panic(fmt.Errorf("wasmrt: cannot allocate %d bytes of linear memory", size))
+	}
+	a.take(held - a.charged)
+	return buf
 }
 
 // Free does nothing: wazero calls it when the instance is closed, which
-// may happen on another goroutine while the guest still runs (a cancel);
-// the buffer is garbage once the instance is.
+// may happen on another goroutine while the guest still runs (a cancel).
+// The allocator's release gives the memory back once the guest has
+// stopped.
 func (m *limitedMemory) Free() {}
 
 // limitedWriter collects stdout up to max bytes. The write that would pass

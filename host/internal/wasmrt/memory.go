@@ -13,13 +13,13 @@ const (
 	instanceBytes = 64 << 10
 	// globalBytes is the cost of one global (its instance record and the
 	// engine's pointer to it).
-	globalBytes = 80
+	globalBytes = 96
 	// functionBytes is the cost of one function (the interpreter keeps a
 	// record of every function in every instance).
 	functionBytes = 48
-	// refBytes is the cost of one function reference made from an element
-	// segment entry at instantiation (the compiler engine allocates one per
-	// entry).
+	// refBytes is the cost of one function reference made at
+	// instantiation, from an element segment entry or a global's initial
+	// value (the compiler engine allocates one for each).
 	refBytes = refFuncBytes
 	// tableEntryBytes is the size of one table entry (a host pointer).
 	tableEntryBytes = 8

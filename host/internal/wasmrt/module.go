@@ -123,7 +123,7 @@ func (m *Module) releaseCall(c *callCtl) {
 // compile instruments the module (see guard.go), compiles it and checks
 // its imports and exports against the ABI.
 func (m *Module) compile(ctx context.Context, wasm []byte) error {
-	g, guardErr := guardModule(wasm)
+	g, guardErr := guardModule(wasm, m.r.cfg.Interpreter)
 	guarded := wasm
 	if guardErr == nil {
 		guarded = g.wasm
@@ -305,6 +305,7 @@ func (r *Runtime) run(ctx context.Context, m *Module, tool string, req []byte, l
 	c.cfg = cfg
 	alloc := &limitedAllocator{pool: c.plan.pool, over: cancel}
 	c.alloc = alloc
+	defer alloc.release() // after execute: the guest has stopped
 	runCtx := experimental.WithMemoryAllocator(callCtx, alloc)
 	runCtx = context.WithValue(runCtx, callStateKey{}, state)
 

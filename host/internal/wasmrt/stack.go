@@ -47,20 +47,26 @@ import (
 // the rewrite refuses indices the original module does not define.
 
 // Frame cost. wazero's compiler gives every SSA value it spills a stack
-// slot of its own (no slot is shared), so a sound bound counts every value
-// a function can define: each value an instruction pushes, and each local
-// at each block entry and merge (a phi). slotBytes is twice a slot (16 bytes
-// for v128) for the compiler's stack growth, which doubles and copies. The
-// interpreter keeps 8 bytes per local and operand-stack value, well under
-// it. RATIONALE.md ("Why is the guest's stack bounded by instrumentation?")
-// has the measurements behind these numbers.
+// slot of its own (8 bytes, 16 for v128; no slot is shared), so a sound
+// bound counts every value a function can define: each value an
+// instruction pushes, and each local at each block entry and merge (a
+// phi). Both engines' stacks grow by doubling and copying, so that while a
+// stack grows the host holds up to three times what the frames use: the
+// charges are three times the sizes. The interpreter keeps 8 bytes per
+// local and operand-stack value, and runs every wasm call as a Go call of
+// its own, about 4.3 KB of goroutine stack (wazero v1.12.0). RATIONALE.md
+// ("Why is the guest's stack bounded by instrumentation?") has the
+// measurements; TestFrameCostCoversEngines checks them.
 const (
-	// frameBytes covers what a frame costs besides its values: return
-	// address and frame pointer, callee-saved registers (13 on amd64), the
-	// interpreter's frame record.
-	frameBytes = 512
-	// slotBytes is charged per value (twice for modules that use v128).
-	slotBytes = 16
+	// compilerFrameBytes covers what a compiled frame costs besides its
+	// values: return address and frame pointer, stack-check slot,
+	// callee-saved registers (13 of 16 bytes on amd64).
+	compilerFrameBytes = 3 * 256
+	// interpreterFrameBytes covers the interpreter's Go frame and frame
+	// record.
+	interpreterFrameBytes = 3 * 4352
+	// slotBytes is charged per value (twice in modules that use v128).
+	slotBytes = 3 * 8
 	// refFuncBytes is charged, never given back, at each ref.func.
 	refFuncBytes = 64
 	// maxFrameBytes bounds one function's frame cost; a function over it is
@@ -190,7 +196,11 @@ func (w *walker) frameCost(simd bool) uint64 {
 	if simd {
 		slot *= 2
 	}
-	return frameBytes + slot*(values+w.maxArity)
+	frame := uint64(compilerFrameBytes)
+	if w.m.interpreter {
+		frame = interpreterFrameBytes
+	}
+	return frame + slot*(values+w.maxArity)
 }
 
 // appendCharge appends the prologue's charge of cost bytes (see above).
@@ -257,17 +267,6 @@ func appendSleb(out []byte, v int64) []byte {
 		}
 		out = append(out, b|0x80)
 	}
-}
-
-func slotsOf(types []byte) uint64 {
-	var n uint64
-	for _, t := range types {
-		n++
-		if t == 0x7b {
-			n++
-		}
-	}
-	return n
 }
 
 func hasV128(types []byte) bool {
