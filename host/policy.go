@@ -36,7 +36,8 @@ type Policy struct {
 
 // ToolPolicy bounds the calls of one tool.
 type ToolPolicy struct {
-	// MemoryMiB is the linear memory limit of one instance. Default 64.
+	// MemoryMiB is the memory limit of one instance: linear memory, call
+	// stack, tables, globals and the instance's records. Default 64.
 	MemoryMiB int `json:"memoryMiB,omitempty"`
 	// Timeout is the wall-clock limit of one call, also for a call run as a
 	// task. Default 30s.

@@ -113,6 +113,16 @@ func guardModule(wasm []byte, interpreter bool) (*guarded, error) {
 	if hasCode && m.blockTypes == nil {
 		return nil, errors.New("code section without a type section")
 	}
+	if m.hasStart {
+		// A start function takes and returns nothing; exported, it could
+		// take anything.
+		if m.start >= uint64(len(m.funcs)) {
+			return nil, errors.New("start function out of range")
+		}
+		if ft := m.types[m.funcs[m.start]]; len(ft.params)+len(ft.results) != 0 {
+			return nil, errors.New("start function must have type () -> ()")
+		}
+	}
 	// Indices of what guardModule appends: they follow every index the
 	// module defines, so no index of the module changes.
 	left, low := m.globals, m.globals+1

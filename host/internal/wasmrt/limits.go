@@ -61,7 +61,8 @@ func (l Limits) validate() error {
 // is runtime-wide; this makes the limit per call.
 type limitedAllocator struct {
 	pool    uint64
-	refused atomic.Bool // set when a growth was refused
+	cache   *linearCache // the runtime's
+	refused atomic.Bool  // set when a growth was refused
 	// over is called when the initial memory is already over the pool:
 	// wazero cannot fail that allocation, so the call is ended instead.
 	over func()
@@ -76,7 +77,7 @@ type limitedAllocator struct {
 // Allocate ignores wazero's capacity and maximum hints: the pool bounds
 // the memory.
 func (a *limitedAllocator) Allocate(_, _ uint64) experimental.LinearMemory {
-	m := &limitedMemory{a: a, backing: newLinearBacking(a.pool)}
+	m := &limitedMemory{a: a, backing: newLinearBacking(a.pool, a.cache)}
 	a.mems = append(a.mems, m)
 	return m
 }

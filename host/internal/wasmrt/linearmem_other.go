@@ -10,7 +10,14 @@ package wasmrt
 // mappedMemory).
 type heapMemory struct{ buf []byte }
 
-func newLinearBacking(uint64) linearBacking { return &heapMemory{} }
+func newLinearBacking(uint64, *linearCache) linearBacking { return &heapMemory{} }
+
+// linearCache keeps nothing elsewhere than on Linux.
+type linearCache struct{}
+
+func newLinearCache() *linearCache { return &linearCache{} }
+
+func (*linearCache) close() {}
 
 func (h *heapMemory) grow(size, avail uint64) ([]byte, uint64, bool) {
 	if size <= uint64(cap(h.buf)) {

@@ -303,7 +303,7 @@ func (r *Runtime) run(ctx context.Context, m *Module, tool string, req []byte, l
 	}
 	defer cleanup()
 	c.cfg = cfg
-	alloc := &limitedAllocator{pool: c.plan.pool, over: cancel}
+	alloc := &limitedAllocator{pool: c.plan.pool, cache: r.linear, over: cancel}
 	c.alloc = alloc
 	defer alloc.release() // after execute: the guest has stopped
 	runCtx := experimental.WithMemoryAllocator(callCtx, alloc)

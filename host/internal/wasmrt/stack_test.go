@@ -6,12 +6,14 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"testing"
 	"unsafe"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 
 	"github.com/wasmtask/wasmtask/host/hosttest"
 )
@@ -136,6 +138,115 @@ func TestFrameCostCoversEngines(t *testing.T) {
 				t.Errorf("%s, interpreter=%v: a frame takes %d bytes, charged %d: want at least three times its bytes", name, interp, used, cost)
 			}
 			_ = rt.Close(ctx)
+		}
+	}
+}
+
+// instrumented compiles the WAT src instrumented for the engine and
+// instantiates it with a limitedAllocator over pool bytes, attached as
+// Module.Call attaches it (the start function is not run).
+func instrumented(t *testing.T, src string, interp bool, pool uint64) (api.Module, *limitedAllocator) {
+	t.Helper()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "m.wat")
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g, err := guardModule(hosttest.Wasm(t, path), interp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := wazero.NewRuntimeConfig()
+	if interp {
+		rc = wazero.NewRuntimeConfigInterpreter()
+	}
+	rt := wazero.NewRuntimeWithConfig(ctx, rc)
+	t.Cleanup(func() { _ = rt.Close(ctx) })
+	cache := newLinearCache()
+	t.Cleanup(cache.close)
+	alloc := &limitedAllocator{pool: pool, cache: cache}
+	t.Cleanup(alloc.release)
+	mod, err := rt.InstantiateModule(experimental.WithMemoryAllocator(ctx, alloc), mustCompile(t, rt, g.wasm), wazero.NewModuleConfig().WithStartFunctions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	alloc.attach(mod.ExportedGlobal(leftExport).(api.MutableGlobal), mod.ExportedGlobal(lowExport).(api.MutableGlobal))
+	return mod, alloc
+}
+
+func mustCompile(t testing.TB, rt wazero.Runtime, wasm []byte) wazero.CompiledModule {
+	t.Helper()
+	c, err := rt.CompileModule(context.Background(), wasm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestFrameChargeGivenBack: every way out of a function (return from a
+// nested block, br to the function's label with several results, br_table
+// to it, falling off the end) gives its frame's charge back; memory.grow
+// and ref.func are charged for good, also in a function that returns
+// right after memory.grow (the compiler must reload the pool then); the
+// start function runs only when the host runs it.
+func TestFrameChargeGivenBack(t *testing.T) {
+	const src = `(module (memory (export "memory") 1)
+  (global $set (mut i32) (i32.const 0))
+  (func $init (global.set $set (i32.const 42)))
+  (start $init)
+  (func (export "set") (result i32) (global.get $set))
+  (func (export "early") (param i32) (result i32)
+    (block (block (br_if 1 (local.get 0)) (return (i32.const 1)))) (i32.const 2))
+  (func (export "pair") (param i32) (result i32 i64)
+    (i32.const 7) (i64.const 8) (br_if 0 (local.get 0)) (drop) (drop) (i32.const 9) (i64.const 10))
+  (func (export "table") (param i32) (result i32)
+    (i32.const 4) (block (param i32) (result i32) (br_table 0 1 (local.get 0))) (drop) (i32.const 5))
+  (func $grow (export "grow") (drop (memory.grow (i32.const 1))))
+  (func (export "ref") (drop (ref.func $grow)))
+  (elem declare func $grow))`
+	ctx := context.Background()
+	for _, interp := range []bool{false, true} {
+		mod, alloc := instrumented(t, src, interp, 4<<20)
+		left := func() int64 { return int64(mod.ExportedGlobal(leftExport).Get()) }
+		call := func(name string, want []uint64, args ...uint64) {
+			t.Helper()
+			before := left()
+			got, err := mod.ExportedFunction(name).Call(ctx, args...)
+			if err != nil || !slices.Equal(got, want) {
+				t.Errorf("interpreter=%v: %s%v = %v, %v; want %v", interp, name, args, got, err, want)
+			}
+			if after := left(); after != before {
+				t.Errorf("interpreter=%v: %s%v left %d bytes of the pool charged", interp, name, args, before-after)
+			}
+		}
+		call("early", []uint64{1}, 0)
+		call("early", []uint64{2}, 1)
+		call("pair", []uint64{9, 10}, 0)
+		call("pair", []uint64{7, 8}, 1)
+		call("table", []uint64{5}, 0)
+		call("table", []uint64{4}, 1)
+		call("set", []uint64{0})
+		if _, err := mod.ExportedFunction(startExport).Call(ctx); err != nil {
+			t.Fatal(err)
+		}
+		call("set", []uint64{42})
+
+		before, charged := left(), alloc.charged
+		if _, err := mod.ExportedFunction("grow").Call(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := before-left(), int64(alloc.charged-charged); got != pageSize || want != pageSize {
+			t.Errorf("interpreter=%v: memory.grow of one page took %d bytes from the pool (allocator: %d), want %d", interp, got, want, pageSize)
+		}
+		before = left()
+		if _, err := mod.ExportedFunction("ref").Call(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := before - left(); got != refFuncBytes {
+			t.Errorf("interpreter=%v: ref.func took %d bytes from the pool, want %d", interp, got, refFuncBytes)
+		}
+		if l, w := left(), int64(mod.ExportedGlobal(lowExport).Get()); w > l {
+			t.Errorf("interpreter=%v: low-water mark %d above what is left, %d", interp, w, l)
 		}
 	}
 }
