@@ -56,6 +56,14 @@
 //   - TestCallExplosion (explode.wat): an exponential call tree with no
 //     loop ends at the timeout (wazero checks only at loop headers; the
 //     host puts an empty loop at every function's entry).
+//   - TestStackBomb (stackbomb.wat): recursion through frames of 128 live
+//     values, ref.func in a loop, recursion after memory growth end
+//     KindOutOfMemory; a stack once grown stays charged, so that memory
+//     grown after it gets less.
+//   - TestTableBomb (tablebomb.wat), TestManyGlobals (manyglobals.wat,
+//     50000 globals put in at its marker line, as WAT cannot repeat):
+//     tables at their bound and globals count against MemoryMiB; a module
+//     whose tables or globals exceed it is refused per call.
 //   - TestHugeOutput (stdout.wat): endless stdout and a valid but oversized
 //     result are KindOutputTooLarge, and the guest is stopped at once.
 //   - TestHugeStderr (stderr.wat): 16 MiB of stderr forwards at most
@@ -118,5 +126,7 @@
 // survives its deadline or cancel; BenchmarkBlockedInstances the host
 // memory and goroutines per instance blocked in elicit;
 // BenchmarkStackOverflow the host memory one stack overflow allocates
-// (the guest's stack lives outside linear memory).
+// (the guest's stack, charged to MemoryMiB with linear memory);
+// BenchmarkPeakRSS the peak resident memory of one call of each memory
+// case over its grant, each in a process of its own (-benchtime 1x).
 package sandbox_test
