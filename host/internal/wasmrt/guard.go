@@ -288,6 +288,7 @@ type moduleInfo struct {
 	frameCosts     []uint64 // frame cost of every defined function (stack.go)
 	appendsReload  bool     // instrumentCode appended the reload function
 	interpreter    bool     // frames are charged for wazero's interpreter
+	simd           bool     // a global is a v128
 }
 
 // Value types a function may declare or use (Wasm 2.0).
@@ -391,7 +392,7 @@ func (m *moduleInfo) readImports(p []byte) error {
 		case 0x02: // memory
 			r.limits()
 		case 0x03: // global
-			r.byte()
+			m.simd = m.simd || r.byte() == 0x7b
 			r.byte()
 			m.globals++
 		default:
@@ -414,9 +415,11 @@ func (m *moduleInfo) readGlobals(p []byte) error {
 		return errors.New("bad count")
 	}
 	for i := uint32(0); i < count && r.err == nil; i++ {
-		if t := r.byte(); !validValType(t) {
+		t := r.byte()
+		if !validValType(t) {
 			return fmt.Errorf("global %d: unsupported type 0x%x", i, t)
 		}
+		m.simd = m.simd || t == 0x7b
 		r.byte() // mutability
 		m.elemRefs += r.constExpr()
 	}
@@ -493,9 +496,10 @@ func elementCounts(p []byte) (passive, refs uint64, err error) {
 	return passive, refs, nil
 }
 
-// Bounds on what a module's tables and locals may make the host allocate:
-// wazero keeps a table entry as an 8-byte host pointer and a function's
-// locals on its stack, outside the linear-memory limit of a call.
+// Bounds on a module's tables and locals. Both are charged to the call's
+// memory limit (memory.go, stack.go); the bounds keep one instance's tables
+// and one function's frame within what any limit can hold, and the table
+// bound keeps describe, run before any policy applies, small.
 const (
 	// maxTables bounds the tables a module defines.
 	maxTables = 8
@@ -504,8 +508,7 @@ const (
 	// tableGrowth is how far table.grow may take a table past its initial
 	// size (512 KiB per table); a declared maximum below it is kept.
 	tableGrowth = 1 << 16
-	// maxLocals bounds the locals of one function (80 KB of frame; the
-	// interpreter allows 2000 frames, the compiler about 400 MB of stack).
+	// maxLocals bounds the locals of one function.
 	maxLocals = 10_000
 )
 

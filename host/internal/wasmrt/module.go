@@ -438,7 +438,7 @@ func (c *call) classify(ctx, callCtx context.Context, err error, alloc *limitedA
 	}
 	if strings.HasPrefix(err.Error(), "wasm error: stack overflow") {
 		// The engine's own limit (the interpreter's 2000 frames) came
-		// before the budget.
+		// before the pool ran out.
 		return c.fail(KindOutOfMemory, "its call stack is deeper than the engine allows", nil)
 	}
 	return c.fail(KindTrap, trimTrap(err.Error()), err)

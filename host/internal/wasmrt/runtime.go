@@ -112,7 +112,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		WithRandSource(rand.Reader).
 		WithSysWalltime().
 		WithSysNanotime().
-		WithStartFunctions() // Call runs them after setting the stack budget
+		WithStartFunctions() // Call runs them once the memory pool is set (stack.go)
 	return &Runtime{cfg: cfg, rt: rt, cache: cache, base: base, wasi: wasiFuncs, linear: newLinearCache(),
 		calls: make(map[*callState]context.CancelFunc)}, nil
 }

@@ -105,7 +105,7 @@ func (m *moduleInfo) instrumentCode(secs []section, left, low, reload uint64) ([
 		w                walker
 	}
 	fns := make([]fn, count)
-	simd := false
+	simd := m.simd
 	for _, ft := range m.types {
 		simd = simd || hasV128(ft.params) || hasV128(ft.results)
 	}

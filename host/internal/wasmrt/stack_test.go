@@ -134,7 +134,9 @@ func TestFrameCostCoversEngines(t *testing.T) {
 			}
 			used := dist(engineSP) + dist(goSP)
 			t.Logf("%-11s interpreter=%-5v %6d bytes a frame, charged %7d", name, interp, used, cost)
-			if 3*used > cost {
+			// Go frames are larger under the race detector than in the
+			// product: the interpreter's are not checked there.
+			if 3*used > cost && !(interp && raceEnabled) {
 				t.Errorf("%s, interpreter=%v: a frame takes %d bytes, charged %d: want at least three times its bytes", name, interp, used, cost)
 			}
 			_ = rt.Close(ctx)
