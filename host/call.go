@@ -24,27 +24,14 @@ func (s *Server) call(ctx context.Context, c *catalog, name string, args json.Ra
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownTool, name)
 	}
-	need := reservation(t)
-	if err := s.adm.enter(ctx, t.slot, need); err != nil {
+	if err := s.adm.enter(ctx, t.slot, t.need); err != nil {
 		return nil, fmt.Errorf("tool %q: %w", name, err)
 	}
-	defer s.adm.leave(t.slot, need)
+	defer s.adm.leave(t.slot, t.need)
 
 	// c is held by the caller, so its modules are open (or aborted by
 	// CancelRemoved, which the call reports).
 	return t.code.Call(ctx, name, args, t.lim, ev)
-}
-
-// callOverhead is what one call is taken to make the host allocate beyond
-// its linear memory limit: native and interpreter stack frames, globals,
-// tables and the call's buffers. A stand-in until the runtime reports the
-// figure per module.
-const callOverhead = 1 << 20
-
-// reservation is what one call of t reserves of the server's memory
-// budget, for as long as it runs.
-func reservation(t *servedTool) uint64 {
-	return uint64(t.lim.MemoryMiB)<<20 + callOverhead
 }
 
 // failureOf classifies a call's error for the MCP layer, which words it.

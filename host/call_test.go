@@ -137,8 +137,8 @@ func TestToolsShowEffectivePolicy(t *testing.T) {
 	if p := got["add"].Policy; fmt.Sprint(p) != fmt.Sprint(want) {
 		t.Errorf("add's policy = %+v, want %+v", p, want)
 	}
-	if ti := got["add"]; ti.ReservedMemoryMiB != 9 || ti.ModuleInstances != host.DefaultMaxInstances/2 {
-		t.Errorf("add reserves %d MiB in a module of %d instances, want 9 (8 + the overhead) and %d",
+	if ti := got["add"]; ti.ReservedMemoryMiB != 11 || ti.ModuleInstances != host.DefaultMaxInstances/2 {
+		t.Errorf("add reserves %d MiB in a module of %d instances, want 11 (8 + 2 × 1 MiB of output + 3 × 64 KiB of log, rounded up) and %d",
 			ti.ReservedMemoryMiB, ti.ModuleInstances, host.DefaultMaxInstances/2)
 	}
 	if p := got["sha256"].Policy; p.MemoryMiB != host.DefaultMemoryMiB || p.MaxConcurrency != 2 {

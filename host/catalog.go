@@ -103,6 +103,7 @@ type servedTool struct {
 	grants Grants        // those of the module's policy entry, when it applies to this file
 	lim    wasmrt.Limits // limits and grants as the runtime takes them; PassEnv read when the catalog was built
 	slot   *toolSlot     // its admission share; carried over from the previous catalog
+	need   uint64        // bytes one call reserves of the memory budget: code.Reservation(lim)
 }
 
 // buildCatalog makes the catalog of gen. Everything a tool gets from the
@@ -131,13 +132,14 @@ func (s *Server) buildCatalog(gen *generation, prev *catalog) *catalog {
 		for _, t := range l.Manifest.Tools {
 			tp := pol.forTool(entry, t.Name)
 			st := &servedTool{decl: t, module: m, code: l.Compiled, policy: tp, grants: entry.Grants, lim: limitsOf(tp, entry.Grants, os.LookupEnv)}
+			st.need = st.code.Reservation(st.lim)
 			if p, ok := prev.tool(t.Name); ok && p.slot.mod == ms {
 				st.slot = p.slot
 				s.adm.resizeTool(st.slot, tp.MaxConcurrency, tp.MaxQueue)
 			} else {
 				st.slot = s.adm.newTool(ms, tp.MaxConcurrency, tp.MaxQueue)
 			}
-			if need := reservation(st); need > s.adm.budget {
+			if need := st.need; need > s.adm.budget {
 				c.problems = append(c.problems, Problem{Module: m.Name, Path: m.Path, Err: fmt.Errorf("%w: tool %q: %s; its calls fail",
 					ErrPolicy, t.Name, (&budgetError{need: need, budget: s.adm.budget}).detail())})
 			}

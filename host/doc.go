@@ -32,7 +32,8 @@
 // together the calls of a tool (its policy's maxConcurrency), of a module
 // (the module's maxInstances, by default half the server's), of the server
 // (maxInstances), and the memory they reserve (the memory budget: each
-// call reserves its tool's memory limit plus a fixed overhead, and the sum
+// call reserves its tool's memory limit plus its output and log buffers,
+// as the runtime computes them, wasmrt's Module.Reservation, and the sum
 // over running calls stays within [Policy].MemoryBudgetMiB, by default half
 // of the memory the process may use). A call that cannot start waits in a
 // bounded queue until a slot frees or its context ends; one beyond a queue
@@ -70,13 +71,9 @@
 // that call only, with a *[GuestError] naming the module, the tool and the
 // cause.
 //
-// Known limit: the call stack is not part of the memory limit. wazero's
-// compiler lets a deeply recursing guest grow its stack to about 400 MB
-// before the call traps with a stack overflow (measured: ~161 MiB of host
-// memory for one such call); its interpreter stops at 2000 frames. The stack
-// is freed when the call ends, and [Policy].MaxInstances bounds how many
-// calls can hold one at once; size it with this in mind (the memory budget
-// counts a fixed overhead per call, not the stack's real size).
+// The memory limit covers what one call makes the host allocate for the
+// guest: linear memory and its growth, the call stack of either engine,
+// tables, globals and the instance's records (see wasmrt's package doc).
 //
 // # Concurrency
 //

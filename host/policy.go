@@ -32,8 +32,8 @@ type Policy struct {
 	// (each is one running call). Default 64.
 	MaxInstances int `json:"maxInstances,omitempty"`
 	// MemoryBudgetMiB bounds the memory reserved by all running calls
-	// together (each call reserves its tool's memoryMiB plus a fixed
-	// overhead). A call that would pass it waits; one that could never fit
+	// together (each call reserves its tool's memoryMiB plus its output and
+	// log buffers: 2 × maxOutputBytes + 3 × maxLogBytes). A call that would pass it waits; one that could never fit
 	// fails at once. Default: half of the memory this process may use (the
 	// cgroup's memory limit, else the machine's physical memory), 4 GiB when
 	// neither can be read. [Server.Limits] tells the value in force.
@@ -84,7 +84,8 @@ type Grants struct {
 
 // ToolPolicy bounds the calls of one tool.
 type ToolPolicy struct {
-	// MemoryMiB is the linear memory limit of one instance. Default 64.
+	// MemoryMiB is the memory limit of one instance: linear memory, call
+	// stack, tables, globals and the instance's records. Default 64.
 	MemoryMiB int `json:"memoryMiB,omitempty"`
 	// Timeout is the wall-clock limit of one call, also for a call run as a
 	// task. Default 30s.

@@ -232,7 +232,7 @@ func (s *Server) Tools() []ToolInfo {
 	for _, t := range c.list {
 		st := c.tools[t.Name]
 		out = append(out, ToolInfo{Tool: st.decl, Module: st.module.Name, Digest: st.module.Digest, Policy: st.policy,
-			Grants: st.grants, ModuleInstances: st.slot.mod.slots, ReservedMemoryMiB: int(mib(reservation(st)))})
+			Grants: st.grants, ModuleInstances: st.slot.mod.slots, ReservedMemoryMiB: int(mib(st.need))})
 	}
 	return out
 }

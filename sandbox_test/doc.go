@@ -45,11 +45,11 @@
 //   - TestInfiniteLoop (spin.wat): a tight loop ends at the policy's
 //     timeout (KindTimeout, errors.Is context.DeadlineExceeded) and at a
 //     cancel sent once the guest runs (KindCanceled, context.Canceled).
-//   - TestStackOverflow (recurse.wat): unbounded recursion is a trap
-//     "stack overflow", not a crash, before the timeout.
-//   - TestMemoryBomb (membomb.wat): memory.grow returns -1 at exactly the
-//     policy's MemoryMiB and the guest goes on; a guest that then fails is
-//     KindOutOfMemory naming the limit.
+//   - TestStackOverflow (recurse.wat): unbounded recursion is
+//     KindOutOfMemory ("its call stack"), not a crash, before the timeout.
+//   - TestMemoryBomb (membomb.wat): memory.grow returns -1 at the policy's
+//     MemoryMiB less what the instance and its stack take, and the guest
+//     goes on; a guest that then fails is KindOutOfMemory naming the limit.
 //   - TestInitialMemoryOverPolicy (bigmem.wat, bigdefault.wat,
 //     hugemem.wat): a module whose initial memory exceeds its tool's
 //     policy is refused per call before it runs and runs where the policy
@@ -58,6 +58,14 @@
 //   - TestCallExplosion (explode.wat): an exponential call tree with no
 //     loop ends at the timeout (wazero checks only at loop headers; the
 //     host puts an empty loop at every function's entry).
+//   - TestStackBomb (stackbomb.wat): recursion through frames of 128 live
+//     values, ref.func in a loop, recursion after memory growth end
+//     KindOutOfMemory; a stack once grown stays charged, so that memory
+//     grown after it gets less.
+//   - TestTableBomb (tablebomb.wat), TestManyGlobals (manyglobals.wat,
+//     50000 globals put in at its marker line, as WAT cannot repeat):
+//     tables at their bound and globals count against MemoryMiB; a module
+//     whose tables or globals exceed it is refused per call.
 //   - TestHugeOutput (stdout.wat): endless stdout and a valid but oversized
 //     result are KindOutputTooLarge, and the guest is stopped at once.
 //   - TestHugeStderr (stderr.wat): 16 MiB of stderr forwards at most
@@ -131,5 +139,7 @@
 // survives its deadline or cancel; BenchmarkBlockedInstances the host
 // memory and goroutines per instance blocked in elicit;
 // BenchmarkStackOverflow the host memory one stack overflow allocates
-// (the guest's stack lives outside linear memory).
+// (the guest's stack, charged to MemoryMiB with linear memory);
+// BenchmarkPeakRSS the peak resident memory of one call of each memory
+// case over its grant, each in a process of its own (-benchtime 1x).
 package sandbox_test

@@ -156,7 +156,7 @@ func TestMCPHostileCalls(t *testing.T) {
 		}
 		expectEcho(t, other, "other session after a runaway")
 		for _, tc := range []struct{ tool, prefix, want string }{
-			{"recurse", `tool "recurse" failed: `, "stack overflow"},
+			{"recurse", `tool "recurse" ran out of memory: `, "its call stack"},
 			{"growtrap", `tool "growtrap" ran out of memory: `, "the module needs more than its memory limit of 64 MiB"},
 		} {
 			if got, isErr := a.tool(tc.tool, nil); !isErr || !strings.HasPrefix(got, tc.prefix) || !strings.Contains(got, tc.want) {

@@ -145,7 +145,8 @@ func TestModuleCannotTakeAllInstances(t *testing.T) {
 // never fit.
 func TestMemoryBudget(t *testing.T) {
 	onEngines(t, func(t *testing.T, e engine) {
-		// short() gives 16 MiB, so a call reserves 17 MiB: two fit in 40.
+		// short() gives 16 MiB and small buffers, so a call reserves 17 MiB:
+		// two fit in 40.
 		const budget, fit = 40, 2
 		pol := &host.Policy{Defaults: short(), MemoryBudgetMiB: budget, Modules: map[string]host.ModulePolicy{
 			"elicitwait": {Tools: map[string]host.ToolPolicy{"ask": {MaxQueue: 1}}},

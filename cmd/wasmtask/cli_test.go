@@ -98,7 +98,7 @@ func TestInspectPolicy(t *testing.T) {
 			"admits:  at most 3 calls of this module's tools at once",
 			"granted: env LANG",
 			"server:  10 instances at once, memory budget 100 MiB (the policy's memoryBudgetMiB)",
-			"granted: memory 8 MiB", "reserves: 9 MiB of the server's memory budget per call",
+			"granted: memory 8 MiB", "reserves: 11 MiB of the server's memory budget per call",
 			"problems: none"}},
 		{"pin differs", other, errProblems, []string{
 			"policy:  entry modules.add does NOT apply: it pins " + other,

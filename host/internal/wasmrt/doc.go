@@ -20,12 +20,15 @@
 // # Load
 //
 // Load refuses, with an error that says what to change: bytes that are not
-// Wasm ([ErrNotWasm]); modules wazero cannot compile ([ErrCompile]); imports
+// Wasm ([ErrNotWasm]); modules wazero cannot compile, or that use
+// instructions beyond Wasm 2.0, indices they do not define, more than 8
+// tables or 10000 locals in a function ([ErrCompile]); imports
 // from "wasmtask_v<N>" with N ≠ 1 (abi.ErrVersion, naming both versions);
 // unknown or mistyped "wasmtask_v1" or WASI functions, imports from modules
 // other than WASI preview1 and wasmtask_v1, or no "_start" export
 // ([ErrABI]); a describe run that fails (a [*GuestError] with tool
-// "describe", run within Config.LoadLimits); a manifest that
+// "describe", run within Config.LoadLimits, its memory raised to hold the
+// module's initial memory and fixed costs); a manifest that
 // abi.DecodeManifest refuses; an inputSchema or outputSchema that the
 // schema checker or github.com/google/jsonschema-go refuses ([ErrSchema]).
 //
@@ -73,17 +76,35 @@
 // of the granted directory. Read-only mounts refuse every write; writable
 // mounts go through os.Root for every path operation.
 //
-// Memory is limited per call by an experimental wazero memory allocator
-// that refuses growth past Limits.MemoryMiB (memory.grow returns -1 to
-// the guest); Config.MaxMemoryMiB caps every per-call limit. A call that
-// hit the limit and then failed is [KindOutOfMemory].
+// # Memory
+//
+// Limits.MemoryMiB (capped by Config.MaxMemoryMiB) bounds everything one
+// call makes the host allocate for the guest, not only its linear memory:
+//
+//   - what an instance takes outside linear memory and the stack, counted
+//     at load (memory.go): tables at the maximum the host gives them,
+//     globals, element segments, the instance's records;
+//   - the call stack: Load instruments every function to charge a bound of
+//     its frame on entry and give it back on exit (stack.go), with the
+//     stack's high-water mark kept, since neither engine gives a grown
+//     stack back; a ref.func in the compiler engine allocates for good and
+//     is charged for good;
+//   - linear memory, through an experimental wazero memory allocator (on
+//     Linux an anonymous mapping opened as the guest grows: no copy, only
+//     touched pages resident).
+//
+// The stack and linear memory share what the first item leaves (the
+// pool): memory.grow past it returns -1 to the guest; a frame past it
+// traps. A call that ends so is [KindOutOfMemory], and so is one that
+// reaches the interpreter's own frame limit. [Module.Reservation] gives
+// the admission of calls the bytes one call may hold at most.
 //
 // # Cancellation
 //
 // The runtime is built WithCloseOnContextDone: when the call's context is
 // canceled or its Limits.Timeout passes, a running guest stops at its next
 // loop back-edge or function call (wazero checks only at loop headers; Load
-// inserts an empty loop at the entry of every function, so a loop-free call
+// puts an empty loop at the entry of every function, so a loop-free call
 // tree cannot outrun its timeout).
 // Host functions that block (elicit, and the sleep
 // behind WASI poll_oneoff) watch the context and end the guest with

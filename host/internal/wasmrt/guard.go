@@ -4,35 +4,68 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 )
 
-// guardEntries returns a copy of the module wasm whose every function body
-// starts with an empty loop ("loop end", 0x03 0x40 0x0b), whose tables have
-// a bounded maximum (boundTables), and refuses a function with more than
-// maxLocals locals.
+// guarded is a module as the host compiles it, and the facts about it that
+// bound what one instance of it makes the host allocate.
+type guarded struct {
+	wasm   []byte
+	static uint64 // host bytes of one instance outside linear memory and stack (staticBytes)
+	// hasStart: the module's start function was moved to the startExport
+	// export and runs after the memory pool is set.
+	hasStart   bool
+	frameCosts []uint64 // charge of every defined function's frame (stack.go)
+}
+
+// Export names the host adds to every module. A module that exports one of
+// them itself fails to compile (duplicate export).
+const (
+	// leftExport and lowExport are the mutable i64 globals of the call's
+	// memory pool (stack.go): the bytes left now, and the least left so
+	// far. Both are 0 until the host sets them, so that guest code that
+	// runs earlier traps.
+	leftExport = "wasmtask:left"
+	lowExport  = "wasmtask:low"
+	// startExport is the module's start function, if it had one: the host
+	// runs it after setting the pool (a start section would run during
+	// instantiation, before the host can set it).
+	startExport = "wasmtask:start"
+)
+
+// guardModule returns the module wasm as the host compiles it for one of
+// wazero's engines (interpreter or compiler):
+//
+//   - every function body is instrumented to charge its stack frame to the
+//     call's memory pool, to begin with a loop header, and to reload the
+//     pool after memory.grow (stack.go);
+//   - the pool's two globals are appended and exported (leftExport,
+//     lowExport), with an empty function for the reload; a start section
+//     becomes the startExport export;
+//   - every table gets a bounded maximum (boundTables);
+//   - DWARF sections (".debug_*") are dropped: the instrumentation moves
+//     code offsets, and a wrong source position in a trap is worse than none.
+//
+// It also counts what one instance allocates outside linear memory and the
+// stack: globals, tables at their maximum, element segments (staticBytes).
 //
 // Why: WithCloseOnContextDone makes wazero check for a closed module only
-// at loop headers, in both engines. A guest whose work is a loop-free call
-// tree (f calling itself twice from depth 60) never reaches one, so it ran
-// past its timeout, its cancel and Runtime.Close, holding a CPU for
-// centuries. With a loop header at the entry of every function, the check
-// runs at every call too; an empty loop does nothing else.
+// at loop headers, in both engines; a guest whose work is a loop-free call
+// tree never reached one. And wazero keeps globals, tables and the call
+// stack in host memory outside the linear-memory limit: a deep recursion
+// grew the compiler's stack to ~170 MB in one call. RATIONALE.md has the
+// alternatives ("Why is the guest's stack bounded by instrumentation?").
 //
-// Rejected: a function listener on every function (wazero's experimental
-// FunctionListenerFactory). It works, costs two exits to Go per guest call
-// instead of one, and wazero's compiler keeps the listener trampolines of
-// every compiled module's function types until the runtime closes: a leak
-// of executable memory at each hot reload.
-//
-// Only the code section changes; custom sections are kept as they are (DWARF
-// line offsets into the code then lag by 3 bytes per function, which only
-// affects source positions in trap stack traces).
-func guardEntries(wasm []byte) ([]byte, error) {
+// The rewrite decodes every instruction; it refuses what it does not know
+// (wazero's features beyond Wasm 2.0 are disabled anyway) rather than guess,
+// and refuses references to function and global indices the original
+// module does not define, which the appended ones would otherwise make
+// valid.
+func guardModule(wasm []byte, interpreter bool) (*guarded, error) {
 	if len(wasm) < 8 {
 		return nil, errors.New("truncated header")
 	}
-	out := make([]byte, 0, len(wasm)+1024)
-	out = append(out, wasm[:8]...)
+	var secs []section
 	p := wasm[8:]
 	for len(p) > 0 {
 		id := p[0]
@@ -40,31 +73,433 @@ func guardEntries(wasm []byte) ([]byte, error) {
 		if n <= 0 || size > uint64(len(p)-1-n) {
 			return nil, fmt.Errorf("section %d: bad size", id)
 		}
-		payload := p[1+n : 1+n+int(size)]
+		secs = append(secs, section{id: id, payload: p[1+n : 1+n+int(size)]})
 		p = p[1+n+int(size):]
+	}
+
+	m := &moduleInfo{interpreter: interpreter}
+	// First pass: what the instrumentation needs to know before it writes.
+	hasCode := false
+	for _, s := range secs {
 		var err error
-		switch id {
-		case 4: // table section
-			payload, err = boundTables(payload)
-			if err != nil {
-				return nil, fmt.Errorf("table section: %w", err)
+		switch s.id {
+		case secType:
+			err = m.readTypes(s.payload)
+		case secImport:
+			err = m.readImports(s.payload)
+		case secFunction:
+			err = m.readFunctions(s.payload)
+		case secGlobal:
+			err = m.readGlobals(s.payload)
+		case secStart:
+			idx, n := binary.Uvarint(s.payload)
+			if n <= 0 || n != len(s.payload) {
+				err = errors.New("bad start section")
 			}
-		case 10: // code section
-			payload, err = guardCode(payload)
-			if err != nil {
-				return nil, fmt.Errorf("code section: %w", err)
-			}
+			m.start, m.hasStart = idx, true
+		case secElement:
+			var refs uint64
+			m.passiveElems, refs, err = elementCounts(s.payload)
+			m.elemRefs += refs
+		case secTag:
+			err = errors.New("exception handling is not supported")
+		case secCode:
+			hasCode = true
 		}
+		if err != nil {
+			return nil, fmt.Errorf("%s section: %w", sectionName(s.id), err)
+		}
+	}
+	if hasCode && m.blockTypes == nil {
+		return nil, errors.New("code section without a type section")
+	}
+	if m.hasStart {
+		// A start function takes and returns nothing; exported, it could
+		// take anything.
+		if m.start >= uint64(len(m.funcs)) {
+			return nil, errors.New("start function out of range")
+		}
+		if ft := m.types[m.funcs[m.start]]; len(ft.params)+len(ft.results) != 0 {
+			return nil, errors.New("start function must have type () -> ()")
+		}
+	}
+	// Indices of what guardModule appends: they follow every index the
+	// module defines, so no index of the module changes.
+	left, low := m.globals, m.globals+1
+	reload := uint64(len(m.funcs))
+	body, err := m.instrumentCode(secs, left, low, reload)
+	if err != nil {
+		return nil, fmt.Errorf("code section: %w", err)
+	}
+
+	out := make([]byte, 0, len(wasm)+len(m.funcs)*64+1024)
+	out = append(out, wasm[:8]...)
+	emit := func(id byte, payload []byte) {
 		out = append(out, id)
 		out = binary.AppendUvarint(out, uint64(len(payload)))
 		out = append(out, payload...)
 	}
-	return out, nil
+	// The appended globals need a global section and the exports an export
+	// section; a module without them gets them at their place in the order.
+	var globals, exports []byte
+	globals = append(globals, 0x7e, 0x01, 0x42, 0x00, 0x0b) // left: (mut i64) (i64.const 0)
+	globals = append(globals, 0x7e, 0x01, 0x42, 0x00, 0x0b) // low
+	exports = appendName(exports, leftExport)
+	exports = append(exports, 0x03) // global
+	exports = binary.AppendUvarint(exports, left)
+	exports = appendName(exports, lowExport)
+	exports = append(exports, 0x03)
+	exports = binary.AppendUvarint(exports, low)
+	nExports := uint64(2)
+	if m.hasStart {
+		exports = appendName(exports, startExport)
+		exports = append(exports, 0x00) // function
+		exports = binary.AppendUvarint(exports, m.start)
+		nExports++
+	}
+	wroteGlobal, wroteExport := false, false
+	for _, s := range secs {
+		if s.id != secCustom {
+			if !wroteGlobal && order(s.id) > order(secGlobal) {
+				emit(secGlobal, appendVec(nil, 2, globals))
+				wroteGlobal = true
+			}
+			if !wroteExport && order(s.id) > order(secExport) {
+				emit(secExport, appendVec(nil, nExports, exports))
+				wroteExport = true
+			}
+		}
+		var payload []byte
+		switch s.id {
+		case secCustom:
+			name, _, ok := readName(s.payload)
+			if ok && strings.HasPrefix(name, ".debug_") {
+				continue
+			}
+			payload = s.payload
+		case secType:
+			payload = m.typeSection(s.payload)
+		case secFunction:
+			payload = s.payload
+			if m.appendsReload {
+				payload = appendVec(s.payload, 1, binary.AppendUvarint(nil, m.blockTypes[""]))
+			}
+		case secTable:
+			var err error
+			payload, m.tableBytes, err = boundTables(s.payload)
+			if err != nil {
+				return nil, fmt.Errorf("table section: %w", err)
+			}
+		case secGlobal:
+			payload, wroteGlobal = appendVec(s.payload, 2, globals), true
+		case secExport:
+			payload, wroteExport = appendVec(s.payload, nExports, exports), true
+		case secStart:
+			continue // exported as startExport instead
+		case secCode:
+			payload = body
+		default:
+			payload = s.payload
+		}
+		emit(s.id, payload)
+	}
+	if !wroteGlobal {
+		emit(secGlobal, appendVec(nil, 2, globals))
+	}
+	if !wroteExport {
+		emit(secExport, appendVec(nil, nExports, exports))
+	}
+	return &guarded{wasm: out, static: m.staticBytes(), hasStart: m.hasStart, frameCosts: m.frameCosts}, nil
 }
 
-// Bounds on what a module's tables and locals may make the host allocate:
-// wazero keeps a table entry as an 8-byte host pointer and a function's
-// locals on its stack, outside the linear-memory limit of a call.
+// appendVec returns the vector section payload vec (nil: an empty vector)
+// with n more entries, encoded in extra.
+func appendVec(vec []byte, n uint64, extra []byte) []byte {
+	var count uint64
+	if vec != nil {
+		c, k := binary.Uvarint(vec)
+		count, vec = c, vec[k:]
+	}
+	out := binary.AppendUvarint(make([]byte, 0, len(vec)+len(extra)+8), count+n)
+	out = append(out, vec...)
+	return append(out, extra...)
+}
+
+type section struct {
+	id      byte
+	payload []byte
+}
+
+// Section ids.
+const (
+	secCustom    = 0
+	secType      = 1
+	secImport    = 2
+	secFunction  = 3
+	secTable     = 4
+	secMemory    = 5
+	secGlobal    = 6
+	secExport    = 7
+	secStart     = 8
+	secElement   = 9
+	secCode      = 10
+	secData      = 11
+	secDataCount = 12
+	secTag       = 13
+)
+
+// order is a known section's rank in the order the binary format requires.
+func order(id byte) int {
+	switch id {
+	case secTag:
+		return 55 // between memory and global
+	case secDataCount:
+		return 95 // between element and code
+	}
+	return int(id) * 10
+}
+
+func sectionName(id byte) string {
+	names := map[byte]string{secType: "type", secImport: "import", secFunction: "function", secGlobal: "global",
+		secStart: "start", secElement: "element", secTag: "tag"}
+	if n, ok := names[id]; ok {
+		return n
+	}
+	return fmt.Sprintf("%d", id)
+}
+
+// funcType is a function type: its parameter and result value types.
+type funcType struct{ params, results []byte }
+
+// moduleInfo is what guardModule learns about a module.
+type moduleInfo struct {
+	types          []funcType
+	blockTypes     map[string]uint64 // results (but one) → index of a () -> results type
+	appendedTypes  [][]byte          // results of the () -> results types guardModule appends
+	funcs          []uint64          // type index of every function, imports first
+	imported       int               // imported functions
+	globals        uint64            // imported and defined
+	definedGlobals uint64
+	start          uint64
+	hasStart       bool
+	tableBytes     uint64   // host bytes of the tables at their maximum (tableBytes)
+	passiveElems   uint64   // entries of passive element segments, copied per instance
+	elemRefs       uint64   // function references made per instance: element entries, ref.func in global initializers
+	frameCosts     []uint64 // frame cost of every defined function (stack.go)
+	appendsReload  bool     // instrumentCode appended the reload function
+	interpreter    bool     // frames are charged for wazero's interpreter
+	simd           bool     // a global is a v128
+}
+
+// Value types a function may declare or use (Wasm 2.0).
+func validValType(b byte) bool {
+	switch b {
+	case 0x7f, 0x7e, 0x7d, 0x7c, 0x7b, 0x70, 0x6f: // i32 i64 f32 f64 v128 funcref externref
+		return true
+	}
+	return false
+}
+
+func (m *moduleInfo) readTypes(p []byte) error {
+	r := reader{b: p}
+	count := r.u32()
+	if r.err == nil && uint64(count) > uint64(len(p)) {
+		return errors.New("bad count")
+	}
+	for i := uint32(0); i < count && r.err == nil; i++ {
+		if form := r.byte(); form != 0x60 {
+			return fmt.Errorf("type %d: unsupported form 0x%x", i, form)
+		}
+		var ft funcType
+		for _, dst := range []*[]byte{&ft.params, &ft.results} {
+			n := r.u32()
+			if uint64(n) > uint64(len(r.b)) {
+				return fmt.Errorf("type %d: bad count", i)
+			}
+			*dst = r.bytes(int(n))
+			for _, t := range *dst {
+				if !validValType(t) {
+					return fmt.Errorf("type %d: unsupported value type 0x%x", i, t)
+				}
+			}
+		}
+		m.types = append(m.types, ft)
+	}
+	if r.err != nil || len(r.b) != 0 {
+		return errors.New("malformed")
+	}
+	// Blocks of multi-value results need a type () -> results, and the
+	// reload function () -> (): reuse the module's, append the others
+	// (appending shifts no index).
+	m.blockTypes = make(map[string]uint64)
+	for i, ft := range m.types {
+		if len(ft.params) == 0 && len(ft.results) != 1 {
+			if _, ok := m.blockTypes[string(ft.results)]; !ok {
+				m.blockTypes[string(ft.results)] = uint64(i)
+			}
+		}
+	}
+	for _, res := range append([][]byte{nil}, resultsOf(m.types)...) {
+		if _, ok := m.blockTypes[string(res)]; !ok && len(res) != 1 {
+			m.blockTypes[string(res)] = uint64(len(m.types) + len(m.appendedTypes))
+			m.appendedTypes = append(m.appendedTypes, res)
+		}
+	}
+	return nil
+}
+
+func resultsOf(types []funcType) [][]byte {
+	out := make([][]byte, len(types))
+	for i, ft := range types {
+		out[i] = ft.results
+	}
+	return out
+}
+
+// typeSection is the type section orig with the appended block types.
+func (m *moduleInfo) typeSection(orig []byte) []byte {
+	if len(m.appendedTypes) == 0 {
+		return orig
+	}
+	_, n := binary.Uvarint(orig)
+	out := binary.AppendUvarint(nil, uint64(len(m.types)+len(m.appendedTypes)))
+	out = append(out, orig[n:]...)
+	for _, res := range m.appendedTypes {
+		out = append(out, 0x60, 0x00)
+		out = binary.AppendUvarint(out, uint64(len(res)))
+		out = append(out, res...)
+	}
+	return out
+}
+
+func (m *moduleInfo) readImports(p []byte) error {
+	r := reader{b: p}
+	count := r.u32()
+	for i := uint32(0); i < count && r.err == nil; i++ {
+		r.name()
+		r.name()
+		switch kind := r.byte(); kind {
+		case 0x00: // function
+			t := r.u32()
+			if r.err == nil && int(t) >= len(m.types) {
+				return fmt.Errorf("import %d: bad type index", i)
+			}
+			m.funcs = append(m.funcs, uint64(t))
+			m.imported++
+		case 0x01: // table
+			r.byte()
+			r.limits()
+		case 0x02: // memory
+			r.limits()
+		case 0x03: // global
+			m.simd = m.simd || r.byte() == 0x7b
+			r.byte()
+			m.globals++
+		default:
+			return fmt.Errorf("import %d: unsupported kind 0x%x", i, kind)
+		}
+	}
+	if r.err != nil || len(r.b) != 0 {
+		return errors.New("malformed")
+	}
+	return nil
+}
+
+// readGlobals counts the defined globals and the function references their
+// initial values make (one allocation each per instance in the compiler
+// engine).
+func (m *moduleInfo) readGlobals(p []byte) error {
+	r := reader{b: p}
+	count := r.u32()
+	if r.err == nil && uint64(count) > uint64(len(p)) {
+		return errors.New("bad count")
+	}
+	for i := uint32(0); i < count && r.err == nil; i++ {
+		t := r.byte()
+		if !validValType(t) {
+			return fmt.Errorf("global %d: unsupported type 0x%x", i, t)
+		}
+		m.simd = m.simd || t == 0x7b
+		r.byte() // mutability
+		m.elemRefs += r.constExpr()
+	}
+	if r.err != nil || len(r.b) != 0 {
+		return errors.New("malformed")
+	}
+	m.definedGlobals = uint64(count)
+	m.globals += m.definedGlobals
+	return nil
+}
+
+func (m *moduleInfo) readFunctions(p []byte) error {
+	r := reader{b: p}
+	count := r.u32()
+	if r.err == nil && uint64(count) > uint64(len(p)) {
+		return errors.New("bad count")
+	}
+	for i := uint32(0); i < count && r.err == nil; i++ {
+		t := r.u32()
+		if r.err == nil && int(t) >= len(m.types) {
+			return fmt.Errorf("function %d: bad type index", i)
+		}
+		m.funcs = append(m.funcs, uint64(t))
+	}
+	if r.err != nil || len(r.b) != 0 {
+		return errors.New("malformed")
+	}
+	return nil
+}
+
+// elementCounts counts the entries of the passive element segments, which
+// wazero copies into every instance (8 bytes an entry; active segments fill
+// tables, counted at their maximum), and those of the active and passive
+// ones: the compiler engine allocates a function reference for each at
+// every instantiation.
+func elementCounts(p []byte) (passive, refs uint64, err error) {
+	r := reader{b: p}
+	count := r.u32()
+	for i := uint32(0); i < count && r.err == nil; i++ {
+		flags := r.u32()
+		if flags > 7 {
+			return 0, 0, fmt.Errorf("segment %d: bad flags %d", i, flags)
+		}
+		if flags&1 == 0 { // active: table index (flag 2) and offset
+			if flags&2 != 0 {
+				r.u32()
+			}
+			_ = r.constExpr()
+		}
+		if flags&3 != 0 { // element kind or reference type
+			r.byte()
+		}
+		n := r.u32()
+		if r.err == nil && uint64(n) > uint64(len(r.b)) {
+			return 0, 0, fmt.Errorf("segment %d: bad count", i)
+		}
+		for j := uint32(0); j < n && r.err == nil; j++ {
+			if flags&4 != 0 {
+				_ = r.constExpr()
+			} else {
+				r.u32()
+			}
+		}
+		if flags&3 == 1 { // passive
+			passive += uint64(n)
+		}
+		if flags&3 != 3 { // not declarative
+			refs += uint64(n)
+		}
+	}
+	if r.err != nil || len(r.b) != 0 {
+		return 0, 0, errors.New("malformed")
+	}
+	return passive, refs, nil
+}
+
+// Bounds on a module's tables and locals. Both are charged to the call's
+// memory limit (memory.go, stack.go); the bounds keep one instance's tables
+// and one function's frame within what any limit can hold, and the table
+// bound keeps describe, run before any policy applies, small.
 const (
 	// maxTables bounds the tables a module defines.
 	maxTables = 8
@@ -73,58 +508,59 @@ const (
 	// tableGrowth is how far table.grow may take a table past its initial
 	// size (512 KiB per table); a declared maximum below it is kept.
 	tableGrowth = 1 << 16
-	// maxLocals bounds the locals of one function (80 KB of frame; the
-	// interpreter allows 2000 frames, the compiler about 400 MB of stack).
+	// maxLocals bounds the locals of one function.
 	maxLocals = 10_000
 )
 
 // boundTables rewrites the table section so that every table has a maximum
 // of at most its initial size plus tableGrowth (a growth past it makes
 // table.grow return -1, as a refused memory.grow does), and refuses modules
-// whose tables start larger than maxTableEntries in all.
-func boundTables(p []byte) ([]byte, error) {
+// whose tables start larger than maxTableEntries in all. It returns the
+// host bytes the tables may take in one instance (tableBytes).
+func boundTables(p []byte) ([]byte, uint64, error) {
 	count, n := binary.Uvarint(p)
 	if n <= 0 || count > maxTables {
-		return nil, fmt.Errorf("%d tables, at most %d", count, maxTables)
+		return nil, 0, fmt.Errorf("%d tables, at most %d", count, maxTables)
 	}
 	p = p[n:]
 	out := binary.AppendUvarint(make([]byte, 0, len(p)+16), count)
-	var total uint64
+	var total, bytes uint64
 	for i := uint64(0); i < count; i++ {
 		if len(p) < 2 {
-			return nil, fmt.Errorf("table %d: truncated", i)
+			return nil, 0, fmt.Errorf("table %d: truncated", i)
 		}
 		reftype, flags := p[0], p[1]
 		p = p[2:]
 		if flags > 1 {
-			return nil, fmt.Errorf("table %d: unsupported limits flags 0x%x", i, flags)
+			return nil, 0, fmt.Errorf("table %d: unsupported limits flags 0x%x", i, flags)
 		}
 		min, k := binary.Uvarint(p)
 		if k <= 0 || min > 1<<32-1 {
-			return nil, fmt.Errorf("table %d: bad initial size", i)
+			return nil, 0, fmt.Errorf("table %d: bad initial size", i)
 		}
 		p = p[k:]
 		max := min + tableGrowth
 		if flags == 1 {
 			declared, k := binary.Uvarint(p)
 			if k <= 0 || declared < min {
-				return nil, fmt.Errorf("table %d: bad maximum size", i)
+				return nil, 0, fmt.Errorf("table %d: bad maximum size", i)
 			}
 			p = p[k:]
 			max = minU64(max, declared)
 		}
 		total += min
 		if total > maxTableEntries {
-			return nil, fmt.Errorf("tables start with more than %d entries in all", maxTableEntries)
+			return nil, 0, fmt.Errorf("tables start with more than %d entries in all", maxTableEntries)
 		}
+		bytes += tableBytes(min, max)
 		out = append(out, reftype, 1)
 		out = binary.AppendUvarint(out, min)
 		out = binary.AppendUvarint(out, max)
 	}
 	if len(p) != 0 {
-		return nil, errors.New("trailing bytes")
+		return nil, 0, errors.New("trailing bytes")
 	}
-	return out, nil
+	return out, bytes, nil
 }
 
 func minU64(a, b uint64) uint64 {
@@ -134,54 +570,144 @@ func minU64(a, b uint64) uint64 {
 	return b
 }
 
-// entryLoop is "loop (blocktype empty) end".
-var entryLoop = []byte{0x03, 0x40, 0x0b}
+func appendName(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
 
-func guardCode(p []byte) ([]byte, error) {
-	count, n := binary.Uvarint(p)
-	if n <= 0 || count > uint64(len(p)) {
-		return nil, errors.New("bad function count")
+// readName reads a name (length-prefixed bytes) at the start of p.
+func readName(p []byte) (name string, rest []byte, ok bool) {
+	n, k := binary.Uvarint(p)
+	if k <= 0 || n > uint64(len(p)-k) {
+		return "", nil, false
 	}
-	p = p[n:]
-	out := binary.AppendUvarint(make([]byte, 0, len(p)+int(count)*4+8), count)
-	for i := uint64(0); i < count; i++ {
-		size, n := binary.Uvarint(p)
-		if n <= 0 || size > uint64(len(p)-n) {
-			return nil, fmt.Errorf("function %d: bad body size", i)
-		}
-		body := p[n : n+int(size)]
-		p = p[n+int(size):]
-		// Skip the local declarations: a vector of (count, value type).
-		groups, m := binary.Uvarint(body)
-		if m <= 0 || groups > uint64(len(body)) {
-			return nil, fmt.Errorf("function %d: bad locals", i)
-		}
-		off := m
-		var locals uint64
-		for g := uint64(0); g < groups; g++ {
-			c, k := binary.Uvarint(body[off:])
-			if k <= 0 || off+k >= len(body) {
-				return nil, fmt.Errorf("function %d: bad locals", i)
-			}
-			if c > maxLocals || locals+c > maxLocals {
-				return nil, fmt.Errorf("function %d declares more than %d locals", i, maxLocals)
-			}
-			locals += c
-			off += k
-			switch body[off] {
-			case 0x7f, 0x7e, 0x7d, 0x7c, 0x7b, 0x70, 0x6f: // i32 i64 f32 f64 v128 funcref externref
-			default:
-				return nil, fmt.Errorf("function %d: unknown local type 0x%x", i, body[off])
-			}
-			off++
-		}
-		out = binary.AppendUvarint(out, uint64(len(body)+len(entryLoop)))
-		out = append(out, body[:off]...)
-		out = append(out, entryLoop...)
-		out = append(out, body[off:]...)
+	return string(p[k : k+int(n)]), p[k+int(n):], true
+}
+
+// reader decodes the binary format. LEB128 lengths follow the continuation
+// bits, as wazero's decoder does (so both agree on where every instruction
+// starts); a value too large for its type is an error. The first error
+// sticks and later reads return zero.
+type reader struct {
+	b   []byte
+	err error
+}
+
+func (r *reader) fail(what string) {
+	if r.err == nil {
+		r.err = fmt.Errorf("malformed %s", what)
 	}
-	if len(p) != 0 {
-		return nil, errors.New("trailing bytes")
+	r.b = nil
+}
+
+func (r *reader) byte() byte {
+	if len(r.b) == 0 {
+		r.fail("byte")
+		return 0
 	}
-	return out, nil
+	b := r.b[0]
+	r.b = r.b[1:]
+	return b
+}
+
+func (r *reader) bytes(n int) []byte {
+	if n < 0 || n > len(r.b) {
+		r.fail("bytes")
+		return nil
+	}
+	b := r.b[:n]
+	r.b = r.b[n:]
+	return b
+}
+
+// leb reads an LEB128 number of at most maxLen bytes and returns its raw
+// value bits (sign not extended) and its length.
+func (r *reader) leb(maxLen int) (uint64, int) {
+	var v uint64
+	for i := 0; i < maxLen; i++ {
+		if i >= len(r.b) {
+			r.fail("integer")
+			return 0, 0
+		}
+		c := r.b[i]
+		v |= uint64(c&0x7f) << (7 * i)
+		if c < 0x80 {
+			r.b = r.b[i+1:]
+			return v, i + 1
+		}
+	}
+	r.fail("integer")
+	return 0, 0
+}
+
+func (r *reader) u32() uint32 {
+	v, _ := r.leb(5)
+	if v > 1<<32-1 {
+		r.fail("u32")
+		return 0
+	}
+	return uint32(v)
+}
+
+// s33 reads a signed 33-bit LEB128 (block types).
+func (r *reader) s33() int64 {
+	v, n := r.leb(5)
+	if n == 0 {
+		return 0
+	}
+	if shift := 7 * n; shift < 64 && v&(1<<(shift-1)) != 0 {
+		v |= ^uint64(0) << shift // sign-extend
+	}
+	return int64(v)
+}
+
+// skipSigned skips a signed LEB128 of at most maxLen bytes.
+func (r *reader) skipSigned(maxLen int) { r.leb(maxLen) }
+
+func (r *reader) name() {
+	n := r.u32()
+	r.bytes(int(n))
+}
+
+func (r *reader) limits() {
+	flags := r.byte()
+	r.u32()
+	if flags&1 != 0 {
+		r.u32()
+	}
+}
+
+// constExpr skips a constant expression (Wasm 2.0: consts, ref.null,
+// ref.func, global.get) up to its end and returns the number of ref.func
+// in it.
+func (r *reader) constExpr() (refs uint64) {
+	for r.err == nil {
+		switch op := r.byte(); op {
+		case 0x0b:
+			return refs
+		case 0x41:
+			r.skipSigned(5)
+		case 0x42:
+			r.skipSigned(10)
+		case 0x43:
+			r.bytes(4)
+		case 0x44:
+			r.bytes(8)
+		case 0xd0:
+			r.byte()
+		case 0xd2:
+			r.u32()
+			refs++
+		case 0x23:
+			r.u32()
+		case 0xfd:
+			if r.byte() != 0x0c {
+				r.fail("constant expression")
+			}
+			r.bytes(16)
+		default:
+			r.fail("constant expression")
+		}
+	}
+	return refs
 }

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
 )
 
@@ -58,60 +59,120 @@ func (l Limits) validate() error {
 	return nil
 }
 
-// limitedAllocator backs one instance's linear memory and refuses growth
-// past limit bytes: memory.grow then returns -1 to the guest. wazero's
-// RuntimeConfig.WithMemoryLimitPages is runtime-wide; this makes the limit
-// per call.
+// limitedAllocator backs one instance's linear memory with the call's
+// memory pool (stack.go): linear memory, the stack's high-water mark and
+// function references share pool bytes. memory.grow past what the pool has
+// left returns -1 to the guest. wazero's RuntimeConfig.WithMemoryLimitPages
+// is runtime-wide; this makes the limit per call.
 type limitedAllocator struct {
-	limit   uint64
-	refused atomic.Bool // set when a growth was refused
-	// over is called when the initial memory is already over the limit:
+	pool    uint64
+	cache   *linearCache // the runtime's
+	refused atomic.Bool  // set when a growth was refused
+	// over is called when the initial memory is already over the pool:
 	// wazero cannot fail that allocation, so the call is ended instead.
 	over func()
+
+	// Set by attach once the instance exists; only the goroutine running
+	// the guest uses them (memory.grow runs on it).
+	left, low api.MutableGlobal
+	charged   uint64 // bytes linear memory took from the pool
+	mems      []*limitedMemory
 }
 
-// Allocate ignores wazero's capacity hint: it can be the module's whole
-// maximum (up to the call's limit), and reserving it per call made every
-// call allocate (and the GC scan) that much. Memory grows geometrically
-// from the initial size instead.
+// Allocate ignores wazero's capacity and maximum hints: the pool bounds
+// the memory.
 func (a *limitedAllocator) Allocate(_, _ uint64) experimental.LinearMemory {
-	return &limitedMemory{a: a}
+	m := &limitedMemory{a: a, backing: newLinearBacking(a.pool, a.cache)}
+	a.mems = append(a.mems, m)
+	return m
+}
+
+// release gives back the memory of every instance the allocator backed.
+// The caller runs it once the guest has stopped: the instance may be
+// closed earlier, from another goroutine, while the guest still runs.
+func (a *limitedAllocator) release() {
+	for _, m := range a.mems {
+		m.backing.release()
+	}
+	a.mems = nil
+}
+
+// attach hands the allocator the instance's pool globals and sets both to
+// what the pool has left beside the initial linear memory.
+func (a *limitedAllocator) attach(left, low api.MutableGlobal) {
+	v := api.EncodeI64(int64(a.pool) - int64(a.charged))
+	left.Set(v)
+	low.Set(v)
+	a.left, a.low = left, low
+}
+
+// available is what linear memory may take in all: what it has, plus what
+// the pool has left under the stack's high-water mark.
+func (a *limitedAllocator) available() uint64 {
+	if a.low == nil {
+		return a.pool
+	}
+	return a.charged + uint64(max(int64(a.low.Get()), 0))
+}
+
+// take charges n more bytes of linear memory to the pool.
+func (a *limitedAllocator) take(n uint64) {
+	a.charged += n
+	if a.low != nil {
+		a.left.Set(uint64(int64(a.left.Get()) - int64(n)))
+		a.low.Set(uint64(int64(a.low.Get()) - int64(n)))
+	}
 }
 
 type limitedMemory struct {
-	a     *limitedAllocator
-	buf   []byte
-	grown bool // the initial allocation happened
+	a       *limitedAllocator
+	backing linearBacking
+	grown   bool // the initial allocation happened
 }
 
-// Reallocate grows the buffer to size bytes, keeping its contents. Bytes
-// past len are zero because the buffer never shrinks.
+// linearBacking holds the bytes of one instance's linear memory
+// (linearmem_*.go).
+type linearBacking interface {
+	// grow returns the memory grown to size bytes, contents kept and new
+	// bytes zero, and the bytes it now holds in all (its charge to the
+	// pool), which it keeps within avail; ok is false when it cannot.
+	grow(size, avail uint64) (buf []byte, held uint64, ok bool)
+	// release gives the memory back. It runs once the guest has stopped.
+	release()
+}
+
+// Reallocate grows linear memory to size bytes (wazero never shrinks it).
 func (m *limitedMemory) Reallocate(size uint64) []byte {
 	defer func() { m.grown = true }()
-	if size > m.a.limit {
-		m.a.refused.Store(true)
+	a := m.a
+	avail := a.available()
+	if size > avail {
+		a.refused.Store(true)
 		if m.grown {
 			return nil
 		}
-		if m.a.over != nil {
-			m.a.over()
+		if a.over != nil {
+			a.over()
 		}
+		avail = size
 	}
-	if size <= uint64(cap(m.buf)) {
-		m.buf = m.buf[:size]
-		return m.buf
+	buf, held, ok := m.backing.grow(size, avail)
+	if !ok {
+		a.refused.Store(true)
+		if m.grown {
+			return nil
+		}
+		panic(fmt.Errorf("wasmrt: cannot allocate %d bytes of linear memory", size))
 	}
-	// Grow geometrically to keep memory.grow loops linear, but never past
-	// the limit.
-	newCap := max(size, uint64(cap(m.buf))*2)
-	newCap = max(min(newCap, m.a.limit), size)
-	nb := make([]byte, size, newCap)
-	copy(nb, m.buf)
-	m.buf = nb
-	return nb
+	a.take(held - a.charged)
+	return buf
 }
 
-func (m *limitedMemory) Free() { m.buf = nil }
+// Free does nothing: wazero calls it when the instance is closed, which
+// may happen on another goroutine while the guest still runs (a cancel).
+// The allocator's release gives the memory back once the guest has
+// stopped.
+func (m *limitedMemory) Free() {}
 
 // limitedWriter collects stdout up to max bytes. The write that would pass
 // the limit fails and calls over() once, which cancels the call. An empty

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
 
@@ -31,6 +32,8 @@ type Module struct {
 	manifest *abi.Manifest
 	schemas  map[string]toolSchemas // by tool name
 	minPages uint32                 // initial memory of the module
+	static   uint64                 // host bytes of an instance outside linear memory and stack
+	hasStart bool                   // the module's start function is exported as startExport
 
 	mu       sync.Mutex
 	closed   bool
@@ -117,15 +120,16 @@ func (m *Module) releaseCall(c *callCtl) {
 	}
 }
 
-// compile guards every function entry (see guard.go), compiles the module
-// and checks its imports and exports against the ABI.
+// compile instruments the module (see guard.go), compiles it and checks
+// its imports and exports against the ABI.
 func (m *Module) compile(ctx context.Context, wasm []byte) error {
-	guarded, guardErr := guardEntries(wasm)
-	if guardErr != nil {
-		// Let wazero explain a malformed module; refuse one it would accept
-		// but that cannot be guarded.
-		guarded = wasm
+	g, guardErr := guardModule(wasm, m.r.cfg.Interpreter)
+	guarded := wasm
+	if guardErr == nil {
+		guarded = g.wasm
 	}
+	// On a guard error, let wazero explain a malformed module; refuse one
+	// it would accept but that cannot be guarded.
 	compiled, err := m.r.rt.CompileModule(ctx, guarded)
 	if err != nil {
 		return fmt.Errorf("load %q: %w: %v", m.name, ErrCompile, err)
@@ -141,7 +145,7 @@ func (m *Module) compile(ctx context.Context, wasm []byte) error {
 	for _, mem := range compiled.ExportedMemories() {
 		m.minPages = max(m.minPages, mem.Min())
 	}
-	m.compiled = compiled
+	m.compiled, m.static, m.hasStart = compiled, g.static, g.hasStart
 	return nil
 }
 
@@ -153,7 +157,7 @@ type toolSchemas struct{ in, out *schema }
 // tools' input and output schemas.
 func (m *Module) describe(ctx context.Context) error {
 	lim := m.r.cfg.LoadLimits
-	lim.MemoryMiB = max(lim.MemoryMiB, int((uint64(m.minPages)*pageSize+(1<<20)-1)>>20))
+	lim.MemoryMiB = max(lim.MemoryMiB, m.needMiB())
 	out, gerr := m.r.run(ctx, m, abi.MethodDescribe, describeRequest, lim, nil)
 	if gerr != nil {
 		return fmt.Errorf("load %q: describe failed: %w", m.name, gerr)
@@ -315,8 +319,10 @@ func (r *Runtime) run(ctx context.Context, m *Module, tool string, req []byte, l
 	if lim.MemoryMiB > r.cfg.MaxMemoryMiB {
 		c.lim.MemoryMiB = r.cfg.MaxMemoryMiB
 	}
-	if need := uint64(m.minPages) * pageSize; need > c.memLimit() {
-		return nil, c.fail(KindOutOfMemory, fmt.Sprintf("%s: it starts with %.4g MiB", c.memMsg(), float64(need)/(1<<20)), nil)
+	c.plan = m.plan(c.lim.MemoryMiB)
+	if need := uint64(m.minPages) * pageSize; need > c.plan.pool {
+		return nil, c.fail(KindOutOfMemory, fmt.Sprintf("%s: it starts with %.4g MiB of linear memory, and needs %s for tables, globals and the instance",
+			c.memMsg(), float64(need)/(1<<20), sizeString(c.plan.static)), nil)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, c.fail(ctxKind(err), err.Error(), nil)
@@ -337,15 +343,15 @@ func (r *Runtime) run(ctx context.Context, m *Module, tool string, req []byte, l
 		return nil, c.fail(KindInstantiate, err.Error(), err)
 	}
 	defer cleanup()
-	alloc := &limitedAllocator{limit: c.memLimit(), over: cancel}
+	c.cfg = cfg
+	alloc := &limitedAllocator{pool: c.plan.pool, cache: r.linear, over: cancel}
+	c.alloc = alloc
+	defer alloc.release() // after execute: the guest has stopped
 	runCtx := experimental.WithMemoryAllocator(callCtx, alloc)
 	runCtx = context.WithValue(runCtx, callStateKey{}, state)
 
 	start := time.Now()
-	mod, err := r.rt.InstantiateModule(runCtx, m.compiled, cfg)
-	if mod != nil {
-		_ = mod.Close(context.Background())
-	}
+	err = c.execute(runCtx)
 	c.stderr.flush()
 	state.finish()
 	c.tail = string(c.stderr.tail)
@@ -355,18 +361,60 @@ func (r *Runtime) run(ctx context.Context, m *Module, tool string, req []byte, l
 	return nil, c.classify(ctx, callCtx, err, alloc, time.Since(start))
 }
 
+// execute instantiates the module, hands its memory pool (stack.go) to the
+// allocator, and runs the module's start function, if it has one, and
+// _start. The instance is closed before it returns. An error of the
+// instantiation itself is an *instantiateError.
+func (c *call) execute(ctx context.Context) error {
+	mod, err := c.r.rt.InstantiateModule(ctx, c.m.compiled, c.cfg)
+	if err != nil {
+		return &instantiateError{err}
+	}
+	defer mod.Close(context.Background())
+	left, okLeft := mod.ExportedGlobal(leftExport).(api.MutableGlobal)
+	low, okLow := mod.ExportedGlobal(lowExport).(api.MutableGlobal)
+	if !okLeft || !okLow {
+		return &instantiateError{errors.New("the instance has no memory pool")}
+	}
+	c.alloc.attach(left, low)
+	for _, name := range []string{startExport, abi.ExportStart} {
+		if name == startExport && !c.m.hasStart {
+			continue
+		}
+		if _, err := mod.ExportedFunction(name).Call(ctx); err != nil {
+			var exit *sys.ExitError
+			if errors.As(err, &exit) && exit.ExitCode() == 0 {
+				return nil // proc_exit(0): the program is done
+			}
+			c.poolLow = int64(low.Get())
+			return err
+		}
+	}
+	return nil
+}
+
+// instantiateError is the error of an instance that could not be created.
+type instantiateError struct{ err error }
+
+func (e *instantiateError) Error() string { return e.err.Error() }
+func (e *instantiateError) Unwrap() error { return e.err }
+
 // call is the state of one run that its steps share.
 type call struct {
 	r      *Runtime
 	m      *Module
 	tool   string
 	lim    Limits
+	plan   memoryPlan // lim.MemoryMiB divided (memory.go)
+	cfg    wazero.ModuleConfig
+	alloc  *limitedAllocator
 	stdout *limitedWriter
 	stderr *logWriter
 	tail   string // stderr tail, once the guest ended
+	// poolLow is the pool's low-water mark when the guest trapped:
+	// negative when the pool ended the call.
+	poolLow int64
 }
-
-func (c *call) memLimit() uint64 { return uint64(c.lim.MemoryMiB) << 20 }
 
 func (c *call) memMsg() string {
 	return fmt.Sprintf("the module needs more than its memory limit of %d MiB", c.lim.MemoryMiB)
@@ -413,6 +461,9 @@ func (c *call) classify(ctx, callCtx context.Context, err error, alloc *limitedA
 		return c.fail(KindCanceled, "the runtime was closed", ErrClosed)
 	case c.stdout.exceeded:
 		return c.fail(KindOutputTooLarge, fmt.Sprintf("output exceeds %d bytes", c.lim.MaxOutputBytes), nil)
+	case c.poolLow < 0 && ctx.Err() == nil:
+		return c.fail(KindOutOfMemory, fmt.Sprintf("%s: its call stack passed the %s left beside %s of linear memory and %s for tables, globals and the instance",
+			c.memMsg(), sizeString(c.plan.pool-alloc.charged), sizeString(alloc.charged), sizeString(c.plan.static)), nil)
 	case alloc.refused.Load() && ctx.Err() == nil:
 		return c.fail(KindOutOfMemory, c.memMsg(), nil)
 	case ctx.Err() != nil:
@@ -424,12 +475,16 @@ func (c *call) classify(ctx, callCtx context.Context, err error, alloc *limitedA
 	if errors.As(err, &exit) {
 		return c.fail(KindExit, fmt.Sprintf("exit code %d", exit.ExitCode()), nil)
 	}
-	msg := err.Error()
-	kind := KindTrap
-	if !strings.Contains(msg, "function[_start] failed") {
-		kind = KindInstantiate
+	var inst *instantiateError
+	if errors.As(err, &inst) {
+		return c.fail(KindInstantiate, trimTrap(err.Error()), err)
 	}
-	return c.fail(kind, trimTrap(msg), err)
+	if strings.HasPrefix(err.Error(), "wasm error: stack overflow") {
+		// The engine's own limit (the interpreter's 2000 frames) came
+		// before the pool ran out.
+		return c.fail(KindOutOfMemory, "its call stack is deeper than the engine allows", nil)
+	}
+	return c.fail(KindTrap, trimTrap(err.Error()), err)
 }
 
 func ctxKind(err error) Kind {

@@ -58,7 +58,8 @@ type Runtime struct {
 	cache wazero.CompilationCache
 	base  wazero.ModuleConfig
 
-	wasi map[string]hostSignature // the WASI functions the runtime provides
+	wasi   map[string]hostSignature // the WASI functions the runtime provides
+	linear *linearCache             // linear memories kept for reuse
 
 	mu     sync.Mutex
 	closed bool
@@ -110,8 +111,10 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		WithName(""). // many instances of one module at once
 		WithRandSource(rand.Reader).
 		WithSysWalltime().
-		WithSysNanotime()
-	return &Runtime{cfg: cfg, rt: rt, cache: cache, base: base, wasi: wasiFuncs, calls: make(map[*callState]context.CancelFunc)}, nil
+		WithSysNanotime().
+		WithStartFunctions() // Call runs them once the memory pool is set (stack.go)
+	return &Runtime{cfg: cfg, rt: rt, cache: cache, base: base, wasi: wasiFuncs, linear: newLinearCache(),
+		calls: make(map[*callState]context.CancelFunc)}, nil
 }
 
 // Close ends every running call (they fail with KindCanceled wrapping
@@ -128,6 +131,7 @@ func (r *Runtime) Close(ctx context.Context) error {
 	}
 	r.mu.Unlock()
 	err := r.rt.CloseWithExitCode(ctx, sys.ExitCodeContextCanceled)
+	r.linear.close()
 	return errors.Join(err, r.cache.Close(ctx))
 }
 

@@ -1,0 +1,5 @@
+//go:build !race
+
+package wasmrt
+
+const raceEnabled = false

@@ -1,0 +1,676 @@
+package wasmrt
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// The guest's call stack lives in host memory outside linear memory: the
+// compiler engine's native stack (a Go byte slice that doubles as it grows,
+// up to ~100 MB before wazero reports a stack overflow), the interpreter's
+// operand stack and frames (2000 frames of up to maxLocals locals each).
+// So does a function reference made by ref.func in the compiler engine
+// (about 48 bytes, kept until the instance is closed, at every execution).
+//
+// One pool per call bounds them together with linear memory: the call's
+// memory limit minus what the instance needs outside both (staticBytes).
+// Two exported globals hold it: $left, the bytes left now, and $low, the
+// least $left has been (the stack's high-water mark: a grown stack is not
+// given back). The host sets both to the pool minus the initial linear
+// memory after instantiation, before any guest code runs; when linear
+// memory grows it takes the growth from both, and refuses it past $low.
+// Every function body is instrumented, at load, to charge its frame cost C:
+//
+//	loop end                                          ;; wazero's close-on-done check
+//	global.get $left  i64.const C  i64.sub  global.set $left
+//	global.get $left  global.get $low  i64.lt_s
+//	if                                                ;; a new high-water mark
+//	  global.get $left  global.set $low
+//	  global.get $low  i64.const 0  i64.lt_s  if unreachable end
+//	end
+//	block (result <the function's results>)
+//	  <the original body; return becomes br to this block>
+//	end
+//	global.get $left  i64.const C  i64.add  global.set $left
+//
+// A ref.func is followed by a charge of refFuncBytes to both globals, never
+// given back, and the same check. A memory.grow is followed by a call of an
+// appended empty function: wazero's compiler caches global values between
+// calls and does not reload them after memory.grow, where the host changed
+// them. Branches out of the body (br to the function's label) land on the
+// epilogue as return does; a trap skips it, and a trap ends the instance
+// anyway. After a trap, a negative $low tells the host that the pool, not
+// the guest, ended the call.
+//
+// The guest's own code cannot reach the globals or the reload function:
+// the rewrite refuses indices the original module does not define.
+
+// Frame cost. wazero's compiler gives every SSA value it spills a stack
+// slot of its own (8 bytes, 16 for v128; no slot is shared), so a sound
+// bound counts every value a function can define: each value an
+// instruction pushes, and each local at each block entry and merge (a
+// phi). Both engines' stacks grow by doubling and copying, so that while a
+// stack grows the host holds up to three times what the frames use: the
+// charges are three times the sizes. The interpreter keeps 8 bytes per
+// local and operand-stack value, and runs every wasm call as a Go call of
+// its own, about 4.3 KB of goroutine stack (wazero v1.12.0). RATIONALE.md
+// ("Why is the guest's stack bounded by instrumentation?") has the
+// measurements; TestFrameCostCoversEngines checks them.
+const (
+	// compilerFrameBytes covers what a compiled frame costs besides its
+	// values: return address and frame pointer, stack-check slot,
+	// callee-saved registers (13 of 16 bytes on amd64).
+	compilerFrameBytes = 3 * 256
+	// interpreterFrameBytes covers the interpreter's Go frame and frame
+	// record.
+	interpreterFrameBytes = 3 * 4352
+	// slotBytes is charged per value (twice in modules that use v128).
+	slotBytes = 3 * 8
+	// refFuncBytes is charged, never given back, at each ref.func.
+	refFuncBytes = 64
+	// maxFrameBytes bounds one function's frame cost; a function over it is
+	// refused at load.
+	maxFrameBytes = 64 << 20
+)
+
+// instrumentCode returns the code section of secs with every function body
+// instrumented and the reload function appended (reload is its index), or
+// nil when there is none. It appends to the function section's types only
+// when it appended the function (appendsReload).
+func (m *moduleInfo) instrumentCode(secs []section, left, low, reload uint64) ([]byte, error) {
+	var code []byte
+	hasFunctions := false
+	for _, s := range secs {
+		switch s.id {
+		case secCode:
+			code = s.payload
+		case secFunction:
+			hasFunctions = true
+		}
+	}
+	if code == nil {
+		return nil, nil
+	}
+	r := reader{b: code}
+	count := r.u32()
+	if r.err != nil || int(count) != len(m.funcs)-m.imported {
+		return nil, errors.New("function and code sections disagree")
+	}
+	// Walk every body first: whether the module uses v128 anywhere sets
+	// the cost of every value.
+	type fn struct {
+		localsDecl, code []byte
+		ft               funcType
+		w                walker
+	}
+	fns := make([]fn, count)
+	simd := m.simd
+	for _, ft := range m.types {
+		simd = simd || hasV128(ft.params) || hasV128(ft.results)
+	}
+	for i := range fns {
+		size := r.u32()
+		body := r.bytes(int(size))
+		if r.err != nil {
+			return nil, fmt.Errorf("function %d: bad body size", m.imported+i)
+		}
+		f := &fns[i]
+		f.ft = m.types[m.funcs[m.imported+i]]
+		var err error
+		f.localsDecl, f.code, err = m.walkBody(&f.w, f.ft, body, left, low, reload)
+		if err != nil {
+			return nil, fmt.Errorf("function %d: %w", m.imported+i, err)
+		}
+		simd = simd || f.w.simd
+	}
+	if len(r.b) != 0 {
+		return nil, errors.New("trailing bytes")
+	}
+	n := uint64(count)
+	if hasFunctions {
+		n++
+	}
+	out := binary.AppendUvarint(make([]byte, 0, len(code)+int(count)*64+8), n)
+	for i := range fns {
+		f := &fns[i]
+		cost := f.w.frameCost(simd)
+		if cost > maxFrameBytes {
+			return nil, fmt.Errorf("function %d: its frame may need %d bytes, more than %d", m.imported+i, cost, maxFrameBytes)
+		}
+		m.frameCosts = append(m.frameCosts, cost)
+		b := make([]byte, 0, len(f.localsDecl)+len(f.code)+64)
+		b = append(b, f.localsDecl...)
+		b = append(b, 0x03, 0x40, 0x0b) // loop end
+		b = appendCharge(b, left, low, int64(cost))
+		b = append(b, 0x02) // block
+		b = appendBlockType(b, m, f.ft.results)
+		b = append(b, f.code...) // ends with the end of that block
+		b = appendRelease(b, left, int64(cost))
+		b = append(b, 0x0b)
+		out = binary.AppendUvarint(out, uint64(len(b)))
+		out = append(out, b...)
+	}
+	if hasFunctions {
+		out = append(out, 0x02, 0x00, 0x0b) // reload: no locals, end
+		m.appendsReload = true
+	}
+	return out, nil
+}
+
+// walkBody reads the locals of body, walks its instructions with w and
+// returns the locals declaration and the instrumented instructions.
+func (m *moduleInfo) walkBody(w *walker, ft funcType, body []byte, left, low, reload uint64) (localsDecl, code []byte, err error) {
+	r := reader{b: body}
+	groups := r.u32()
+	if r.err != nil || uint64(groups) > uint64(len(body)) {
+		return nil, nil, errors.New("bad locals")
+	}
+	var locals uint64
+	w.slots = uint64(len(ft.params))
+	for i := uint32(0); i < groups; i++ {
+		c := uint64(r.u32())
+		t := r.byte()
+		if r.err != nil {
+			return nil, nil, errors.New("bad locals")
+		}
+		if c > maxLocals || locals+c > maxLocals {
+			return nil, nil, fmt.Errorf("declares more than %d locals", maxLocals)
+		}
+		if !validValType(t) {
+			return nil, nil, fmt.Errorf("unknown local type 0x%x", t)
+		}
+		locals += c
+		w.slots += c
+		w.simd = w.simd || t == 0x7b
+	}
+	*w = walker{m: m, r: reader{b: r.b}, left: left, low: low, reload: reload, slots: w.slots, simd: w.simd}
+	code, err = w.walk(ft)
+	return body[:len(body)-len(r.b)], code, err
+}
+
+// frameCost is the bytes charged for one frame of the walked function.
+func (w *walker) frameCost(simd bool) uint64 {
+	values := w.pushes + w.slots*(w.blocks+1) + 2 // 2: the instrumentation's own i64s
+	slot := uint64(slotBytes)
+	if simd {
+		slot *= 2
+	}
+	frame := uint64(compilerFrameBytes)
+	if w.m.interpreter {
+		frame = interpreterFrameBytes
+	}
+	return frame + slot*(values+w.maxArity)
+}
+
+// appendCharge appends the prologue's charge of cost bytes (see above).
+func appendCharge(out []byte, left, low uint64, cost int64) []byte {
+	out = appendGlobalAdd(out, left, -cost)
+	out = appendGet(out, left)
+	out = appendGet(out, low)
+	out = append(out, 0x53, 0x04, 0x40) // i64.lt_s; if
+	out = appendGet(out, left)
+	out = append(out, 0x24) // global.set
+	out = binary.AppendUvarint(out, low)
+	out = appendCheck(out, low)
+	return append(out, 0x0b) // end
+}
+
+// appendRefCharge appends the permanent charge of a function reference.
+func appendRefCharge(out []byte, left, low uint64) []byte {
+	out = appendGlobalAdd(out, left, -refFuncBytes)
+	out = appendGlobalAdd(out, low, -refFuncBytes)
+	return appendCheck(out, low)
+}
+
+// appendCheck appends "if $low < 0 unreachable".
+func appendCheck(out []byte, low uint64) []byte {
+	out = appendGet(out, low)
+	return append(out, 0x42, 0x00, 0x53, 0x04, 0x40, 0x00, 0x0b) // i64.const 0; i64.lt_s; if unreachable end
+}
+
+// appendRelease appends the epilogue: $left += cost.
+func appendRelease(out []byte, left uint64, cost int64) []byte {
+	return appendGlobalAdd(out, left, cost)
+}
+
+// appendGlobalAdd appends "global g += v".
+func appendGlobalAdd(out []byte, g uint64, v int64) []byte {
+	out = appendGet(out, g)
+	out = append(out, 0x42)
+	out = appendSleb(out, v)
+	out = append(out, 0x7c, 0x24) // i64.add; global.set
+	return binary.AppendUvarint(out, g)
+}
+
+func appendGet(out []byte, g uint64) []byte {
+	out = append(out, 0x23)
+	return binary.AppendUvarint(out, g)
+}
+
+func appendBlockType(out []byte, m *moduleInfo, results []byte) []byte {
+	switch len(results) {
+	case 0:
+		return append(out, 0x40)
+	case 1:
+		return append(out, results[0])
+	}
+	return appendSleb(out, int64(m.blockTypes[string(results)]))
+}
+
+func appendSleb(out []byte, v int64) []byte {
+	for {
+		b := byte(v & 0x7f)
+		v >>= 7
+		if (v == 0 && b&0x40 == 0) || (v == -1 && b&0x40 != 0) {
+			return append(out, b)
+		}
+		out = append(out, b|0x80)
+	}
+}
+
+func hasV128(types []byte) bool {
+	for _, t := range types {
+		if t == 0x7b {
+			return true
+		}
+	}
+	return false
+}
+
+// walker decodes one function body, instruction by instruction, as
+// wazero's validator and compilers decode it, copies it with return
+// replaced, ref.func charged and memory.grow followed by the reload call,
+// and counts what frameCost needs: values pushed, blocks, calls' arity, and
+// the operand stack's greatest height (pops it does not know exactly are
+// counted low). It refuses what Wasm 2.0 (wazero's CoreFeaturesV2) does not
+// define.
+type walker struct {
+	m                 *moduleInfo
+	r                 reader
+	left, low, reload uint64 // indices of what guardModule appends
+	out               []byte
+	ctrl              []ctrlFrame
+
+	height    uint64 // operand stack height now
+	maxHeight uint64 // its greatest value
+	pushes    uint64 // values pushed in all
+	blocks    uint64 // block, loop and if instructions
+	slots     uint64 // parameters and locals
+	maxArity  uint64 // greatest params+results of a call
+	simd      bool   // the function uses v128
+}
+
+type ctrlFrame struct {
+	height          uint64 // operand height below the frame
+	params, results uint64
+	unreachable     bool
+}
+
+func (w *walker) push(n uint64) {
+	w.pushes += n
+	w.height += n
+	w.maxHeight = max(w.maxHeight, w.height)
+}
+
+func (w *walker) pop(n uint64) {
+	base := w.ctrl[len(w.ctrl)-1].height
+	if w.height < base+n {
+		w.height = base // polymorphic (or invalid: wazero refuses it)
+		return
+	}
+	w.height -= n
+}
+
+// op pops n values and pushes k: a new value each.
+func (w *walker) op(n, k uint64) {
+	w.pop(n)
+	w.push(k)
+}
+
+// call pops a callee's parameters (and extra operands) and pushes its
+// results.
+func (w *walker) call(ft funcType, extra uint64) {
+	if hasV128(ft.params) || hasV128(ft.results) {
+		w.simd = true
+	}
+	w.maxArity = max(w.maxArity, uint64(len(ft.params)+len(ft.results)))
+	w.pop(extra + uint64(len(ft.params)))
+	w.push(uint64(len(ft.results)))
+}
+
+// unreachable marks the rest of the current block as dead code.
+func (w *walker) unreachable() {
+	f := &w.ctrl[len(w.ctrl)-1]
+	w.height = f.height
+	f.unreachable = true
+}
+
+// blockType reads a block type and returns its parameter and result counts.
+func (w *walker) blockType() (params, results uint64, err error) {
+	bt := w.r.s33()
+	switch {
+	case w.r.err != nil:
+		return 0, 0, w.r.err
+	case bt == -64: // empty
+		return 0, 0, nil
+	case bt >= -5 && bt <= -1, bt == -16, bt == -17: // i32 i64 f32 f64 v128 funcref externref
+		if bt == -5 {
+			w.simd = true
+		}
+		return 0, 1, nil
+	case bt >= 0 && bt < int64(len(w.m.types)):
+		ft := w.m.types[bt]
+		if hasV128(ft.params) || hasV128(ft.results) {
+			w.simd = true
+		}
+		return uint64(len(ft.params)), uint64(len(ft.results)), nil
+	}
+	return 0, 0, fmt.Errorf("unsupported block type %d", bt)
+}
+
+func (w *walker) funcIndex() (uint64, error) {
+	f := uint64(w.r.u32())
+	if w.r.err == nil && f >= uint64(len(w.m.funcs)) {
+		return 0, fmt.Errorf("function index %d out of range", f)
+	}
+	return f, w.r.err
+}
+
+func (w *walker) memarg() {
+	if align := w.r.u32(); align >= 32 {
+		w.r.fail("alignment")
+	}
+	w.r.u32()
+}
+
+// zeroByte reads a reserved immediate that must be one 0x00 byte.
+func (w *walker) zeroByte() {
+	if w.r.byte() != 0 {
+		w.r.fail("reserved byte")
+	}
+}
+
+// walk copies the body's instructions and returns them; the function's
+// final end closes the block the instrumentation wraps the body in.
+func (w *walker) walk(ft funcType) ([]byte, error) {
+	body := w.r.b
+	w.out = make([]byte, 0, len(body)+16)
+	w.ctrl = []ctrlFrame{{results: uint64(len(ft.results))}}
+	for {
+		start := len(body) - len(w.r.b)
+		op := w.r.byte()
+		if w.r.err != nil {
+			return nil, errors.New("body ends before its end")
+		}
+		copyOp := true
+		switch {
+		case op == 0x00: // unreachable
+			w.unreachable()
+		case op == 0x01: // nop
+		case op == 0x02 || op == 0x03 || op == 0x04: // block loop if
+			if op == 0x04 {
+				w.pop(1)
+			}
+			p, res, err := w.blockType()
+			if err != nil {
+				return nil, err
+			}
+			w.pop(p)
+			w.blocks++
+			w.ctrl = append(w.ctrl, ctrlFrame{height: w.height, params: p, results: res})
+			w.push(p)
+		case op == 0x05: // else
+			f := &w.ctrl[len(w.ctrl)-1]
+			if len(w.ctrl) == 1 {
+				return nil, errors.New("else outside if")
+			}
+			w.height = f.height
+			f.unreachable = false
+			w.push(f.params)
+		case op == 0x0b: // end
+			f := w.ctrl[len(w.ctrl)-1]
+			w.ctrl = w.ctrl[:len(w.ctrl)-1]
+			if len(w.ctrl) == 0 {
+				w.out = append(w.out, 0x0b)
+				if len(w.r.b) != 0 {
+					return nil, errors.New("bytes after the body's end")
+				}
+				return w.out, nil
+			}
+			w.height = f.height
+			w.push(f.results)
+		case op == 0x0c: // br
+			w.r.u32()
+			w.unreachable()
+		case op == 0x0d: // br_if
+			w.r.u32()
+			w.pop(1)
+		case op == 0x0e: // br_table
+			n := w.r.u32()
+			if w.r.err == nil && uint64(n) > uint64(len(w.r.b)) {
+				return nil, errors.New("bad br_table")
+			}
+			for i := uint32(0); i <= n && w.r.err == nil; i++ {
+				w.r.u32()
+			}
+			w.pop(1)
+			w.unreachable()
+		case op == 0x0f: // return: br to the block around the body
+			copyOp = false
+			w.out = append(w.out, 0x0c)
+			w.out = binary.AppendUvarint(w.out, uint64(len(w.ctrl)-1))
+			w.unreachable()
+		case op == 0x10: // call
+			f, err := w.funcIndex()
+			if err != nil {
+				return nil, err
+			}
+			w.call(w.m.types[w.m.funcs[f]], 0)
+		case op == 0x11: // call_indirect
+			t := w.r.u32()
+			w.r.u32() // table
+			if w.r.err == nil && int(t) >= len(w.m.types) {
+				return nil, fmt.Errorf("type index %d out of range", t)
+			}
+			w.call(w.m.types[t], 1)
+		case op == 0x1a: // drop
+			w.pop(1)
+		case op == 0x1b: // select
+			w.pop(3)
+			w.push(1)
+		case op == 0x1c: // select t
+			if w.r.byte() != 1 || !validValType(w.r.byte()) {
+				return nil, errors.New("unsupported typed select")
+			}
+			w.pop(3)
+			w.push(1)
+		case op == 0x20: // local.get
+			w.r.u32()
+			w.push(1)
+		case op == 0x21: // local.set
+			w.r.u32()
+			w.pop(1)
+		case op == 0x22: // local.tee
+			w.r.u32()
+		case op == 0x23 || op == 0x24: // global.get global.set
+			gi := uint64(w.r.u32())
+			if w.r.err == nil && gi >= w.left {
+				return nil, fmt.Errorf("global index %d out of range", gi)
+			}
+			if op == 0x23 {
+				w.push(1)
+			} else {
+				w.pop(1)
+			}
+		case op == 0x25: // table.get
+			w.r.u32()
+			w.op(1, 1)
+		case op == 0x26: // table.set
+			w.r.u32()
+			w.pop(2)
+		case op >= 0x28 && op <= 0x35: // loads
+			w.memarg()
+			w.op(1, 1)
+		case op >= 0x36 && op <= 0x3e: // stores
+			w.memarg()
+			w.pop(2)
+		case op == 0x3f: // memory.size
+			w.zeroByte()
+			w.push(1)
+		case op == 0x40: // memory.grow, then the reload call
+			w.zeroByte()
+			w.out = append(w.out, body[start:len(body)-len(w.r.b)]...)
+			copyOp = false
+			w.out = append(w.out, 0x10)
+			w.out = binary.AppendUvarint(w.out, w.reload)
+			w.op(1, 1)
+		case op == 0x41:
+			w.r.skipSigned(5)
+			w.push(1)
+		case op == 0x42:
+			w.r.skipSigned(10)
+			w.push(1)
+		case op == 0x43:
+			w.r.bytes(4)
+			w.push(1)
+		case op == 0x44:
+			w.r.bytes(8)
+			w.push(1)
+		case op >= 0x45 && op <= 0xc4: // numeric: no immediates
+			if binaryNumeric(op) {
+				w.op(2, 1)
+			} else {
+				w.op(1, 1)
+			}
+		case op == 0xd0: // ref.null
+			if t := w.r.byte(); t != 0x70 && t != 0x6f {
+				return nil, fmt.Errorf("unsupported ref.null type 0x%x", t)
+			}
+			w.push(1)
+		case op == 0xd1: // ref.is_null
+			w.op(1, 1)
+		case op == 0xd2: // ref.func
+			if _, err := w.funcIndex(); err != nil {
+				return nil, err
+			}
+			w.push(1)
+			w.out = append(w.out, body[start:len(body)-len(w.r.b)]...)
+			copyOp = false
+			w.out = appendRefCharge(w.out, w.left, w.low)
+		case op == 0xfc:
+			if err := w.misc(); err != nil {
+				return nil, err
+			}
+		case op == 0xfd:
+			w.simd = true
+			w.vector()
+		default:
+			return nil, fmt.Errorf("unsupported instruction 0x%x", op)
+		}
+		if w.r.err != nil {
+			return nil, w.r.err
+		}
+		if copyOp {
+			w.out = append(w.out, body[start:len(body)-len(w.r.b)]...)
+		}
+	}
+}
+
+// binaryNumeric reports whether a numeric instruction (0x45..0xc4) pops two
+// operands; the others pop one. All push one.
+func binaryNumeric(op byte) bool {
+	switch {
+	case op == 0x45 || op == 0x50: // eqz
+		return false
+	case op <= 0x66: // comparisons
+		return true
+	case op >= 0x67 && op <= 0x69, op >= 0x79 && op <= 0x7b: // clz ctz popcnt
+		return false
+	case op >= 0x6a && op <= 0x78, op >= 0x7c && op <= 0x8a: // integer binary
+		return true
+	case op >= 0x92 && op <= 0x98, op >= 0xa0 && op <= 0xa6: // float binary
+		return true
+	}
+	return false // float unary, conversions, sign extension
+}
+
+// misc decodes a 0xfc instruction (saturating truncation, bulk memory,
+// table operations).
+func (w *walker) misc() error {
+	sub := w.r.u32()
+	switch {
+	case w.r.err != nil:
+		return w.r.err
+	case sub <= 7: // trunc_sat
+		w.op(1, 1)
+	case sub == 8: // memory.init
+		w.r.u32()
+		w.zeroByte()
+		w.pop(3)
+	case sub == 9: // data.drop
+		w.r.u32()
+	case sub == 10: // memory.copy
+		w.zeroByte()
+		w.zeroByte()
+		w.pop(3)
+	case sub == 11: // memory.fill
+		w.zeroByte()
+		w.pop(3)
+	case sub == 12: // table.init
+		w.r.u32()
+		w.r.u32()
+		w.pop(3)
+	case sub == 13: // elem.drop
+		w.r.u32()
+	case sub == 14: // table.copy
+		w.r.u32()
+		w.r.u32()
+		w.pop(3)
+	case sub == 15: // table.grow
+		w.r.u32()
+		w.op(2, 1)
+	case sub == 16: // table.size
+		w.r.u32()
+		w.push(1)
+	case sub == 17: // table.fill
+		w.r.u32()
+		w.pop(3)
+	default:
+		return fmt.Errorf("unsupported instruction 0xfc %d", sub)
+	}
+	return nil
+}
+
+// vector decodes a 0xfd (SIMD) instruction. wazero reads its opcode as one
+// byte (the LEB128 continuation byte of opcodes past 127 then decodes as a
+// nop), and so does this.
+func (w *walker) vector() {
+	switch sub := w.r.byte(); {
+	case sub <= 0x0a || sub == 0x5c || sub == 0x5d: // loads
+		w.memarg()
+		w.op(1, 1)
+	case sub == 0x0b: // store
+		w.memarg()
+		w.pop(2)
+	case sub == 0x0c: // v128.const
+		w.r.bytes(16)
+		w.push(1)
+	case sub == 0x0d: // i8x16.shuffle
+		w.r.bytes(16)
+		w.op(2, 1)
+	case sub >= 0x15 && sub <= 0x22: // extract and replace lane
+		w.r.byte()
+		w.op(1, 1)
+	case sub >= 0x54 && sub <= 0x57: // load lane
+		w.memarg()
+		w.r.byte()
+		w.op(2, 1)
+	case sub >= 0x58 && sub <= 0x5b: // store lane
+		w.memarg()
+		w.r.byte()
+		w.pop(2)
+	default: // every other SIMD instruction pops at least one value and pushes one
+		w.op(1, 1)
+	}
+}
