@@ -32,6 +32,7 @@ func TestListAndCallAgree(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	_ = s.ready(context.Background(), "")
 	c := hosttest.Stdio(t, func(in io.Reader, out io.Writer) error {
 		if err := s.ServeStdio(context.Background(), in, out); !errors.Is(err, ErrServerClosed) {
 			return err
@@ -111,6 +112,7 @@ func TestCatalogHeldByItsCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	_ = s.ready(context.Background(), "")
 	old, release := s.acquire()
 	code := old.tools["t"].code
 

@@ -85,6 +85,7 @@ func TestGrantsFollowModules(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
+			_ = s.ready(context.Background(), "")
 			var history []string
 			for step := range steps {
 				name := fileName(r.IntN(files))
@@ -103,6 +104,10 @@ func TestGrantsFollowModules(t *testing.T) {
 					t.Fatal(err)
 				}
 				s.reload(context.Background(), snap)
+				settled := func(c *catalog) bool { return c.gen.Snapshot() == snap && c.gen.Loading() == 0 }
+				if err := s.awaitCatalog(context.Background(), settled); err != nil {
+					t.Fatal(err)
+				}
 				c, release := s.acquire()
 				err = checkGrants(c, dir, want, names, &seen)
 				release()

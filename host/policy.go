@@ -38,6 +38,16 @@ type Policy struct {
 	// cgroup's memory limit, else the machine's physical memory), 4 GiB when
 	// neither can be read. [Server.Limits] tells the value in force.
 	MemoryBudgetMiB int `json:"memoryBudgetMiB,omitempty"`
+	// LoadTimeout bounds loading one module: compiling it and running it
+	// once for its manifest. A module that takes longer is a problem until
+	// its file changes; modules load in the background, two at a time,
+	// smallest file first, so a slow one delays no other. Default 60s
+	// (generous: a cold compile of a large Go module takes seconds).
+	LoadTimeout Duration `json:"loadTimeout,omitempty"`
+	// MaxCodeMiB bounds a module's code (its function bodies, as the host
+	// instruments them); its compiled code takes about four times that. A
+	// larger module is refused before it is compiled. Default 32.
+	MaxCodeMiB int `json:"maxCodeMiB,omitempty"`
 	// Defaults are the limits of every tool; a zero field means the
 	// built-in default given on [ToolPolicy].
 	Defaults ToolPolicy `json:"defaults"`
@@ -119,6 +129,8 @@ const (
 	DefaultMaxLogBytes    = 64 << 10
 	DefaultMaxConcurrency = 8
 	DefaultMaxInstances   = 64
+	DefaultLoadTimeout    = Duration(plugins.DefaultLoadTimeout)
+	DefaultMaxCodeMiB     = 32
 	// MaxMemoryMiB is the ceiling of any tool's memory (the runtime's).
 	MaxMemoryMiB = 256
 )
@@ -215,6 +227,10 @@ func (p *Policy) validate() error {
 		return fmt.Errorf("%w: maxInstances is negative", ErrPolicy)
 	case p.MemoryBudgetMiB < 0:
 		return fmt.Errorf("%w: memoryBudgetMiB is negative", ErrPolicy)
+	case p.LoadTimeout < 0:
+		return fmt.Errorf("%w: loadTimeout is negative", ErrPolicy)
+	case p.MaxCodeMiB < 0:
+		return fmt.Errorf("%w: maxCodeMiB is negative", ErrPolicy)
 	}
 	if err := p.Defaults.validate("defaults"); err != nil {
 		return err
@@ -382,6 +398,20 @@ func merge(base, o ToolPolicy) ToolPolicy {
 }
 
 func (d Duration) std() time.Duration { return time.Duration(d) }
+
+func (p *Policy) loadTimeout() time.Duration {
+	if p != nil && p.LoadTimeout > 0 {
+		return time.Duration(p.LoadTimeout)
+	}
+	return time.Duration(DefaultLoadTimeout)
+}
+
+func (p *Policy) maxCodeMiB() int {
+	if p != nil && p.MaxCodeMiB > 0 {
+		return p.MaxCodeMiB
+	}
+	return DefaultMaxCodeMiB
+}
 
 func (p *Policy) maxInstances() int {
 	if p != nil && p.MaxInstances > 0 {

@@ -123,6 +123,7 @@ func newReloadServer(tb testing.TB, cfg Config) (*Server, *logSink) {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { s.Close() })
+	_ = s.ready(context.Background(), "") // the first modules have loaded
 	return s, sink
 }
 
@@ -134,6 +135,11 @@ func await(s *Server, cond func(*catalog) bool) {
 
 // seq is the number of the served generation.
 func seq(s *Server) uint64 { return s.catalog.Load().gen.Seq() }
+
+// scanSeq is the number of the directory scan the served generation was
+// built from: one per reload the watcher asked for, however many
+// generations the background loads of that scan made.
+func scanSeq(s *Server) uint64 { return s.catalog.Load().gen.Snapshot().Seq() }
 
 // names returns the names of the tools c serves, sorted.
 func names(c *catalog) []string {
@@ -150,10 +156,10 @@ func serves(want ...string) func(*catalog) bool {
 	return func(c *catalog) bool { return slices.Equal(names(c), want) }
 }
 
-// after returns a condition: a reload newer than generation before served
-// and cond holds.
+// after returns a condition: a reload newer than generation before served,
+// with every module of its scan loaded (or failed), and cond holds.
 func after(before uint64, cond func(*catalog) bool) func(*catalog) bool {
-	return func(c *catalog) bool { return c.gen.Seq() > before && cond(c) }
+	return func(c *catalog) bool { return c.gen.Seq() > before && c.gen.Loading() == 0 && cond(c) }
 }
 
 // digest is a module's digest as snapshots give it.
@@ -164,7 +170,7 @@ func digest(b []byte) string { return plugins.Digest(b) }
 func built(want map[string]string) func(*catalog) bool {
 	return func(c *catalog) bool {
 		mods := c.gen.Snapshot().Modules()
-		if len(mods) != len(want) {
+		if len(mods) != len(want) || c.gen.Loading() > 0 {
 			return false
 		}
 		for _, m := range mods {

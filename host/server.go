@@ -93,14 +93,18 @@ type Server struct {
 	swapMu  sync.Mutex
 	swapped chan struct{} // closed and replaced by every catalog swap
 
-	watcher *plugins.Watcher // nil when serving a fixed set of modules
-	stop    context.CancelFunc
-	wg      sync.WaitGroup
+	watcher  *plugins.Watcher               // nil when serving a fixed set of modules
+	loads    *plugins.Loads[*wasmrt.Module] // compiles in the background; reload takes what has loaded
+	started  chan struct{}                  // closed once the first modules have all loaded or failed
+	reloadMu sync.Mutex                     // one reload at a time
+	stop     context.CancelFunc
+	wg       sync.WaitGroup
 
 	mu        sync.Mutex
 	closed    bool
 	listeners map[*http.Server]net.Listener
 
+	startOnce sync.Once
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -128,6 +132,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		CacheDir:     cfg.CacheDir,
 		Interpreter:  cfg.Interpreter,
 		MaxMemoryMiB: MaxMemoryMiB,
+		MaxCodeMiB:   cfg.Policy.maxCodeMiB(),
 		LoadLimits:   loadLimits,
 	})
 	if err != nil {
@@ -149,13 +154,21 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		stop:      func() {},
 		listeners: make(map[*http.Server]net.Listener),
 		swapped:   make(chan struct{}),
+		loads:     plugins.NewLoads(plugins.Loader[*wasmrt.Module](loader{rt}), plugins.LoadConfig{Timeout: cfg.Policy.loadTimeout()}),
+		started:   make(chan struct{}),
 	}
 	if err := s.loadFirst(ctx); err != nil {
 		s.closeParts()
 		return nil, err
 	}
 	s.mcp, err = mcpserver.New(mcpserver.Config{
-		Catalog:          func() (mcpserver.Catalog, func()) { return s.acquire() },
+		Catalog: func(ctx context.Context, tool string) (mcpserver.Catalog, func(), error) {
+			if err := s.ready(ctx, tool); err != nil {
+				return nil, nil, err
+			}
+			c, release := s.acquire()
+			return c, release, nil
+		},
 		Engine:           engine,
 		Logger:           cfg.Logger,
 		Name:             cfg.Name,
@@ -168,12 +181,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		s.closeParts()
 		return nil, fmt.Errorf("host: %w", err)
 	}
-	if s.watcher != nil {
-		loopCtx, stop := context.WithCancel(context.Background())
-		s.stop = stop
-		s.wg.Add(1)
-		go s.watch(loopCtx)
-	}
+	loopCtx, stop := context.WithCancel(context.Background())
+	s.stop = stop
+	s.wg.Add(1)
+	go s.watch(loopCtx)
 	return s, nil
 }
 
@@ -198,16 +209,13 @@ func (s *Server) loadFirst(ctx context.Context) error {
 		s.reload(ctx, snap)
 		return nil
 	}
+	// The embedded tools are built from examples/; that they all load is
+	// tested there and in defaulttools.
 	snap, err := plugins.ScanFS(defaulttools.FS, plugins.Config{})
 	if err != nil {
 		return fmt.Errorf("host: reading the embedded tools: %w", err)
 	}
 	s.reload(ctx, snap)
-	// They are built from examples/ and must all load: a failure is a bug
-	// of the build.
-	if ps := s.catalog.Load().gen.Problems(); len(ps) > 0 {
-		return fmt.Errorf("host: embedded tool module: %s", ps[0])
-	}
 	return nil
 }
 
@@ -225,6 +233,7 @@ type ToolInfo struct {
 // Tools returns the tools served now, sorted by name, with the limits and
 // grants each gets: the same numbers tools/call applies.
 func (s *Server) Tools() []ToolInfo {
+	_ = s.ready(context.Background(), "")
 	c := s.catalog.Load()
 	out := make([]ToolInfo, 0, len(c.list))
 	s.adm.mu.Lock()
@@ -270,6 +279,7 @@ func (p Problem) String() string {
 // Problems returns what is wrong with the tools served now, in name order.
 // Empty when all is well. The operator log has each problem too.
 func (s *Server) Problems() []Problem {
+	_ = s.ready(context.Background(), "")
 	return append([]Problem(nil), s.catalog.Load().problems...)
 }
 
@@ -288,9 +298,39 @@ func (s *Server) Call(ctx context.Context, tool string, args json.RawMessage, ev
 	if closed {
 		return nil, ErrServerClosed
 	}
+	if err := s.ready(ctx, tool); err != nil {
+		return nil, err
+	}
 	c, release := s.acquire()
 	defer release()
 	return s.call(ctx, c, tool, args, ev)
+}
+
+// ready returns once the modules found at start have all loaded or failed
+// (each within the load timeout), or, when tool is not "", as soon as a
+// module serving tool has loaded; or with ctx's error. Afterwards it
+// returns at once: a later reload never makes a request wait.
+func (s *Server) ready(ctx context.Context, tool string) error {
+	for {
+		select {
+		case <-s.started:
+			return nil
+		default:
+		}
+		s.swapMu.Lock()
+		c, swapped := s.catalog.Load(), s.swapped
+		s.swapMu.Unlock()
+		if _, ok := c.tool(tool); ok && tool != "" {
+			return nil
+		}
+		select {
+		case <-s.started:
+			return nil
+		case <-swapped:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // acquire returns the served catalog with a reference held; the caller
@@ -372,6 +412,7 @@ func (s *Server) Close() error {
 		s.mu.Unlock()
 		s.stop()
 		s.wg.Wait()
+		s.startOnce.Do(func() { close(s.started) }) // nothing waits for loads any more
 		// Release blocked requests first, so closing connections does not
 		// wait for them.
 		if s.mcp != nil {
@@ -393,25 +434,34 @@ func (s *Server) closeParts() error {
 	if s.watcher != nil {
 		errs = append(errs, s.watcher.Close())
 	}
+	s.loads.Close()
 	errs = append(errs, s.engine.Close())
 	errs = append(errs, s.rt.Close(context.Background()))
 	return errors.Join(errs...)
 }
 
 // watch is the reload loop, owned by the Server: each new snapshot of the
-// directory becomes a catalog, which replaces the served one in one pointer
-// swap.
+// directory, and each batch of modules that finished loading in the
+// background, becomes a catalog, which replaces the served one in one
+// pointer swap.
 func (s *Server) watch(ctx context.Context) {
 	defer s.wg.Done()
+	var changes <-chan *plugins.Snapshot
+	if s.watcher != nil {
+		changes = s.watcher.Changes()
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case snap, ok := <-s.watcher.Changes():
+		case snap, ok := <-changes:
 			if !ok {
-				return
+				changes = nil
+				continue
 			}
 			s.reload(ctx, snap)
+		case <-s.loads.Finished():
+			s.reload(ctx, s.catalog.Load().gen.Snapshot())
 		}
 	}
 }
@@ -424,15 +474,21 @@ func (s *Server) reload(ctx context.Context, snap *plugins.Snapshot) {
 	if snap == nil {
 		return
 	}
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
 	start := time.Now()
 	prev := s.catalog.Load()
 	var prevGen *generation
 	if prev != nil {
 		prevGen = prev.gen
 	}
-	gen, released := plugins.Build(ctx, prevGen, snap, loader{s.rt})
+	gen, released := plugins.Build(ctx, prevGen, snap, s.loads)
+	s.loads.Keep(snap)
 	next := s.buildCatalog(gen, prev)
 	s.publish(next)
+	if gen.Loading() == 0 {
+		s.startOnce.Do(func() { close(s.started) })
+	}
 	if s.mcp != nil && prev != nil && prev.listing != next.listing {
 		s.mcp.ToolsChanged()
 	}
@@ -452,10 +508,12 @@ func (s *Server) reload(ctx context.Context, snap *plugins.Snapshot) {
 		prev.retire(released)
 	}
 	for _, p := range next.problems {
-		s.log.Warn("tool problem", "problem", p.String())
+		if !errors.Is(p.Err, plugins.ErrLoading) {
+			s.log.Warn("tool problem", "problem", p.String())
+		}
 	}
 	s.log.Info("tools reloaded", "generation", gen.Seq(), "modules", len(gen.Modules()),
-		"tools", len(next.list), "released", len(released), "took", time.Since(start))
+		"tools", len(next.list), "loading", gen.Loading(), "released", len(released), "took", time.Since(start))
 }
 
 // publish swaps c in and wakes those waiting for a swap.

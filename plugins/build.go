@@ -21,8 +21,10 @@ var (
 // package never looks inside it, so it stays free of any Wasm runtime.
 //
 // Load is called only for a digest no module of the previous generation
-// had, never twice for one digest in one Build, and from the goroutine that
-// called Build. The manifest it returns is the one [abi.DecodeManifest]
+// had, and never twice for one digest in one Build: from the goroutine that
+// called Build, or, when the Loader is wrapped in [Loads], from a Loads
+// worker (concurrently for different digests) with a context that ends at
+// the load's deadline. The manifest it returns is the one [abi.DecodeManifest]
 // returned: decoded, validated and normalised. Build trusts it and does not
 // decode it again; it refuses only a nil manifest, as a load failure. Load
 // may refuse a module for reasons of its own (policy) by returning an
@@ -47,6 +49,11 @@ type Loader[C any] interface {
 // host releases them once calls in flight on prev have ended. Build does not
 // fail: every failure is a [Problem] of next. A done ctx makes the modules
 // not yet loaded fail with the context's error.
+//
+// With a [*Loads] as l, Build never waits for a load: a module whose load
+// has not finished is a problem wrapping [ErrLoading] (its previous version,
+// if any, keeps serving), counted by [Generation.Loading]; build again when
+// [Loads.Finished] says a load is done.
 func Build[C any](ctx context.Context, prev *Generation[C], snap *Snapshot, l Loader[C]) (next *Generation[C], released []C) {
 	b := startBuild(prev, snap, l)
 	cands := b.loadChanged(ctx)
@@ -85,6 +92,9 @@ func startBuild[C any](prev *Generation[C], snap *Snapshot, l Loader[C]) *buildi
 		for _, p := range prev.mods {
 			b.byDigest[p.Module.Digest] = p
 			b.prevByName[p.Module.Name] = p
+		}
+		for _, p := range prev.refused {
+			b.byDigest[p.Module.Digest] = p
 		}
 	}
 	return b
@@ -132,9 +142,18 @@ func (b *building[C]) loadDigest(ctx context.Context, m Module) (Loaded[C], erro
 		b.next.failed[m.Digest] = err
 		return Loaded[C]{}, err
 	}
-	ld, err := load(ctx, b.l, m)
+	var ld Loaded[C]
+	var err error
+	if p, ok := b.l.(*Loads[C]); ok {
+		ld, err = p.take(m)
+	} else {
+		ld, err = load(ctx, b.l, m)
+	}
 	var retry retryError
 	switch {
+	case errors.Is(err, ErrLoading):
+		b.next.loading++
+		return Loaded[C]{}, err
 	case errors.As(err, &retry):
 		return Loaded[C]{}, retry.err
 	case err != nil:
@@ -177,6 +196,7 @@ func (b *building[C]) assignTools(cands []candidate[C]) {
 	for _, c := range cands {
 		if err := conflict(c.l, owner); err != nil {
 			b.problem(c.l.Module, err)
+			b.next.refused = append(b.next.refused, c.l)
 			continue
 		}
 		for _, t := range c.l.Manifest.Tools {
@@ -210,12 +230,15 @@ func (g *Generation[C]) index(mods []Loaded[C]) {
 }
 
 // release releases what this Build loaded that the next generation does
-// not use (modules refused for a tool conflict), and returns prev's
+// not use, and returns prev's
 // compiled modules that it does not use, for the host to release once the
 // calls in flight on prev have ended. Each compiled value is handled once.
 func (b *building[C]) release() (released []C) {
-	used := make(map[string]bool, len(b.next.mods))
+	used := make(map[string]bool, len(b.next.mods)+len(b.next.refused))
 	for _, m := range b.next.mods {
+		used[m.Module.Digest] = true
+	}
+	for _, m := range b.next.refused {
 		used[m.Module.Digest] = true
 	}
 	for d, ld := range b.byDigest {

@@ -129,14 +129,14 @@ func TestBuild(t *testing.T) {
 		{"tool conflict: the module already serving keeps it", func() {
 			os.Remove(filepath.Join(dir, "t.wasm"))
 			writeFile(t, filepath.Join(dir, "b.wasm"), manifest("y", "w"))
-		}, want{loads: []string{"b"}, released: []string{manifest("y", "w")},
+		}, want{loads: []string{"b"}, // refused, but kept loaded for the next Build
 			tools:    map[string]string{"x": "a", "z": "a", "y": "c", "e": "e"},
 			problems: []string{"b: tool name declared by two modules"}}},
 
 		{"removal releases", func() {
 			os.Remove(filepath.Join(dir, "c.wasm"))
 			os.Remove(filepath.Join(dir, "e.wasm"))
-		}, want{loads: []string{"b"}, released: []string{manifest("y"), manifest("e")},
+		}, want{loads: nil, released: []string{manifest("y"), manifest("e")}, // b was kept loaded when refused
 			tools: map[string]string{"x": "a", "z": "a", "y": "b", "w": "b"}}},
 	}
 	for _, st := range steps {

@@ -23,9 +23,11 @@ type Generation[C any] struct {
 	seq      uint64
 	snap     *Snapshot
 	mods     []Loaded[C]      // sorted by module name
+	refused  []Loaded[C]      // loaded but not served (a tool name taken): kept so that the next Build need not load them again
 	tools    map[string]int   // tool name → index in mods
 	failed   map[string]error // digest → why it did not load; retried only when the digest changes
 	problems []Problem
+	loading  int // modules of the snapshot whose load has not finished (see Loads)
 }
 
 // Seq numbers generations built from one another, from 1.
@@ -34,6 +36,16 @@ func (g *Generation[C]) Seq() uint64 {
 		return 0
 	}
 	return g.seq
+}
+
+// Loading reports how many modules of the snapshot were still loading when
+// the generation was built ([ErrLoading]); 0 when every module has loaded
+// or failed.
+func (g *Generation[C]) Loading() int {
+	if g == nil {
+		return 0
+	}
+	return g.loading
 }
 
 // Snapshot returns the snapshot this generation was built from.

@@ -90,6 +90,15 @@ type Snapshot struct {
 	problems []Problem
 }
 
+// Seq numbers the snapshots one [Watcher] delivers, from 1; it is 0 for a
+// snapshot made by [Scan] or [ScanFS].
+func (s *Snapshot) Seq() uint64 {
+	if s == nil {
+		return 0
+	}
+	return s.seq
+}
+
 // Modules returns the modules, sorted by name. The slice is a copy.
 func (s *Snapshot) Modules() []Module {
 	if s == nil {

@@ -47,10 +47,10 @@ func newTestServer(t testing.TB, ecfg taskengine.Config) *testServer {
 	}
 	ts := &testServer{tools: ft, engine: e}
 	ts.catalog.Store(ft)
-	s, err := New(Config{Catalog: func() (Catalog, func()) {
+	s, err := New(Config{Catalog: func(context.Context, string) (Catalog, func(), error) {
 		ts.holds.Add(1)
 		var once sync.Once
-		return *ts.catalog.Load(), func() { once.Do(func() { ts.releases.Add(1) }) }
+		return *ts.catalog.Load(), func() { once.Do(func() { ts.releases.Add(1) }) }, nil
 	}, Engine: e, Logger: logger, Name: "wasmtask-test", Version: "0.0.0", MaxArgumentBytes: 1024})
 	if err != nil {
 		t.Fatal(err)

@@ -41,8 +41,12 @@ func (elicitUnsupported) Is(target error) bool { return target == errors.ErrUnsu
 type Config struct {
 	// Catalog returns the tool set served now, held until release is
 	// called: a request releases it when it is answered, a task when its
-	// work returns. It is called once per request that needs it.
-	Catalog func() (c Catalog, release func())
+	// work returns. It is called once per request that needs it, with the
+	// tool a tools/call names ("" for tools/list): while the server is
+	// still loading its first tools it may wait for them (for a call, only
+	// until the named tool is served), and it returns an error only when
+	// ctx ends first.
+	Catalog func(ctx context.Context, tool string) (c Catalog, release func(), err error)
 	// Engine runs and stores tasks. The caller owns it: Close the Server
 	// first, then the Engine. Its Config sets the task limits (maximum TTL,
 	// running tasks per requestor, store size).

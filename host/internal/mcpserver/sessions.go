@@ -136,7 +136,10 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		case methodInitialize:
 			return s.initialize(ctx, method, req, next)
 		case methodListTools:
-			cat, release := s.cfg.Catalog()
+			cat, release, err := s.cfg.Catalog(ctx, "")
+			if err != nil {
+				return nil, err
+			}
 			defer release()
 			return listTools(cat), nil
 		case methodCallTool:

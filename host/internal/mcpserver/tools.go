@@ -167,7 +167,10 @@ func (s *Server) callTool(ctx context.Context, rq requestor, p *mcp.CallToolPara
 	reqID := p.Meta[requestIDKey]
 	delete(p.Meta, liftedTaskKey)
 	delete(p.Meta, requestIDKey)
-	cat, release := s.cfg.Catalog()
+	cat, release, err := s.cfg.Catalog(ctx, p.Name)
+	if err != nil {
+		return nil, err
+	}
 	handedOver := false // a created task releases the catalog when its work ends
 	defer func() {
 		if !handedOver {

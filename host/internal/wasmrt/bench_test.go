@@ -202,7 +202,7 @@ func BenchmarkFrameCharge(b *testing.B) {
 	entryLoop := build("loop", strings.Replace(fib, "LOOP", "(loop)", 1))
 	plain := build("plain", strings.Replace(fib, "LOOP", "", 1))
 	for _, interp := range []bool{false, true} {
-		g, err := guardModule(plain, interp)
+		g, err := guardModule(plain, interp, 0)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -21,7 +21,7 @@ func FuzzGuardModule(f *testing.F) {
 	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter())
 	f.Cleanup(func() { _ = rt.Close(ctx) })
 	f.Fuzz(func(t *testing.T, wasm []byte) {
-		g, err := guardModule(wasm, false)
+		g, err := guardModule(wasm, false, 0)
 		if err != nil {
 			return
 		}

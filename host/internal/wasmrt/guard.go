@@ -61,7 +61,7 @@ const (
 // and refuses references to function and global indices the original
 // module does not define, which the appended ones would otherwise make
 // valid.
-func guardModule(wasm []byte, interpreter bool) (*guarded, error) {
+func guardModule(wasm []byte, interpreter bool, maxCode int) (*guarded, error) {
 	if len(wasm) < 8 {
 		return nil, errors.New("truncated header")
 	}
@@ -130,6 +130,9 @@ func guardModule(wasm []byte, interpreter bool) (*guarded, error) {
 	body, err := m.instrumentCode(secs, left, low, reload)
 	if err != nil {
 		return nil, fmt.Errorf("code section: %w", err)
+	}
+	if maxCode > 0 && len(body) > maxCode {
+		return nil, fmt.Errorf("code section: %w: %d bytes of code, more than the limit of %d MiB", ErrTooLarge, len(body), maxCode>>20)
 	}
 
 	out := make([]byte, 0, len(wasm)+len(m.funcs)*64+1024)

@@ -38,7 +38,7 @@ func TestCallBombStops(t *testing.T) {
 
 func TestGuardEntriesRefusesMalformedCode(t *testing.T) {
 	good := wasmFile(t, "callbomb")
-	if _, err := guardModule(good, false); err != nil {
+	if _, err := guardModule(good, false, 0); err != nil {
 		t.Fatalf("guardModule(callbomb): %v", err)
 	}
 	for _, tc := range []struct {
@@ -49,7 +49,7 @@ func TestGuardEntriesRefusesMalformedCode(t *testing.T) {
 		{"section past the end", append(append([]byte{}, good[:8]...), 10, 0x7f)},
 		{"bad local type", append(append([]byte{}, good[:8]...), 10, 6, 1, 4, 1, 1, 0x55, 0x0b)},
 	} {
-		if _, err := guardModule(tc.wasm, false); err == nil {
+		if _, err := guardModule(tc.wasm, false, 0); err == nil {
 			t.Errorf("%s: got no error, want a refusal", tc.name)
 		}
 	}
@@ -99,7 +99,7 @@ func TestGuardRefusesWhatItDoesNotKnow(t *testing.T) {
 		{"unknown 0xfc instruction", moduleWithBody(0, 0xfc, 0x20), "unsupported instruction 0xfc 32"},
 		{"bytes after the end", moduleWithBody(0, 0x0b, 0x01), "bytes after the body's end"},
 	} {
-		_, err := guardModule(tc.wasm, false)
+		_, err := guardModule(tc.wasm, false, 0)
 		switch {
 		case tc.refused == "" && err != nil:
 			t.Errorf("%s: %v, want it accepted", tc.name, err)

@@ -123,7 +123,10 @@ func (m *Module) releaseCall(c *callCtl) {
 // compile instruments the module (see guard.go), compiles it and checks
 // its imports and exports against the ABI.
 func (m *Module) compile(ctx context.Context, wasm []byte) error {
-	g, guardErr := guardModule(wasm, m.r.cfg.Interpreter)
+	g, guardErr := guardModule(wasm, m.r.cfg.Interpreter, m.r.cfg.MaxCodeMiB<<20)
+	if errors.Is(guardErr, ErrTooLarge) {
+		return fmt.Errorf("load %q: %w", m.name, guardErr)
+	}
 	guarded := wasm
 	if guardErr == nil {
 		guarded = g.wasm

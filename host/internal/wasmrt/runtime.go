@@ -33,6 +33,12 @@ type Config struct {
 	// MaxMemoryMiB is the runtime-wide ceiling of one instance's linear
 	// memory; the MemoryMiB of a call's Limits is capped by it.
 	MaxMemoryMiB int
+	// MaxCodeMiB bounds a module's code: its function bodies together,
+	// after instrumentation. Compiled code takes about four times that
+	// (measured on Go and C modules); a larger module is refused at load
+	// ([ErrTooLarge]). One function body is at most MaxFunctionBytes, since
+	// compiling a function cannot be interrupted. 0: no limit beyond that.
+	MaxCodeMiB int
 	// LoadLimits bound the describe run at load time. A module whose
 	// initial memory is larger than LoadLimits.MemoryMiB gets its initial
 	// memory (capped by MaxMemoryMiB): a module must be loadable to be

@@ -111,6 +111,9 @@ func (m *moduleInfo) instrumentCode(secs []section, left, low, reload uint64) ([
 	}
 	for i := range fns {
 		size := r.u32()
+		if size > MaxFunctionBytes {
+			return nil, fmt.Errorf("function %d: %w: its body is %d bytes, more than %d", m.imported+i, ErrTooLarge, size, MaxFunctionBytes)
+		}
 		body := r.bytes(int(size))
 		if r.err != nil {
 			return nil, fmt.Errorf("function %d: bad body size", m.imported+i)

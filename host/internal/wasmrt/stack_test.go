@@ -90,7 +90,7 @@ func TestFrameCostCoversEngines(t *testing.T) {
 		}
 		wasm := hosttest.Wasm(t, path)
 		for _, interp := range []bool{false, true} {
-			g, err := guardModule(wasm, interp)
+			g, err := guardModule(wasm, interp, 0)
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
@@ -154,7 +154,7 @@ func instrumented(t *testing.T, src string, interp bool, pool uint64) (api.Modul
 	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	g, err := guardModule(hosttest.Wasm(t, path), interp)
+	g, err := guardModule(hosttest.Wasm(t, path), interp, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
