@@ -131,6 +131,8 @@ const (
 	DefaultMaxInstances   = 64
 	DefaultLoadTimeout    = Duration(plugins.DefaultLoadTimeout)
 	DefaultMaxCodeMiB     = 32
+	// DefaultCacheMaxMiB bounds the compile cache on disk (Config.CacheMaxMiB).
+	DefaultCacheMaxMiB = 1024
 	// MaxMemoryMiB is the ceiling of any tool's memory (the runtime's).
 	MaxMemoryMiB = 256
 )

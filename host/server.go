@@ -1,6 +1,7 @@
 package host
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -37,8 +38,13 @@ type Config struct {
 	// documented on [ToolPolicy].
 	Policy *Policy
 	// CacheDir keeps compiled code on disk so the next start is fast. ""
-	// compiles in memory only.
+	// compiles in memory only. It must be private to the server's user
+	// (created with mode 0700; one that others may write is refused: it
+	// holds native code the server runs). Servers may share it.
 	CacheDir string
+	// CacheMaxMiB bounds CacheDir: past it, the entries of the least
+	// recently used modules are removed. Default 1024.
+	CacheMaxMiB int
 	// Interpreter runs guests in wazero's interpreter instead of its
 	// compiler (slower; for platforms the compiler does not support).
 	Interpreter bool
@@ -69,6 +75,10 @@ type Config struct {
 	// SessionTimeout closes idle Streamable HTTP sessions. Default 30 min;
 	// negative: never.
 	SessionTimeout time.Duration
+
+	// wrapLoader, set by tests of this package, wraps the loader that
+	// compiles modules, to hold a load back.
+	wrapLoader func(plugins.Loader[*wasmrt.Module]) plugins.Loader[*wasmrt.Module]
 }
 
 // Server is a wasmtask MCP server: Wasm tools, run as plain calls or as
@@ -130,6 +140,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	rt, err := wasmrt.New(ctx, wasmrt.Config{
 		CacheDir:     cfg.CacheDir,
+		MaxCacheMiB:  cmp.Or(cfg.CacheMaxMiB, DefaultCacheMaxMiB),
 		Interpreter:  cfg.Interpreter,
 		MaxMemoryMiB: MaxMemoryMiB,
 		MaxCodeMiB:   cfg.Policy.maxCodeMiB(),
@@ -154,7 +165,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		stop:      func() {},
 		listeners: make(map[*http.Server]net.Listener),
 		swapped:   make(chan struct{}),
-		loads:     plugins.NewLoads(plugins.Loader[*wasmrt.Module](loader{rt}), plugins.LoadConfig{Timeout: cfg.Policy.loadTimeout()}),
+		loads:     plugins.NewLoads(cfg.loader(rt), plugins.LoadConfig{Timeout: cfg.Policy.loadTimeout()}),
 		started:   make(chan struct{}),
 	}
 	if err := s.loadFirst(ctx); err != nil {
@@ -541,6 +552,14 @@ func (s *Server) awaitCatalog(ctx context.Context, cond func(*catalog) bool) err
 			return ctx.Err()
 		}
 	}
+}
+
+func (c *Config) loader(rt *wasmrt.Runtime) plugins.Loader[*wasmrt.Module] {
+	var l plugins.Loader[*wasmrt.Module] = loader{rt}
+	if c.wrapLoader != nil {
+		l = c.wrapLoader(l)
+	}
+	return l
 }
 
 // loader compiles modules for plugins.Build.

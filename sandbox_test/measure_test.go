@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/wasmtask/wasmtask/host"
@@ -132,6 +133,80 @@ func BenchmarkStackOverflow(b *testing.B) {
 				_, err := s.Call(context.Background(), "recurse", nil, nil)
 				guestErr(b, err, host.KindOutOfMemory, "its call stack")
 			}
+		})
+	}
+}
+
+// BenchmarkDeadlineOverrun reports, over every hostile guest that only its
+// deadline stops — a tight loop, a loop-free call tree, and the floods of
+// host calls (vectored writes of empty entries, stderr, log, progress,
+// status, random bytes, empty lines) — how long each call ran past its
+// deadline (p50, p99, max over all of them; it includes admission and
+// instantiation).
+func BenchmarkDeadlineOverrun(b *testing.B) {
+	const timeout = 20 * time.Millisecond
+	cases := map[string][]string{
+		"spin":    {"spin"},
+		"explode": {"explode"},
+		"flood":   {"b_err", "c_log", "d_progress", "e_status", "f_random", "g_lines"},
+	}
+	for _, e := range engines {
+		b.Run(e.name, func(b *testing.B) {
+			mods := map[string]host.ModulePolicy{}
+			var modules []string
+			for m, tools := range cases {
+				mp := host.ModulePolicy{Tools: map[string]host.ToolPolicy{}}
+				for _, t := range tools {
+					mp.Tools[t] = host.ToolPolicy{Timeout: host.Duration(timeout)}
+				}
+				mods[m] = mp
+				modules = append(modules, m)
+			}
+			s := serve(b, e.interpreter, policy(mods), modules...)
+			var over []time.Duration
+			for b.Loop() {
+				for _, tools := range cases {
+					for _, tool := range tools {
+						start := time.Now()
+						_, err := s.Call(context.Background(), tool, nil, &counting{})
+						over = append(over, time.Since(start)-timeout)
+						guestErr(b, err, host.KindTimeout)
+					}
+				}
+			}
+			reportPercentiles(b, over)
+		})
+	}
+}
+
+// BenchmarkLoadWhileWorstLoads reports, for a server starting on a good
+// module and the most expensive module the default limits admit (32 MiB
+// of code in 1 MiB functions, compiled without a cache), when the good
+// module's tool answered and when the worst module's load ended.
+func BenchmarkLoadWhileWorstLoads(b *testing.B) {
+	worst := denseModule(32, 1<<20-64)
+	for _, e := range engines {
+		b.Run(e.name, func(b *testing.B) {
+			var served, loaded []time.Duration
+			for b.Loop() {
+				fsys := fstest.MapFS{"normal.wasm": {Data: wasm(b, "normal")}, "worst.wasm": {Data: worst}}
+				start := time.Now()
+				s, err := host.New(context.Background(), host.Config{ToolsFS: fsys, Interpreter: e.interpreter})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := s.Call(context.Background(), "echo", nil, nil); err != nil {
+					b.Fatal(err)
+				}
+				served = append(served, time.Since(start))
+				s.Problems() // waits for every load
+				loaded = append(loaded, time.Since(start))
+				s.Close()
+			}
+			slices.Sort(served)
+			slices.Sort(loaded)
+			b.ReportMetric(float64(served[len(served)/2].Milliseconds()), "good-served-ms")
+			b.ReportMetric(float64(loaded[len(loaded)/2].Milliseconds()), "worst-loaded-ms")
 		})
 	}
 }

@@ -31,7 +31,8 @@ func runServe(args []string) error {
 	httpAddr := fs.String("http", "", "serve Streamable HTTP on `ADDR` (endpoint "+host.HTTPPath+`); a bare ":PORT" binds 127.0.0.1`)
 	toolsDir := fs.String("tools", "", "serve the `DIR`ectory of .wasm tool modules, reloading on change (default: the embedded tools)")
 	policyFile := fs.String("policy", "", "operator sandbox policy `FILE` (JSON: instance and memory bounds, limits, and grants by module file name; see README)")
-	cacheDir := fs.String("cache-dir", defaultCacheDir(), "compiled-code cache `DIR`; empty disables")
+	cacheDir := fs.String("cache-dir", defaultCacheDir(), "compiled-code cache `DIR`, private to this user (it holds native code); empty disables")
+	cacheMax := fs.Int("cache-max-mib", host.DefaultCacheMaxMiB, "bound on the compiled-code cache, in `MiB`; least recently used modules are evicted past it")
 	interp := fs.Bool("interpreter", false, "run guests in wazero's interpreter instead of its compiler")
 	maxTTL := fs.Duration("max-ttl", 0, "maximum task TTL (default 24h)")
 	defTTL := fs.Duration("default-ttl", 0, "task TTL when the client asks none (default 1h)")
@@ -55,6 +56,7 @@ func runServe(args []string) error {
 	cfg := host.Config{
 		ToolsDir:      *toolsDir,
 		CacheDir:      *cacheDir,
+		CacheMaxMiB:   *cacheMax,
 		Interpreter:   *interp,
 		CancelRemoved: *cancelRemoved,
 		Logger:        logger,
@@ -77,8 +79,9 @@ func runServe(args []string) error {
 		return err
 	}
 	defer srv.Close()
-	// Load problems were logged by the server as it loaded the tools.
-	logger.Info("serving", "tools", len(srv.Tools()), "problems", len(srv.Problems()), "dir", cfg.ToolsDir, "http", *httpAddr)
+	// Load problems are logged by the server as the tools load, in the
+	// background: it answers clients meanwhile.
+	logger.Info("serving", "dir", cfg.ToolsDir, "http", *httpAddr) // "tools reloaded" lines count the tools as they load
 
 	stopSignals := shutdownOnSignal(srv, logger, *drain)
 	defer stopSignals()

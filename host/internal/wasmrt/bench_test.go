@@ -104,7 +104,7 @@ func BenchmarkLoad(b *testing.B) {
 		b.Run(bm.name, func(b *testing.B) {
 			wasm := bm.wasm(b)
 			loadOnce := func(cacheDir string) {
-				r, err := New(ctx, Config{CacheDir: cacheDir})
+				r, err := New(ctx, Config{CacheDir: cacheDir, MaxCacheMiB: 1024})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -28,12 +29,17 @@ type Module struct {
 	name string
 
 	// Set by Load, then read-only.
+	rt       wazero.Runtime          // the module's own runtime (see Runtime)
+	cache    wazero.CompilationCache // rt's own: closing it frees everything rt compiled
 	compiled wazero.CompiledModule
 	manifest *abi.Manifest
 	schemas  map[string]toolSchemas // by tool name
 	minPages uint32                 // initial memory of the module
 	static   uint64                 // host bytes of an instance outside linear memory and stack
 	hasStart bool                   // the module's start function is exported as startExport
+
+	engineOnce sync.Once
+	engineErr  error
 
 	mu       sync.Mutex
 	closed   bool
@@ -91,8 +97,21 @@ func (m *Module) Abort() {
 func (m *Module) Done() <-chan struct{} { return m.done }
 
 func (m *Module) free() {
-	_ = m.compiled.Close(context.Background())
+	_ = m.closeEngine(context.Background())
+	m.r.mu.Lock()
+	delete(m.r.modules, m)
+	m.r.mu.Unlock()
 	close(m.done)
+}
+
+// closeEngine closes the module's runtime, ending its instances, and frees
+// its compiled code, once however often it is called (by the Runtime's
+// Close and by the module's own end).
+func (m *Module) closeEngine(ctx context.Context) error {
+	m.engineOnce.Do(func() {
+		m.engineErr = errors.Join(m.rt.CloseWithExitCode(ctx, sys.ExitCodeContextCanceled), m.cache.Close(ctx))
+	})
+	return m.engineErr
 }
 
 func (m *Module) acquire(c *callCtl) bool {
@@ -133,16 +152,16 @@ func (m *Module) compile(ctx context.Context, wasm []byte) error {
 	}
 	// On a guard error, let wazero explain a malformed module; refuse one
 	// it would accept but that cannot be guarded.
-	compiled, err := m.r.rt.CompileModule(ctx, guarded)
+	compiled, err := m.compileCached(ctx, guarded)
 	if err != nil {
 		return fmt.Errorf("load %q: %w: %v", m.name, ErrCompile, err)
 	}
 	if guardErr != nil {
-		_ = compiled.Close(ctx)
+		_ = m.closeEngine(ctx)
 		return fmt.Errorf("load %q: %w: %v", m.name, ErrCompile, guardErr)
 	}
 	if err := checkImportsExports(compiled, m.r.wasi); err != nil {
-		_ = compiled.Close(ctx)
+		_ = m.closeEngine(ctx)
 		return fmt.Errorf("load %q: %w", m.name, err)
 	}
 	for _, mem := range compiled.ExportedMemories() {
@@ -150,6 +169,51 @@ func (m *Module) compile(ctx context.Context, wasm []byte) error {
 	}
 	m.compiled, m.static, m.hasStart = compiled, g.static, g.hasStart
 	return nil
+}
+
+// compileCached gives the module its runtime and compiles wasm in it: with
+// the disk cache, in a runtime whose cache is the module's own entry; when
+// that entry cannot be read or written, the entry is removed and the module
+// compiled again in memory (a cache is an optimisation, never a reason to
+// refuse a module). On error, the module has no runtime left open.
+func (m *Module) compileCached(ctx context.Context, wasm []byte) (wazero.CompiledModule, error) {
+	d := m.r.disk
+	if d != nil {
+		entry := d.entry(wasm)
+		cache, err := wazero.NewCompilationCacheWithDir(entry)
+		if err == nil {
+			rt, err := m.r.engine(ctx, cache)
+			if err == nil {
+				compiled, err := rt.CompileModule(ctx, wasm)
+				if err == nil {
+					m.rt, m.cache = rt, cache
+					d.prune(entry)
+					return compiled, nil
+				}
+				_ = rt.Close(ctx)
+				if !cacheFault(err) {
+					_ = cache.Close(ctx)
+					return nil, err
+				}
+			}
+		}
+		_ = cache.Close(ctx)
+		_ = os.RemoveAll(entry)
+	}
+	cache := wazero.NewCompilationCache()
+	rt, err := m.r.engine(ctx, cache)
+	if err != nil {
+		_ = cache.Close(ctx)
+		return nil, err
+	}
+	compiled, err := rt.CompileModule(ctx, wasm)
+	if err != nil {
+		_ = rt.Close(ctx)
+		_ = cache.Close(ctx)
+		return nil, err
+	}
+	m.rt, m.cache = rt, cache
+	return compiled, nil
 }
 
 // toolSchemas are the compiled schemas of one tool; out is nil when the
@@ -369,7 +433,7 @@ func (r *Runtime) run(ctx context.Context, m *Module, tool string, req []byte, l
 // _start. The instance is closed before it returns. An error of the
 // instantiation itself is an *instantiateError.
 func (c *call) execute(ctx context.Context) error {
-	mod, err := c.r.rt.InstantiateModule(ctx, c.m.compiled, c.cfg)
+	mod, err := c.m.rt.InstantiateModule(ctx, c.m.compiled, c.cfg)
 	if err != nil {
 		return &instantiateError{err}
 	}

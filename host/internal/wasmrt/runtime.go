@@ -14,7 +14,6 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
-	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/wasmtask/wasmtask/abi"
 )
@@ -24,9 +23,14 @@ import (
 // hands them down (package host, policy.go).
 type Config struct {
 	// CacheDir, when set, keeps compiled code on disk so that the next
-	// process compiles a known module in a fraction of the time. "" keeps
-	// compiled code in memory only.
+	// process compiles a known module in a fraction of the time (compiler
+	// only: the interpreter's code is not kept). It must be private to this
+	// user (New creates it with mode 0700 and refuses one others may
+	// write). "" keeps compiled code in memory only.
 	CacheDir string
+	// MaxCacheMiB bounds CacheDir: past it the least recently used modules'
+	// entries are removed. Required when CacheDir is set.
+	MaxCacheMiB int
 	// Interpreter selects wazero's interpreter instead of its compiler. The
 	// compiler is used where wazero supports it (amd64, arm64) unless set.
 	Interpreter bool
@@ -50,6 +54,12 @@ func (c Config) validate() error {
 	if c.MaxMemoryMiB <= 0 || c.MaxMemoryMiB > maxWasm32MiB {
 		return fmt.Errorf("wasmrt: MaxMemoryMiB %d is outside 1..%d", c.MaxMemoryMiB, maxWasm32MiB)
 	}
+	if c.CacheDir != "" && c.MaxCacheMiB <= 0 {
+		return fmt.Errorf("wasmrt: MaxCacheMiB %d must be positive with a CacheDir", c.MaxCacheMiB)
+	}
+	if c.MaxCodeMiB < 0 {
+		return fmt.Errorf("wasmrt: MaxCodeMiB %d is negative", c.MaxCodeMiB)
+	}
 	if err := c.LoadLimits.validate(); err != nil {
 		return fmt.Errorf("wasmrt: LoadLimits: %w", err)
 	}
@@ -58,18 +68,24 @@ func (c Config) validate() error {
 
 // Runtime compiles modules and runs their calls. It is safe for concurrent
 // use. Close releases everything, ending calls still running.
+//
+// Each module gets a wazero runtime and compilation cache of its own (see
+// Module.compileCached): closing them frees everything compiled for the
+// module, and with a disk cache the module's entry is a directory of its
+// own, which the host can bound and evict.
 type Runtime struct {
-	cfg   Config
-	rt    wazero.Runtime
-	cache wazero.CompilationCache
-	base  wazero.ModuleConfig
+	cfg  Config
+	rc   wazero.RuntimeConfig // of every module's runtime, without its cache
+	disk *diskCache           // nil: compiled code is kept in memory only
+	base wazero.ModuleConfig
 
 	wasi   map[string]hostSignature // the WASI functions the runtime provides
 	linear *linearCache             // linear memories kept for reuse
 
-	mu     sync.Mutex
-	closed bool
-	calls  map[*callState]context.CancelFunc // running calls, ended by Close
+	mu      sync.Mutex
+	closed  bool
+	calls   map[*callState]context.CancelFunc // running calls, ended by Close
+	modules map[*Module]struct{}              // loaded and not freed, closed by Close
 }
 
 // New returns a Runtime. Close it when done.
@@ -77,54 +93,63 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	var cache wazero.CompilationCache
-	if cfg.CacheDir != "" {
-		c, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
+	r := &Runtime{cfg: cfg, linear: newLinearCache(),
+		calls: make(map[*callState]context.CancelFunc), modules: make(map[*Module]struct{})}
+	if cfg.CacheDir != "" && !cfg.Interpreter {
+		d, err := openDiskCache(cfg.CacheDir, cfg.MaxCacheMiB)
 		if err != nil {
-			return nil, fmt.Errorf("wasmrt: compilation cache: %w", err)
+			return nil, err
 		}
-		cache = c
-	} else {
-		cache = wazero.NewCompilationCache()
+		r.disk = d
 	}
-	rc := wazero.NewRuntimeConfig()
+	r.rc = wazero.NewRuntimeConfig()
 	if cfg.Interpreter {
-		rc = wazero.NewRuntimeConfigInterpreter()
+		r.rc = wazero.NewRuntimeConfigInterpreter()
 	}
-	rc = rc.WithCloseOnContextDone(true).
+	r.rc = r.rc.WithCloseOnContextDone(true).
 		// Memory is bounded per call by limitedAllocator, capped at
 		// cfg.MaxMemoryMiB. wazero's own limit is left at the wasm32
 		// maximum: when it refuses a growth first, the allocator never
 		// hears of it and the failure could not be told from a trap.
-		WithMemoryLimitPages(65536).
-		WithCompilationCache(cache)
-	rt := wazero.NewRuntimeWithConfig(ctx, rc)
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
-		_ = rt.Close(ctx)
-		_ = cache.Close(ctx)
-		return nil, fmt.Errorf("wasmrt: WASI: %w", err)
-	}
-	wasiFuncs := make(map[string]hostSignature)
-	for name, def := range rt.Module(wasi_snapshot_preview1.ModuleName).ExportedFunctionDefinitions() {
-		wasiFuncs[name] = hostSignature{params: def.ParamTypes(), results: def.ResultTypes()}
-	}
-	if err := instantiateHost(ctx, rt); err != nil {
-		_ = rt.Close(ctx)
-		_ = cache.Close(ctx)
-		return nil, fmt.Errorf("wasmrt: host module: %w", err)
-	}
-	base := wazero.NewModuleConfig().
+		WithMemoryLimitPages(65536)
+	r.base = wazero.NewModuleConfig().
 		WithName(""). // many instances of one module at once
 		WithRandSource(rand.Reader).
 		WithSysWalltime().
 		WithSysNanotime().
 		WithStartFunctions() // Call runs them once the memory pool is set (stack.go)
-	return &Runtime{cfg: cfg, rt: rt, cache: cache, base: base, wasi: wasiFuncs, linear: newLinearCache(),
-		calls: make(map[*callState]context.CancelFunc)}, nil
+
+	cache := wazero.NewCompilationCache()
+	defer cache.Close(ctx)
+	probe, err := r.engine(ctx, cache)
+	if err != nil {
+		return nil, err
+	}
+	defer probe.Close(ctx)
+	r.wasi = make(map[string]hostSignature)
+	for name, def := range probe.Module(wasi_snapshot_preview1.ModuleName).ExportedFunctionDefinitions() {
+		r.wasi[name] = hostSignature{params: def.ParamTypes(), results: def.ResultTypes()}
+	}
+	return r, nil
+}
+
+// engine returns a new wazero runtime compiling into cache, with WASI and
+// the host module instantiated.
+func (r *Runtime) engine(ctx context.Context, cache wazero.CompilationCache) (wazero.Runtime, error) {
+	rt := wazero.NewRuntimeWithConfig(ctx, r.rc.WithCompilationCache(cache))
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+		_ = rt.Close(ctx)
+		return nil, fmt.Errorf("wasmrt: WASI: %w", err)
+	}
+	if err := instantiateHost(ctx, rt); err != nil {
+		_ = rt.Close(ctx)
+		return nil, fmt.Errorf("wasmrt: host module: %w", err)
+	}
+	return rt, nil
 }
 
 // Close ends every running call (they fail with KindCanceled wrapping
-// ErrClosed), frees all compiled code and closes the compilation cache.
+// ErrClosed), frees all compiled code and closes the compilation caches.
 func (r *Runtime) Close(ctx context.Context) error {
 	r.mu.Lock()
 	if r.closed {
@@ -135,10 +160,17 @@ func (r *Runtime) Close(ctx context.Context) error {
 	for _, cancel := range r.calls {
 		cancel() // unblocks calls waiting in a host function such as elicit
 	}
+	mods := make([]*Module, 0, len(r.modules))
+	for m := range r.modules {
+		mods = append(mods, m)
+	}
 	r.mu.Unlock()
-	err := r.rt.CloseWithExitCode(ctx, sys.ExitCodeContextCanceled)
+	var errs []error
+	for _, m := range mods {
+		errs = append(errs, m.closeEngine(ctx))
+	}
 	r.linear.close()
-	return errors.Join(err, r.cache.Close(ctx))
+	return errors.Join(errs...)
 }
 
 // track registers a running call so that Close can end it. It reports
@@ -186,8 +218,18 @@ func (r *Runtime) Load(ctx context.Context, name string, wasm []byte) (*Module, 
 	if err := m.compile(ctx, wasm); err != nil {
 		return nil, err
 	}
+	r.mu.Lock()
+	closed := r.closed
+	if !closed {
+		r.modules[m] = struct{}{}
+	}
+	r.mu.Unlock()
+	if closed {
+		_ = m.closeEngine(context.Background())
+		return nil, fmt.Errorf("load %q: %w", name, ErrClosed)
+	}
 	if err := m.describe(ctx); err != nil {
-		_ = m.compiled.Close(context.Background())
+		m.free()
 		return nil, err
 	}
 	return m, nil
