@@ -3,8 +3,10 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -83,4 +85,55 @@ func (s *Server) elicit(ctx context.Context, ss *mcp.ServerSession, taskID strin
 func clientCanElicit(ss *mcp.ServerSession) bool {
 	ip := ss.InitializeParams()
 	return ip != nil && ip.Capabilities != nil && ip.Capabilities.Elicitation != nil
+}
+
+// Per-session bounds on elicitation, on top of the runtime's per-call ones:
+// a client is one user, and every call and task of its session asks that
+// user. At most maxOpenElicits questions wait for an answer at once, and
+// new ones start at most sessionElicitBurst at a time, then one every
+// sessionElicitEvery.
+const (
+	maxOpenElicits     = 4
+	sessionElicitBurst = 8
+	sessionElicitEvery = 2 * time.Second
+)
+
+var (
+	errElicitsOpen = fmt.Errorf("this session already has %d input requests waiting for the user", maxOpenElicits)
+	errElicitRate  = errors.New("this session's input requests are too frequent")
+)
+
+// elicitLimiter is one session's elicitation bounds: a count of open
+// questions and a token bucket. The zero value is ready: a full bucket.
+type elicitLimiter struct {
+	mu     sync.Mutex
+	open   int
+	used   float64 // tokens taken and not yet refilled
+	refill time.Time
+}
+
+// begin admits one question at now, or says which bound refuses it. An
+// admitted question is ended with end.
+func (l *elicitLimiter) begin(now time.Time) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.open >= maxOpenElicits {
+		return errElicitsOpen
+	}
+	if !l.refill.IsZero() {
+		l.used = max(0, l.used-float64(now.Sub(l.refill))/float64(sessionElicitEvery))
+	}
+	l.refill = now
+	if l.used+1 > sessionElicitBurst {
+		return errElicitRate
+	}
+	l.used++
+	l.open++
+	return nil
+}
+
+func (l *elicitLimiter) end() {
+	l.mu.Lock()
+	l.open--
+	l.mu.Unlock()
 }

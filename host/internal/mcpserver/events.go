@@ -4,6 +4,7 @@ package mcpserver
 
 import (
 	"context"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -30,6 +31,7 @@ func logLevel(l int32) mcp.LoggingLevel {
 // the context of the request (on its stream over Streamable HTTP).
 type callEvents struct {
 	s     *Server
+	sess  *session
 	ss    *mcp.ServerSession
 	ctx   context.Context
 	token any
@@ -53,6 +55,11 @@ func (e *callEvents) Elicit(ctx context.Context, req abi.ElicitRequest) (abi.Eli
 	if !clientCanElicit(e.ss) {
 		return abi.ElicitReply{}, errElicitUnsupported
 	}
+	if err := e.sess.elicits.begin(time.Now()); err != nil {
+		e.s.log.Info("input request refused", "tool", e.tool, "session", e.sess.id, "err", err)
+		return abi.ElicitReply{}, err
+	}
+	defer e.sess.elicits.end()
 	ctx, stop := withDone(e.ctx, ctx)
 	defer stop()
 	a := e.s.elicit(ctx, e.ss, "", req)
@@ -100,6 +107,11 @@ func (e *taskEvents) Elicit(ctx context.Context, req abi.ElicitRequest) (abi.Eli
 	if !clientCanElicit(e.rq.ss) {
 		return abi.ElicitReply{}, errElicitUnsupported
 	}
+	if err := e.rq.sess.elicits.begin(time.Now()); err != nil {
+		e.s.log.Info("input request refused", "tool", e.tool, "session", e.rq.sess.id, "err", err)
+		return abi.ElicitReply{}, err
+	}
+	defer e.rq.sess.elicits.end()
 	v, err := e.run.RequestInput(ctx, req)
 	if err != nil {
 		return abi.ElicitReply{}, err

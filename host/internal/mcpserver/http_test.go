@@ -279,3 +279,44 @@ func TestHTTPParamsErrorsInClientTerms(t *testing.T) {
 		}
 	}
 }
+
+// A session's input requests are bounded, whichever tasks ask: with five
+// tasks asking the user at once and no answer given, four wait for the
+// user (input_required) and the fifth fails, saying why.
+func TestSessionElicitationsBounded(t *testing.T) {
+	ts := newTestServer(t, taskengine.Config{})
+	c := newHTTPClient(t, ts.httpServer(t))
+	c.initialize()
+	var ids []string
+	for i := range maxOpenElicits + 1 {
+		ids = append(ids, taskIDOf(t, c.call(i, "tools/call", map[string]any{"name": "ask", "task": map[string]any{}})))
+	}
+	status := map[string]string{}
+	for {
+		counts := map[string]int{}
+		for _, id := range ids {
+			task, _ := c.call(0, "tasks/get", map[string]any{"taskId": id})["result"].(map[string]any)
+			st, _ := task["status"].(string)
+			status[id] = st
+			counts[st]++
+		}
+		if counts["input_required"]+counts["failed"] == len(ids) {
+			if counts["failed"] != 1 {
+				t.Fatalf("statuses %v, want %d input_required and 1 failed", status, maxOpenElicits)
+			}
+			break
+		}
+		if counts["completed"] > 0 {
+			t.Fatalf("a task completed without an answer: %v", status)
+		}
+	}
+	for _, id := range ids {
+		if status[id] != "failed" {
+			continue
+		}
+		res := c.call(0, "tasks/result", map[string]any{"taskId": id})
+		if b, _ := json.Marshal(res); !strings.Contains(string(b), "input requests waiting for the user") {
+			t.Errorf("the refused task's result %s does not say why", b)
+		}
+	}
+}

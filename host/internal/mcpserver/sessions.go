@@ -23,6 +23,9 @@ type session struct {
 	// writes notifications go-sdk has no API for and learns which response
 	// announces a task. nil for Streamable HTTP.
 	stdio *lineConn
+	// elicits bounds the session's elicitations, whichever call or task
+	// asks.
+	elicits elicitLimiter
 }
 
 // newSessionLocked records a session. s.mu must be held.

@@ -198,7 +198,7 @@ func (s *Server) callTool(ctx context.Context, rq requestor, p *mcp.CallToolPara
 		defer s.endWork()
 		ctx, stop := withDone(ctx, rq.sess.ctx)
 		defer stop()
-		ev := &callEvents{s: s, ss: rq.ss, ctx: ctx, token: token, tool: tool.Name}
+		ev := &callEvents{s: s, sess: rq.sess, ss: rq.ss, ctx: ctx, token: token, tool: tool.Name}
 		return s.execute(ctx, cat, tool.Name, p.Arguments, ev)
 	}
 	ttl, err := parseTaskParams(taskMeta)
