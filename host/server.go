@@ -125,10 +125,14 @@ var ErrServerClosed = errors.New("host: server closed")
 // HTTPPath is the MCP endpoint of [Server.Handler] and [Server.Serve].
 const HTTPPath = mcpserver.HTTPPath
 
-// New loads the tools and returns a Server ready to serve. With a ToolsDir,
-// modules that fail to load are logged and skipped (see [Server.Problems]);
-// New fails when the server itself cannot start, including a ToolsDir that
-// does not exist or cannot be read.
+// New starts loading the tools and returns a Server ready to serve: the
+// modules load in the background (two at a time, smallest first, each
+// within the policy's LoadTimeout), so initialize is answered at once; a
+// call waits until its tool has loaded, and tools/list, [Server.Tools] and
+// [Server.Problems] until the modules found at start have loaded or
+// failed. Modules that fail to load are logged and skipped (see
+// [Server.Problems]); New fails when the server itself cannot start,
+// including a ToolsDir that does not exist or cannot be read.
 func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

@@ -19,6 +19,11 @@
 // previous version of a module whose new version fails, and gives each tool
 // name to one module. Swapping the *Generation pointer and draining the old
 // generation's calls before releasing its compiled modules are the host's.
+// Wrapped in [Loads], the Loader runs in the background (two workers,
+// smallest file first, each load within a deadline) and Build never waits:
+// a module still loading is a problem wrapping [ErrLoading], and
+// [Loads.Finished] says when to build again, so a slow module delays only
+// itself.
 // The package imports only the standard library, package abi and fsnotify.
 //
 // A minimal use:
@@ -97,8 +102,10 @@
 // received yet with the newer one, so it never blocks and nothing queues
 // up. Snapshots and Modules are immutable values, safe to share. [Scan]
 // and [ScanFS] are one-shot scans with no goroutine. [Build] starts no
-// goroutine and calls the [Loader] from the caller's goroutine, one module
-// at a time; a [Generation] is immutable and safe for concurrent use, so
+// goroutine and calls a plain [Loader] from the caller's goroutine, one
+// module at a time; [Loads] owns its workers, which [Loads.Close] stops, and
+// its queue holds at most the modules of the snapshots it was asked for
+// ([Loads.Keep] forgets the rest); a [Generation] is immutable and safe for concurrent use, so
 // the host can publish it with one atomic pointer store. Everything a
 // Generation or the Watcher remembers (digest cache, failed digests) is
 // bounded by [Config.MaxModules] entries.

@@ -74,6 +74,13 @@
 //   - TestBadOutput (badout.wat): not JSON, wrong shape, no content, two
 //     documents, empty, unknown content type, non-object structuredContent:
 //     each KindBadOutput with the reason.
+//   - TestLoadingIsBounded (slowdescribe.wat, and modules generated in the
+//     test): code over the policy's maxCodeMiB and a function body over
+//     1 MiB are load problems naming the bound, refused before they are
+//     compiled; a describe that never answers ends at the load limits; the
+//     good module answers as soon as it has loaded, whatever the others do.
+//     TestLoadTimeout: a load past the policy's loadTimeout is a problem
+//     that says so.
 //   - TestTrapAfterPartialOutput (partial.wat): half an answer then a trap
 //     is KindTrap with the stderr tail; the partial stdout is not used.
 //   - TestWildPointers (wild.wat): each wasmtask_v1 function given a
@@ -141,5 +148,10 @@
 // BenchmarkStackOverflow the host memory one stack overflow allocates
 // (the guest's stack, charged to MemoryMiB with linear memory);
 // BenchmarkPeakRSS the peak resident memory of one call of each memory
-// case over its grant, each in a process of its own (-benchtime 1x).
+// case over its grant, each in a process of its own (-benchtime 1x);
+// BenchmarkDeadlineOverrun p50/p99/max of how long every guest that only
+// its deadline stops (loops, call trees, host-call floods) runs past it;
+// BenchmarkLoadWhileWorstLoads when a good module answers while the most
+// expensive module the default limits admit compiles, and when that load
+// ends.
 package sandbox_test

@@ -56,9 +56,15 @@
 // (elicitschema.go).
 //
 // Load does not share modules: plugins.Build loads each content digest once
-// and keeps the Module across reloads, and wazero's compilation cache makes
-// compiling the same bytes twice cheap anyway. A Module's compiled code is
-// freed when it is closed and its last call has ended.
+// and keeps the Module across reloads. Each Module has a wazero runtime and
+// compilation cache of its own, so its compiled code is freed, all of it,
+// when it is closed and its last call has ended. With Config.CacheDir the
+// compiled code is also kept on disk, a directory per module (cache.go):
+// bounded by Config.MaxCacheMiB with the least recently used evicted, shared
+// safely by several processes, and an entry wazero cannot read or write is
+// removed and the module compiled in memory. Code over Config.MaxCodeMiB or
+// a function over MaxFunctionBytes is refused before it is compiled
+// ([ErrTooLarge]).
 //
 // # Calls and the sandbox
 //
@@ -131,6 +137,5 @@
 // Module Close does not wait: calls in flight finish, then the module is
 // released (Done reports it). Module Abort closes it and ends its calls in
 // flight ([ErrAborted]). Runtime Close ends every running call
-// (KindCanceled wrapping ErrClosed) and frees all compiled code; it also
-// closes the compilation cache.
+// (KindCanceled wrapping ErrClosed) and frees all compiled code.
 package wasmrt
