@@ -246,7 +246,8 @@ type ToolInfo struct {
 }
 
 // Tools returns the tools served now, sorted by name, with the limits and
-// grants each gets: the same numbers tools/call applies.
+// grants each gets: the same numbers tools/call applies. Right after New
+// it first waits for the modules found at start to load or fail.
 func (s *Server) Tools() []ToolInfo {
 	_ = s.ready(context.Background(), "")
 	c := s.catalog.Load()
@@ -292,7 +293,8 @@ func (p Problem) String() string {
 }
 
 // Problems returns what is wrong with the tools served now, in name order.
-// Empty when all is well. The operator log has each problem too.
+// Empty when all is well. The operator log has each problem too. Right
+// after New it first waits for the modules found at start to load or fail.
 func (s *Server) Problems() []Problem {
 	_ = s.ready(context.Background(), "")
 	return append([]Problem(nil), s.catalog.Load().problems...)
