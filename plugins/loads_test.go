@@ -167,6 +167,9 @@ func TestLoadsTimeout(t *testing.T) {
 		// A quick module added later still loads in the single worker.
 		snap2 := snapOf(t, map[string][]string{"stuck": {"a"}, "quick": {"b"}}, nil)
 		gen = buildUntil(t, again, snap2, p, func(g *Generation[*fakeCompiled]) bool { return served(g, "b") })
+		if ps := gen.Problems(); len(ps) != 1 || !errors.Is(ps[0].Err, ErrLoadTimeout) {
+			t.Errorf("after adding quick: problems %v, want stuck still timed out", ps)
+		}
 		if loads, _, _ := g.stats(); len(loads) != 2 {
 			t.Errorf("loads %v, want stuck once and quick once", loads)
 		}
