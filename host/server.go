@@ -478,7 +478,7 @@ func (s *Server) watch(ctx context.Context) {
 			}
 			s.reload(ctx, snap)
 		case <-s.loads.Finished():
-			s.reload(ctx, s.catalog.Load().gen.Snapshot())
+			s.refresh(ctx)
 		}
 	}
 }
@@ -493,6 +493,20 @@ func (s *Server) reload(ctx context.Context, snap *plugins.Snapshot) {
 	}
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
+	s.rebuild(ctx, snap)
+}
+
+// refresh rebuilds the served snapshot, to take the loads that finished.
+// It reads the snapshot under reloadMu: read before it, a reload of a
+// newer snapshot running meanwhile would be undone.
+func (s *Server) refresh(ctx context.Context) {
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	s.rebuild(ctx, s.catalog.Load().gen.Snapshot())
+}
+
+// rebuild is reload's work; reloadMu is held.
+func (s *Server) rebuild(ctx context.Context, snap *plugins.Snapshot) {
 	start := time.Now()
 	prev := s.catalog.Load()
 	var prevGen *generation
