@@ -192,6 +192,16 @@ func (c *catalog) tool(name string) (*servedTool, bool) {
 // Tools implements mcpserver.Catalog.
 func (c *catalog) Tools() []abi.Tool { return c.list }
 
+// ToolModule implements mcpserver.ToolOrigin: the audit log names the
+// module file and digest a tool is served from.
+func (c *catalog) ToolModule(name string) (module, digest string, ok bool) {
+	t, ok := c.tool(name)
+	if !ok {
+		return "", "", false
+	}
+	return t.module.Name, t.module.Digest, true
+}
+
 // Tool implements mcpserver.Catalog.
 func (c *catalog) Tool(name string) (abi.Tool, bool) {
 	t, ok := c.tools[name]
@@ -237,4 +247,7 @@ func limitsOf(tp ToolPolicy, g Grants, getenv func(string) (string, bool)) wasmr
 	return lim
 }
 
-var _ mcpserver.Catalog = (*catalog)(nil)
+var (
+	_ mcpserver.Catalog    = (*catalog)(nil)
+	_ mcpserver.ToolOrigin = (*catalog)(nil)
+)

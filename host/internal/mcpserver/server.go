@@ -51,8 +51,11 @@ type Config struct {
 	// first, then the Engine. Its Config sets the task limits (maximum TTL,
 	// running tasks per requestor, store size).
 	Engine *taskengine.Engine
-	// Logger receives the audit log of task creation, completion and
-	// retrieval, and go-sdk's own log. Default: discard.
+	// Logger receives the audit log — one "audit" line per tenant action:
+	// session opened, plain call, task created or refused, finished,
+	// cancelled, result retrieved, request denied; with the tenant, tool,
+	// module, digest and outcome, never argument values — and go-sdk's own
+	// log. Default: discard.
 	Logger *slog.Logger
 	// Name and Version are the serverInfo; defaults "wasmtask" and "dev".
 	Name, Version string
@@ -235,6 +238,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 	sess := s.newSessionLocked(conn.id, conn)
 	s.mu.Unlock()
 	defer s.releaseSession(conn.id)
+	s.audit(auditSessionOpen, sess.owner, slog.String("transport", "stdio"))
 
 	ss, err := s.mcp.Connect(ctx, lineTransport{conn}, nil)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"log/slog"
 	"runtime/debug"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -44,8 +45,8 @@ func (s *Server) newSessionLocked(id string, stdio *lineConn) *session {
 func (s *Server) sessionFor(ss *mcp.ServerSession, user string) *session {
 	id := ss.ID()
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if sess, ok := s.sessions[id]; ok {
+		s.mu.Unlock()
 		return sess
 	}
 	if len(s.sessions) >= 2*max(s.swept, 8) {
@@ -53,6 +54,8 @@ func (s *Server) sessionFor(ss *mcp.ServerSession, user string) *session {
 	}
 	sess := s.newSessionLocked(id, nil)
 	sess.user = user
+	s.mu.Unlock()
+	s.audit(auditSessionOpen, requestor{sess: sess, user: user}.owner(), slog.String("transport", "http"))
 	return sess
 }
 

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -43,7 +44,7 @@ const timeFormat = "2006-01-02T15:04:05.000Z07:00"
 func wireTaskOf(t taskengine.Task) wireTask {
 	msg := t.StatusMessage
 	if t.Err != nil && t.Status.Terminal() {
-		tool, _ := t.Meta.(string)
+		tool := toolOf(t)
 		msg = taskEndText(tool, t.Err)
 	}
 	w := wireTask{
@@ -157,7 +158,7 @@ func (s *Server) tasksCancel(ctx context.Context, _ *mcp.ServerSession, p *taskI
 	if err != nil {
 		return nil, engineError(err, id)
 	}
-	s.log.Info("task cancelled", "task", id, "owner", rq.owner())
+	s.audit(auditTaskCancel, rq.owner(), append(taskAttrs(t), slog.String("outcome", string(t.Status)))...)
 	return &taskResult{wireTask: wireTaskOf(t)}, nil
 }
 
@@ -187,7 +188,7 @@ func (s *Server) tasksResult(ctx context.Context, _ *mcp.ServerSession, p *taskI
 		}
 		return nil, engineError(err, id)
 	}
-	s.log.Info("task result retrieved", "task", id, "owner", owner, "status", t.Status)
+	s.audit(auditTaskResult, owner, append(taskAttrs(t), slog.String("outcome", string(t.Status)))...)
 	var rpc *jsonrpc.Error
 	switch v, _ := out.Value.(*callToolResult); {
 	case v != nil:
@@ -199,7 +200,7 @@ func (s *Server) tasksResult(ctx context.Context, _ *mcp.ServerSession, p *taskI
 	case t.Status == taskengine.StatusCancelled:
 		return nil, rpcError(jsonrpc.CodeInternalError, "task %q was cancelled", id)
 	case out.Err != nil:
-		tool, _ := t.Meta.(string)
+		tool := toolOf(t)
 		r := toolError(failureText(tool, out.Err))
 		r.Meta = relatedMeta(id)
 		return r, nil

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -199,7 +201,9 @@ func (s *Server) callTool(ctx context.Context, rq requestor, p *mcp.CallToolPara
 		ctx, stop := withDone(ctx, rq.sess.ctx)
 		defer stop()
 		ev := &callEvents{s: s, sess: rq.sess, ss: rq.ss, ctx: ctx, token: token, tool: tool.Name}
-		return s.execute(ctx, cat, tool.Name, p.Arguments, ev)
+		res, err := s.execute(ctx, cat, tool.Name, p.Arguments, ev)
+		s.audit(auditCall, rq.owner(), append(toolAttrs(cat, tool.Name), outcomeAttr(res, err))...)
+		return res, err
 	}
 	ttl, err := parseTaskParams(taskMeta)
 	if err != nil {
@@ -270,29 +274,29 @@ func (s *Server) execute(ctx context.Context, cat Catalog, tool string, args jso
 // The caller counted the task in (beginWork); its work counts it out.
 func (s *Server) createTask(rq requestor, cat Catalog, release func(), tool string, args json.RawMessage, token any, ttl time.Duration, reqID any) (mcp.Result, error) {
 	owner := rq.owner()
+	info := &taskInfo{tool: tool, attrs: toolAttrs(cat, tool)}
 	work := func(ctx context.Context, run *taskengine.Run) taskengine.Outcome {
 		defer s.endWork()
 		defer release()
 		id := run.ID()
 		ev := &taskEvents{s: s, rq: rq, run: run, id: id, token: token, tool: tool}
 		res, err := s.execute(ctx, cat, tool, args, ev)
+		s.audit(auditTaskFinish, owner, append(append(slices.Clip(info.attrs), slog.String("task", id)), outcomeAttr(res, err))...)
 		if err != nil {
-			s.log.Info("task finished", "task", id, "tool", tool, "owner", owner, "error", err)
 			return taskengine.Outcome{Err: err}
 		}
 		if res.IsError {
 			run.SetStatusMessage(firstText(res, "the tool reported an error"))
 		}
-		s.log.Info("task finished", "task", id, "tool", tool, "owner", owner, "isError", res.IsError)
 		return taskengine.Outcome{Value: res, Failed: res.IsError, Size: res.size()}
 	}
-	t, err := s.cfg.Engine.Submit(owner, taskengine.SubmitOptions{TTL: ttl, Meta: tool}, work)
+	t, err := s.cfg.Engine.Submit(owner, taskengine.SubmitOptions{TTL: ttl, Meta: info}, work)
 	if err != nil {
 		s.endWork()
-		s.log.Warn("task refused", "tool", tool, "owner", owner, "err", err)
+		s.audit(auditTaskCreate, owner, append(slices.Clip(info.attrs), slog.String("outcome", "refused"), slog.String("reason", err.Error()))...)
 		return nil, engineError(err, "")
 	}
-	s.log.Info("task created", "task", t.ID, "tool", tool, "owner", owner, "ttl", t.TTL)
+	s.audit(auditTaskCreate, owner, append(taskAttrs(t), slog.String("outcome", "created"), slog.Duration("ttl", t.TTL))...)
 	if c := rq.sess.stdio; c != nil {
 		if reqID != nil {
 			c.expectTask(reqID, t.ID) // before the response is written

@@ -1,0 +1,94 @@
+package mcpserver
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+
+	"github.com/wasmtask/wasmtask/taskengine"
+)
+
+// Audit actions: the first attribute of every audit line. One line is
+// written per tenant action, with the tenant (the task owner), the tool,
+// the module and its digest where the action names a tool, and the
+// outcome. Argument values and results are never written.
+const (
+	auditSessionOpen = "session.open"
+	auditCall        = "call"        // a plain tools/call ended
+	auditTaskCreate  = "task.create" // outcome "created" or "refused"
+	auditTaskFinish  = "task.finish"
+	auditTaskCancel  = "task.cancel"
+	auditTaskResult  = "task.result"
+	auditDenied      = "request.denied"
+)
+
+// ToolOrigin is implemented by a [Catalog] that can name the module a tool
+// comes from; the audit log then carries the module and its digest.
+type ToolOrigin interface {
+	ToolModule(tool string) (module, digest string, ok bool)
+}
+
+// audit writes one line of the audit log.
+func (s *Server) audit(action, tenant string, attrs ...slog.Attr) {
+	all := make([]slog.Attr, 0, 2+len(attrs))
+	all = append(all, slog.String("action", action), slog.String("tenant", tenant))
+	all = append(all, attrs...)
+	s.log.LogAttrs(context.Background(), slog.LevelInfo, "audit", all...)
+}
+
+// toolAttrs names tool and, when cat knows it, its module and digest.
+func toolAttrs(cat Catalog, tool string) []slog.Attr {
+	attrs := []slog.Attr{slog.String("tool", tool)}
+	if o, ok := cat.(ToolOrigin); ok {
+		if m, d, ok := o.ToolModule(tool); ok {
+			attrs = append(attrs, slog.String("module", m), slog.String("digest", d))
+		}
+	}
+	return attrs
+}
+
+// AuditDenied writes the audit line of an HTTP request that a check in
+// front of MCP refused (authentication, rate, origin, host, caps): who
+// asked, when known, and why.
+func (s *Server) AuditDenied(r *http.Request, tenant string, status int, reason string) {
+	s.audit(auditDenied, tenant, slog.String("method", r.Method), slog.String("path", r.URL.Path),
+		slog.Int("status", status), slog.String("reason", reason))
+}
+
+// outcomeAttr is how a call ended: "ok", "tool error" (isError), or the
+// JSON-RPC error it was answered with.
+func outcomeAttr(res *callToolResult, err error) slog.Attr {
+	switch {
+	case err != nil:
+		return slog.String("outcome", "error: "+err.Error())
+	case res != nil && res.IsError:
+		return slog.String("outcome", "tool error")
+	}
+	return slog.String("outcome", "ok")
+}
+
+// taskInfo is a task's SubmitOptions.Meta: its tool and the tool's audit
+// attributes (module and digest) as they were when the task was created.
+type taskInfo struct {
+	tool  string
+	attrs []slog.Attr
+}
+
+// toolOf is the tool a task runs.
+func toolOf(t taskengine.Task) string {
+	info, _ := t.Meta.(*taskInfo)
+	if info == nil {
+		return ""
+	}
+	return info.tool
+}
+
+// taskAttrs are the audit attributes of task t: its tool, module, digest
+// and ID.
+func taskAttrs(t taskengine.Task) []slog.Attr {
+	var attrs []slog.Attr
+	if info, _ := t.Meta.(*taskInfo); info != nil {
+		attrs = append(attrs, info.attrs...)
+	}
+	return append(attrs, slog.String("task", t.ID))
+}
