@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,5 +41,50 @@ func TestAuthUserOwnsTasks(t *testing.T) {
 	}
 	if got := result(bob.call(2, "tasks/list", nil))["tasks"].([]any); len(got) != 0 {
 		t.Errorf("other user: tasks/list got %v, want none", got)
+	}
+}
+
+// Config.Visible decides per user which tools exist: a hidden tool is
+// absent from that user's tools/list and unknown to its tools/call, with
+// the error a tool nobody serves gets, while another user lists and calls it.
+func TestVisiblePerUser(t *testing.T) {
+	ts := newTestServerWith(t, taskengine.Config{}, func(c *Config) {
+		c.Visible = func(user, tool, _ string) bool { return user == "alice" || tool != "quick" }
+	})
+	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+		return &auth.TokenInfo{UserID: token, Expiration: time.Now().Add(time.Hour)}, nil
+	}
+	srv := httptest.NewServer(auth.RequireBearerToken(verify, nil)(ts.HTTPHandler()))
+	t.Cleanup(srv.Close)
+	client := func(user string) *httpClient {
+		c := newHTTPClient(t, srv)
+		c.hc.Header.Set("Authorization", "Bearer "+user)
+		c.initialize()
+		return c
+	}
+	names := func(c *httpClient) map[string]bool {
+		out := map[string]bool{}
+		for _, tl := range result(c.call(1, "tools/list", nil))["tools"].([]any) {
+			out[tl.(map[string]any)["name"].(string)] = true
+		}
+		return out
+	}
+	alice, bob := client("alice"), client("bob")
+	a, b := names(alice), names(bob)
+	if !a["quick"] || b["quick"] || len(b) != len(a)-1 {
+		t.Errorf("tools/list: alice %v, bob %v; want bob to see all but quick", a, b)
+	}
+	args := map[string]any{"name": "quick", "arguments": map[string]any{"name": "x"}}
+	if r := alice.call(2, "tools/call", args); r["error"] != nil {
+		t.Errorf("alice calls quick: %v", r)
+	}
+	hidden := bob.call(2, "tools/call", args)
+	unknown := bob.call(3, "tools/call", map[string]any{"name": "nosuch", "arguments": map[string]any{}})
+	if errCode(hidden) != -32602 || strings.Replace(errMessage(hidden), "quick", "nosuch", 1) != errMessage(unknown) {
+		t.Errorf("bob calls quick: %v; want the error of an unknown tool (%v)", hidden, unknown)
+	}
+	task := bob.call(4, "tools/call", map[string]any{"name": "quick", "arguments": map[string]any{"name": "x"}, "task": map[string]any{}})
+	if errCode(task) != -32602 {
+		t.Errorf("bob starts a task of quick: %v, want -32602", task)
 	}
 }

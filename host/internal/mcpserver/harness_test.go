@@ -36,6 +36,12 @@ func (a *atomicCatalog) Load() *Catalog  { return a.p.Load() }
 
 func newTestServer(t testing.TB, ecfg taskengine.Config) *testServer {
 	t.Helper()
+	return newTestServerWith(t, ecfg, func(*Config) {})
+}
+
+// newTestServerWith is newTestServer with the Config changed by edit.
+func newTestServerWith(t testing.TB, ecfg taskengine.Config, edit func(*Config)) *testServer {
+	t.Helper()
 	e, err := taskengine.New(ecfg)
 	if err != nil {
 		t.Fatal(err)
@@ -47,11 +53,13 @@ func newTestServer(t testing.TB, ecfg taskengine.Config) *testServer {
 	}
 	ts := &testServer{tools: ft, engine: e}
 	ts.catalog.Store(ft)
-	s, err := New(Config{Catalog: func(context.Context, string) (Catalog, func(), error) {
+	cfg := Config{Catalog: func(context.Context, string) (Catalog, func(), error) {
 		ts.holds.Add(1)
 		var once sync.Once
 		return *ts.catalog.Load(), func() { once.Do(func() { ts.releases.Add(1) }) }, nil
-	}, Engine: e, Logger: logger, Name: "wasmtask-test", Version: "0.0.0", MaxArgumentBytes: 1024})
+	}, Engine: e, Logger: logger, Name: "wasmtask-test", Version: "0.0.0", MaxArgumentBytes: 1024}
+	edit(&cfg)
+	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,4 +240,10 @@ func canonical(raw string) string {
 	}
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+func errMessage(m map[string]any) string {
+	e, _ := m["error"].(map[string]any)
+	msg, _ := e["message"].(string)
+	return msg
 }

@@ -57,6 +57,13 @@ type Config struct {
 	// module, digest and outcome, never argument values — and go-sdk's own
 	// log. Default: discard.
 	Logger *slog.Logger
+	// Visible says whether the requestor authenticated as user ("" when
+	// the transport carried no auth) may see and call tool, served from
+	// module (the module file's name, when the catalog is a ToolOrigin).
+	// A tool it may not see is absent from its tools/list and unknown to
+	// its tools/call, with the same error as a tool nobody serves. Nil:
+	// every tool is visible to everyone.
+	Visible func(user, tool, module string) bool
 	// Name and Version are the serverInfo; defaults "wasmtask" and "dev".
 	Name, Version string
 	// Instructions for the client, optional.

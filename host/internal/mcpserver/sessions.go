@@ -147,7 +147,7 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 				return nil, err
 			}
 			defer release()
-			return listTools(cat), nil
+			return listTools(cat, s.visible(user, cat)), nil
 		case methodCallTool:
 			creq, ok := req.(*mcp.CallToolRequest)
 			if !ok {

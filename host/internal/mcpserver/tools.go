@@ -65,12 +65,16 @@ type listToolsResult struct {
 	Tools []wireTool `json:"tools"`
 }
 
-// listTools renders the catalog in one page (the set is bounded by the
-// tool directory; a cursor from the client is ignored).
-func listTools(c Catalog) *listToolsResult {
+// listTools renders the tools of the catalog that visible admits in one
+// page (the set is bounded by the tool directory; a cursor from the client
+// is ignored).
+func listTools(c Catalog, visible func(tool string) bool) *listToolsResult {
 	tools := c.Tools()
 	out := &listToolsResult{Tools: make([]wireTool, 0, len(tools))}
 	for _, t := range tools {
+		if !visible(t.Name) {
+			continue
+		}
 		out.Tools = append(out.Tools, wireTool{
 			Name:         t.Name,
 			Title:        t.Title,
@@ -180,7 +184,7 @@ func (s *Server) callTool(ctx context.Context, rq requestor, p *mcp.CallToolPara
 		}
 	}()
 	tool, ok := cat.Tool(p.Name)
-	if !ok {
+	if !ok || !s.visible(rq.user, cat)(p.Name) {
 		return nil, rpcError(jsonrpc.CodeInvalidParams, "unknown tool %q", p.Name)
 	}
 	if err := s.checkArgs(p.Arguments); err != nil {
@@ -324,4 +328,19 @@ func withDone(ctx, also context.Context) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(also, cancel)
 	return ctx, func() { stop(); cancel() }
+}
+
+// visible is Config.Visible for user over cat's tools.
+func (s *Server) visible(user string, cat Catalog) func(tool string) bool {
+	if s.cfg.Visible == nil {
+		return func(string) bool { return true }
+	}
+	origin, _ := cat.(ToolOrigin)
+	return func(tool string) bool {
+		var module string
+		if origin != nil {
+			module, _, _ = origin.ToolModule(tool)
+		}
+		return s.cfg.Visible(user, tool, module)
+	}
 }
