@@ -24,14 +24,21 @@ func (s *Server) call(ctx context.Context, c *catalog, name string, args json.Ra
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownTool, name)
 	}
-	if err := s.adm.enter(ctx, t.slot, t.need); err != nil {
-		return nil, fmt.Errorf("tool %q: %w", name, err)
+	run := func(ctx context.Context, ev abi.Events) (*abi.Result, error) {
+		if err := s.adm.enter(ctx, t.slot, t.need); err != nil {
+			return nil, fmt.Errorf("tool %q: %w", name, err)
+		}
+		defer s.adm.leave(t.slot, t.need)
+		// c is held by the caller, so its modules are open (or aborted by
+		// CancelRemoved, which the call reports).
+		return t.code.Call(ctx, name, args, t.lim, ev)
 	}
-	defer s.adm.leave(t.slot, t.need)
-
-	// c is held by the caller, so its modules are open (or aborted by
-	// CancelRemoved, which the call reports).
-	return t.code.Call(ctx, name, args, t.lim, ev)
+	if t.cache.ttl > 0 {
+		if res, ok, err := s.cachedCall(ctx, t, name, args, ev, run); ok {
+			return res, err
+		}
+	}
+	return run(ctx, ev)
 }
 
 // failureOf classifies a call's error for the MCP layer, which words it.

@@ -104,6 +104,7 @@ type servedTool struct {
 	lim    wasmrt.Limits // limits and grants as the runtime takes them; PassEnv read when the catalog was built
 	slot   *toolSlot     // its admission share; carried over from the previous catalog
 	need   uint64        // bytes one call reserves of the memory budget: code.Reservation(lim)
+	cache  cachePlan     // how its results are cached
 }
 
 // buildCatalog makes the catalog of gen. Everything a tool gets from the
@@ -133,6 +134,7 @@ func (s *Server) buildCatalog(gen *generation, prev *catalog) *catalog {
 			tp := pol.forTool(entry, t.Name)
 			st := &servedTool{decl: t, module: m, code: l.Compiled, policy: tp, grants: entry.Grants, lim: limitsOf(tp, entry.Grants, os.LookupEnv)}
 			st.need = st.code.Reservation(st.lim)
+			st.cache = s.cachePlanOf(t, st.lim)
 			if p, ok := prev.tool(t.Name); ok && p.slot.mod == ms {
 				st.slot = p.slot
 				s.adm.resizeTool(st.slot, tp.MaxConcurrency, tp.MaxQueue)

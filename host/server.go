@@ -18,6 +18,7 @@ import (
 	"github.com/wasmtask/wasmtask/abi"
 	"github.com/wasmtask/wasmtask/host/defaulttools"
 	"github.com/wasmtask/wasmtask/host/internal/mcpserver"
+	"github.com/wasmtask/wasmtask/host/internal/resultcache"
 	"github.com/wasmtask/wasmtask/host/internal/wasmrt"
 	"github.com/wasmtask/wasmtask/plugins"
 	"github.com/wasmtask/wasmtask/taskengine"
@@ -45,6 +46,16 @@ type Config struct {
 	// CacheMaxMiB bounds CacheDir: past it, the entries of the least
 	// recently used modules are removed. Default 1024.
 	CacheMaxMiB int
+	// ResultCacheMaxTTL is the longest a cached result lives; a tool that
+	// declares "cache": {"cacheable": true} keeps its results for its ttlMs
+	// (none: this), at most this. Zero takes the default (10 min);
+	// negative disables the result cache.
+	ResultCacheMaxTTL time.Duration
+	// ResultCacheEntries and ResultCacheMiB bound the result cache, all
+	// tenants together; each tenant may hold at most half. Defaults 10 000
+	// and 64 MiB.
+	ResultCacheEntries int
+	ResultCacheMiB     int
 	// Interpreter runs guests in wazero's interpreter instead of its
 	// compiler (slower; for platforms the compiler does not support).
 	Interpreter bool
@@ -98,7 +109,8 @@ type Server struct {
 	mcp       *mcpserver.Server
 	catalog   atomic.Pointer[catalog]
 	adm       *admission // the one admission controller of every call
-	budgetSrc string     // where the memory budget comes from, for Limits
+	results   *resultcache.Cache
+	budgetSrc string // where the memory budget comes from, for Limits
 
 	swapMu  sync.Mutex
 	swapped chan struct{} // closed and replaced by every catalog swap
@@ -137,6 +149,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.ResultCacheMaxTTL == 0 {
+		cfg.ResultCacheMaxTTL = DefaultResultCacheMaxTTL
+	}
 	if cfg.Policy != nil {
 		if err := cfg.Policy.validate(); err != nil {
 			return nil, err
@@ -165,6 +180,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		rt:        rt,
 		engine:    engine,
 		adm:       newAdmission(cfg.Policy.maxInstances(), budget),
+		results:   newResultCache(cfg),
 		budgetSrc: budgetSrc,
 		stop:      func() {},
 		listeners: make(map[*http.Server]net.Listener),
@@ -517,6 +533,7 @@ func (s *Server) rebuild(ctx context.Context, snap *plugins.Snapshot) {
 	s.loads.Keep(snap)
 	next := s.buildCatalog(gen, prev)
 	s.publish(next)
+	s.dropCachedResults(prev, next)
 	if gen.Loading() == 0 {
 		s.startOnce.Do(func() { close(s.started) })
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -33,6 +34,9 @@ func runServe(args []string) error {
 	policyFile := fs.String("policy", "", "operator sandbox policy `FILE` (JSON: instance and memory bounds, limits, and grants by module file name; see README)")
 	cacheDir := fs.String("cache-dir", defaultCacheDir(), "compiled-code cache `DIR`, private to this user (it holds native code); empty disables")
 	cacheMax := fs.Int("cache-max-mib", host.DefaultCacheMaxMiB, "bound on the compiled-code cache, in `MiB`; least recently used modules are evicted past it")
+	resultTTL := fs.Duration("result-cache-max-ttl", host.DefaultResultCacheMaxTTL, "longest a cacheable tool's result is reused; 0 or negative turns the result cache off")
+	resultEntries := fs.Int("result-cache-entries", host.DefaultResultCacheEntries, "bound on cached results, all clients together (each may hold half)")
+	resultMiB := fs.Int("result-cache-mib", host.DefaultResultCacheMiB, "bound on cached results, in `MiB`, all clients together (each may hold half)")
 	interp := fs.Bool("interpreter", false, "run guests in wazero's interpreter instead of its compiler")
 	maxTTL := fs.Duration("max-ttl", 0, "maximum task TTL (default 24h)")
 	defTTL := fs.Duration("default-ttl", 0, "task TTL when the client asks none (default 1h)")
@@ -54,13 +58,16 @@ func runServe(args []string) error {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 
 	cfg := host.Config{
-		ToolsDir:      *toolsDir,
-		CacheDir:      *cacheDir,
-		CacheMaxMiB:   *cacheMax,
-		Interpreter:   *interp,
-		CancelRemoved: *cancelRemoved,
-		Logger:        logger,
-		Version:       version,
+		ToolsDir:           *toolsDir,
+		CacheDir:           *cacheDir,
+		CacheMaxMiB:        *cacheMax,
+		ResultCacheMaxTTL:  cmp.Or(*resultTTL, -1),
+		ResultCacheEntries: *resultEntries,
+		ResultCacheMiB:     *resultMiB,
+		Interpreter:        *interp,
+		CancelRemoved:      *cancelRemoved,
+		Logger:             logger,
+		Version:            version,
 	}
 	cfg.Tasks.MaxTTL = *maxTTL
 	cfg.Tasks.DefaultTTL = *defTTL

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -194,6 +195,7 @@ func (s *Server) tasksResult(ctx context.Context, _ *mcp.ServerSession, p *taskI
 	case v != nil:
 		r := *v
 		r.Meta = relatedMeta(id)
+		maps.Copy(r.Meta, v.Meta) // a cache hit's marker
 		return &r, nil
 	case errors.As(out.Err, &rpc):
 		return nil, rpc

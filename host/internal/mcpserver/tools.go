@@ -205,7 +205,7 @@ func (s *Server) callTool(ctx context.Context, rq requestor, p *mcp.CallToolPara
 		ctx, stop := withDone(ctx, rq.sess.ctx)
 		defer stop()
 		ev := &callEvents{s: s, sess: rq.sess, ss: rq.ss, ctx: ctx, token: token, tool: tool.Name}
-		res, err := s.execute(ctx, cat, tool.Name, p.Arguments, ev)
+		res, err := s.execute(ctx, rq.owner(), cat, tool.Name, p.Arguments, ev)
 		s.audit(auditCall, rq.owner(), append(toolAttrs(cat, tool.Name), outcomeAttr(res, err))...)
 		return res, err
 	}
@@ -257,8 +257,9 @@ func parseTaskParams(v any) (time.Duration, error) {
 // execute runs one tool call to its CallToolResult, or a JSON-RPC error for
 // what tools/call itself answers with one. A failure is logged in full and
 // answered with the text errors.go decides.
-func (s *Server) execute(ctx context.Context, cat Catalog, tool string, args json.RawMessage, ev abi.Events) (*callToolResult, error) {
-	res, err := cat.Call(ctx, tool, args, ev)
+func (s *Server) execute(ctx context.Context, tenant string, cat Catalog, tool string, args json.RawMessage, ev abi.Events) (*callToolResult, error) {
+	meta := &CallMeta{Tenant: tenant}
+	res, err := cat.Call(WithCallMeta(ctx, meta), tool, args, ev)
 	switch {
 	case errors.Is(err, ErrUnknownTool):
 		return nil, rpcError(jsonrpc.CodeInvalidParams, "unknown tool %q", tool)
@@ -269,8 +270,15 @@ func (s *Server) execute(ctx context.Context, cat Catalog, tool string, args jso
 		s.log.Error("tool call returned no result", "tool", tool)
 		return toolError(failureText(tool, errors.New("no result"))), nil
 	}
-	return renderResult(res), nil
+	out := renderResult(res)
+	if meta.CacheHit {
+		out.Meta = mcp.Meta{cacheMetaKey: map[string]any{"hit": true}}
+	}
+	return out, nil
 }
+
+// cacheMetaKey marks a result the result cache answered (ABI.md).
+const cacheMetaKey = "io.wasmtask/cache"
 
 // createTask submits a task-augmented call and answers with CreateTaskResult.
 // reqID is the request's JSON-RPC ID where the connection gave it (stdio):
@@ -284,7 +292,7 @@ func (s *Server) createTask(rq requestor, cat Catalog, release func(), tool stri
 		defer release()
 		id := run.ID()
 		ev := &taskEvents{s: s, rq: rq, run: run, id: id, token: token, tool: tool}
-		res, err := s.execute(ctx, cat, tool, args, ev)
+		res, err := s.execute(ctx, owner, cat, tool, args, ev)
 		s.audit(auditTaskFinish, owner, append(append(slices.Clip(info.attrs), slog.String("task", id)), outcomeAttr(res, err))...)
 		if err != nil {
 			return taskengine.Outcome{Err: err}

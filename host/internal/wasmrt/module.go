@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -41,12 +42,18 @@ type Module struct {
 	engineOnce sync.Once
 	engineErr  error
 
+	instances atomic.Uint64 // instantiations so far (see Instantiations)
+
 	mu       sync.Mutex
 	closed   bool
 	inflight int
 	aborts   map[*callCtl]struct{} // calls in flight, for Abort
 	done     chan struct{}         // closed when closed and no call is in flight
 }
+
+// Instantiations reports how many instances of m calls have created (or
+// tried to): one per call that got past its checks.
+func (m *Module) Instantiations() uint64 { return m.instances.Load() }
 
 // callCtl lets Abort end one call in flight.
 type callCtl struct{ cancel context.CancelCauseFunc }
@@ -433,6 +440,7 @@ func (r *Runtime) run(ctx context.Context, m *Module, tool string, req []byte, l
 // _start. The instance is closed before it returns. An error of the
 // instantiation itself is an *instantiateError.
 func (c *call) execute(ctx context.Context) error {
+	c.m.instances.Add(1)
 	mod, err := c.m.rt.InstantiateModule(ctx, c.m.compiled, c.cfg)
 	if err != nil {
 		return &instantiateError{err}

@@ -1,0 +1,149 @@
+package host
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/wasmtask/wasmtask/abi"
+	"github.com/wasmtask/wasmtask/host/internal/mcpserver"
+	"github.com/wasmtask/wasmtask/host/internal/resultcache"
+	"github.com/wasmtask/wasmtask/host/internal/wasmrt"
+)
+
+// This file is the result cache's place on the call path: a tool that
+// declares its results cacheable is answered from the cache when a live
+// entry matches, without admission or an instance.
+
+// Defaults of the result cache settings in [Config].
+const (
+	DefaultResultCacheMaxTTL  = 10 * time.Minute
+	DefaultResultCacheEntries = resultcache.DefaultMaxEntries
+	DefaultResultCacheMiB     = resultcache.DefaultMaxBytes >> 20
+)
+
+func newResultCache(cfg Config) *resultcache.Cache {
+	entries := cmp.Or(cfg.ResultCacheEntries, DefaultResultCacheEntries)
+	bytes := int64(cmp.Or(cfg.ResultCacheMiB, DefaultResultCacheMiB)) << 20
+	return resultcache.New(resultcache.Config{MaxEntries: entries, MaxBytes: bytes,
+		TenantMaxEntries: max(1, entries/2), TenantMaxBytes: max(1, bytes/2)})
+}
+
+// cachePlan is how one served tool's results are cached, decided when the
+// catalog is built: for ttl (0: not cached), keyed with the fingerprint of
+// the grants its calls receive.
+type cachePlan struct {
+	ttl    time.Duration
+	grants string
+}
+
+// cachePlanOf decides the plan of tool t running with lim. A tool is cached
+// when it declares "cache": {"cacheable": true}, the operator's maximum TTL
+// is positive, and it has no writable mount (its result may depend on what
+// it finds there). Its TTL is its ttlMs (none: the maximum), at most the
+// operator's maximum.
+func (s *Server) cachePlanOf(t abi.Tool, lim wasmrt.Limits) cachePlan {
+	maxTTL := s.cfg.ResultCacheMaxTTL
+	if t.Cache == nil || !t.Cache.Cacheable || maxTTL <= 0 || slices.ContainsFunc(lim.Mounts, func(m wasmrt.Mount) bool { return m.Write }) {
+		return cachePlan{}
+	}
+	ttl := maxTTL
+	if t.Cache.TTLMillis > 0 {
+		ttl = min(ttl, time.Duration(t.Cache.TTLMillis)*time.Millisecond)
+	}
+	return cachePlan{ttl: ttl, grants: grantsFingerprint(lim)}
+}
+
+// grantsFingerprint hashes what a call is granted (environment values,
+// mounts), so that a change of grants never hits a result made under
+// others. It never leaves the process.
+func grantsFingerprint(lim wasmrt.Limits) string {
+	h := sha256.New()
+	for _, k := range slices.Sorted(maps.Keys(lim.Env)) {
+		fmt.Fprintf(h, "env %d:%s %d:%s\n", len(k), k, len(lim.Env[k]), lim.Env[k])
+	}
+	for _, m := range lim.Mounts {
+		fmt.Fprintf(h, "mount %d:%s %d:%s %t\n", len(m.HostDir), m.HostDir, len(m.GuestPath), m.GuestPath, m.Write)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// cachedCall answers a call of t from the result cache, or runs it once
+// for every concurrent identical call and stores a successful result. ok
+// is false when the call cannot be keyed (its arguments have no canonical
+// form, or no events: without a client to ask, an elicitation would fail
+// where a client's would not): the caller runs it uncached.
+func (s *Server) cachedCall(ctx context.Context, t *servedTool, name string, args json.RawMessage, ev abi.Events, run func(context.Context, abi.Events) (*abi.Result, error)) (res *abi.Result, ok bool, err error) {
+	canon, cerr := resultcache.Canonical(args)
+	if cerr != nil || ev == nil {
+		return nil, false, nil
+	}
+	meta := mcpserver.CallMetaFrom(ctx)
+	key := resultcache.Key{Digest: t.module.Digest, Tool: name, Args: canon, Grants: t.cache.grants}
+	if meta != nil {
+		key.Tenant = meta.Tenant
+	}
+	out, hit := s.results.Do(ctx, key, func(ctx context.Context) resultcache.Outcome {
+		w := &elicitWatch{Events: ev}
+		res, err := run(ctx, w)
+		return resultcache.Outcome{Value: res, Size: resultSize(res), TTL: t.cache.ttl, Err: err,
+			Cacheable: err == nil && res != nil && !res.IsError && !w.elicited.Load()}
+	})
+	if hit && meta != nil {
+		meta.CacheHit = true
+	}
+	res, _ = out.Value.(*abi.Result)
+	return res, true, out.Err
+}
+
+// resultSize is what a result holds, for the cache's byte bound.
+func resultSize(r *abi.Result) int64 {
+	if r == nil {
+		return 0
+	}
+	n := int64(len(r.StructuredContent)) + 64
+	for _, c := range r.Content {
+		n += int64(len(c.Text)+len(c.Data)+len(c.MIMEType)) + 64
+	}
+	return n
+}
+
+// elicitWatch records whether a call asked its user for input: such a
+// result depends on the answer, not only on the arguments, and is never
+// stored.
+type elicitWatch struct {
+	abi.Events
+	elicited atomic.Bool
+}
+
+func (w *elicitWatch) Elicit(ctx context.Context, req abi.ElicitRequest) (abi.ElicitReply, error) {
+	w.elicited.Store(true)
+	return w.Events.Elicit(ctx, req)
+}
+
+// dropCachedResults removes the cached results of the module versions prev
+// served and next does not: a new version never serves an old result (its
+// digest is in the key), and the old one's entries go at once rather than
+// wait for eviction.
+func (s *Server) dropCachedResults(prev, next *catalog) {
+	if prev == nil {
+		return
+	}
+	served := make(map[string]bool)
+	for _, t := range next.tools {
+		served[t.module.Digest] = true
+	}
+	for _, t := range prev.tools {
+		if d := t.module.Digest; !served[d] {
+			served[d] = true // once
+			s.results.DropDigest(d)
+		}
+	}
+}

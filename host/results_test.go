@@ -1,0 +1,161 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"testing/fstest"
+
+	"github.com/wasmtask/wasmtask/abi"
+	"github.com/wasmtask/wasmtask/host/defaulttools"
+	"github.com/wasmtask/wasmtask/host/internal/mcpserver"
+	"github.com/wasmtask/wasmtask/host/internal/wasmrt"
+	"github.com/wasmtask/wasmtask/plugins"
+)
+
+// quiet is abi.Events that drops everything: a call with events may be
+// cached (without any, an elicitation would fail where a client's would not).
+type quiet struct{}
+
+func (quiet) Progress(float64, float64, string) {}
+func (quiet) Status(string)                     {}
+func (quiet) Log(int32, string)                 {}
+func (quiet) Elicit(context.Context, abi.ElicitRequest) (abi.ElicitReply, error) {
+	return abi.ElicitReply{}, context.Canceled
+}
+
+func addModule(t *testing.T) []byte {
+	b, err := defaulttools.FS.ReadFile("add.wasm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// callAs calls tool as tenant the way tools/call does, and reports
+// whether the result cache answered.
+func callAs(t *testing.T, s *Server, tenant, tool, args string) (*abi.Result, bool) {
+	t.Helper()
+	meta := &mcpserver.CallMeta{Tenant: tenant}
+	res, err := s.Call(mcpserver.WithCallMeta(context.Background(), meta), tool, json.RawMessage(args), quiet{})
+	if err != nil {
+		t.Fatalf("%s(%s) as %s: %v", tool, args, tenant, err)
+	}
+	return res, meta.CacheHit
+}
+
+func instantiations(s *Server, tool string) uint64 {
+	t, _ := s.catalog.Load().tool(tool)
+	return t.code.Instantiations()
+}
+
+// A cacheable tool's repeated call, spelled differently, is answered from
+// the cache without an instance; another tenant's identical call is not.
+func TestResultCacheHits(t *testing.T) {
+	s, err := New(context.Background(), Config{ToolsFS: fstest.MapFS{"add.wasm": {Data: addModule(t)}}, CacheDir: testCacheDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.ready(context.Background(), ""); err != nil {
+		t.Fatal(err)
+	}
+	base := instantiations(s, "add") // loading described the module
+	first, hit := callAs(t, s, "alice", "add", `{"a":1,"b":2}`)
+	if hit || instantiations(s, "add") != base+1 {
+		t.Fatalf("first call: hit=%v, %d instances", hit, instantiations(s, "add"))
+	}
+	again, hit := callAs(t, s, "alice", "add", ` { "b" : 2 , "a" : 1 } `)
+	if !hit || instantiations(s, "add") != base+1 || string(again.StructuredContent) != string(first.StructuredContent) {
+		t.Errorf("same arguments respelled: hit=%v, %d instances, %s; want a hit, 1 instance, %s", hit, instantiations(s, "add"), again.StructuredContent, first.StructuredContent)
+	}
+	if _, hit := callAs(t, s, "bob", "add", `{"a":1,"b":2}`); hit || instantiations(s, "add") != base+2 {
+		t.Errorf("another tenant: hit=%v, %d instances; want a miss that runs", hit, instantiations(s, "add"))
+	}
+	if _, hit := callAs(t, s, "alice", "add", `{"a":1,"b":3}`); hit {
+		t.Error("other arguments hit")
+	}
+	// A failure is never stored.
+	before := s.results.Stats().Entries
+	if _, err := s.Call(context.Background(), "add", json.RawMessage(`{"a":"x"}`), quiet{}); err == nil {
+		t.Fatal("invalid arguments: want an error")
+	}
+	if n := s.results.Stats().Entries; n != before {
+		t.Errorf("a failed call was stored: %d entries, had %d", n, before)
+	}
+}
+
+// A new version of a module never serves an old version's result, and the
+// old version's entries are dropped when it stops being served.
+func TestResultCacheReloadInvalidates(t *testing.T) {
+	v1 := addModule(t)
+	v2 := append(append([]byte(nil), v1...), 0, 6, 4, 'v', 'e', 'r', '2', 1) // a custom section: new digest, same code
+	s, err := New(context.Background(), Config{ToolsFS: fstest.MapFS{"add.wasm": {Data: v1}}, CacheDir: testCacheDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.ready(context.Background(), ""); err != nil {
+		t.Fatal(err)
+	}
+	callAs(t, s, "alice", "add", `{"a":1,"b":2}`)
+	if _, hit := callAs(t, s, "alice", "add", `{"a":1,"b":2}`); !hit {
+		t.Fatal("no hit before the reload")
+	}
+	snap, err := plugins.ScanFS(fstest.MapFS{"add.wasm": {Data: v2}}, plugins.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.reload(context.Background(), snap)
+	if err := s.awaitCatalog(context.Background(), func(c *catalog) bool { return c.gen.Snapshot() == snap && c.gen.Loading() == 0 }); err != nil {
+		t.Fatal(err)
+	}
+	if tl, ok := s.catalog.Load().tool("add"); !ok || tl.module.Digest != plugins.Digest(v2) {
+		t.Fatalf("after the reload: add served %v, problems %v; want version 2", ok, s.catalog.Load().problems)
+	}
+	if n := s.results.Stats().Entries; n != 0 {
+		t.Errorf("%d entries after the old version stopped being served, want 0", n)
+	}
+	base := instantiations(s, "add")
+	if _, hit := callAs(t, s, "alice", "add", `{"a":1,"b":2}`); hit || instantiations(s, "add") != base+1 {
+		t.Errorf("new version: hit=%v, %d instances; want its own run", hit, instantiations(s, "add"))
+	}
+}
+
+// The operator can turn the cache off; a tool that does not declare
+// itself cacheable is never cached.
+func TestResultCachePlan(t *testing.T) {
+	s, err := New(context.Background(), Config{ToolsFS: fstest.MapFS{"add.wasm": {Data: addModule(t)}}, CacheDir: testCacheDir, ResultCacheMaxTTL: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.ready(context.Background(), ""); err != nil {
+		t.Fatal(err)
+	}
+	base := instantiations(s, "add")
+	callAs(t, s, "alice", "add", `{"a":1,"b":2}`)
+	if _, hit := callAs(t, s, "alice", "add", `{"a":1,"b":2}`); hit || instantiations(s, "add") != base+2 {
+		t.Errorf("cache off: hit=%v, %d instances", hit, instantiations(s, "add"))
+	}
+	tl, _ := s.catalog.Load().tool("add")
+	decl := tl.decl
+	decl.Cache = nil
+	on := &Server{cfg: Config{ResultCacheMaxTTL: DefaultResultCacheMaxTTL}}
+	if p := on.cachePlanOf(decl, tl.lim); p.ttl != 0 {
+		t.Errorf("a tool without a cache hint has plan %+v", p)
+	}
+	lim := tl.lim
+	if p := on.cachePlanOf(tl.decl, lim); p.ttl != DefaultResultCacheMaxTTL {
+		t.Errorf("add (cacheable, no ttlMs): plan %+v, want the operator's maximum", p)
+	}
+	lim.Mounts = []wasmrt.Mount{{HostDir: t.TempDir(), GuestPath: "/data"}}
+	ro := on.cachePlanOf(tl.decl, lim)
+	if ro.ttl == 0 || ro.grants == on.cachePlanOf(tl.decl, tl.lim).grants {
+		t.Errorf("read-only mount: plan %+v; want cached under other grants", ro)
+	}
+	lim.Mounts[0].Write = true
+	if p := on.cachePlanOf(tl.decl, lim); p.ttl != 0 {
+		t.Errorf("a tool with a writable mount has plan %+v, want not cached", p)
+	}
+}
