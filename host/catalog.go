@@ -134,7 +134,7 @@ func (s *Server) buildCatalog(gen *generation, prev *catalog) *catalog {
 			tp := pol.forTool(entry, t.Name)
 			st := &servedTool{decl: t, module: m, code: l.Compiled, policy: tp, grants: entry.Grants, lim: limitsOf(tp, entry.Grants, os.LookupEnv)}
 			st.need = st.code.Reservation(st.lim)
-			st.cache = s.cachePlanOf(t, st.lim)
+			st.cache = s.cachePlanOf(t, tp, st.lim)
 			if p, ok := prev.tool(t.Name); ok && p.slot.mod == ms {
 				st.slot = p.slot
 				s.adm.resizeTool(st.slot, tp.MaxConcurrency, tp.MaxQueue)

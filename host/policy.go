@@ -110,6 +110,13 @@ type ToolPolicy struct {
 	// MaxQueue bounds the calls of this tool waiting to start; one more is
 	// refused with a "busy" tool error. Default 4 × MaxConcurrency.
 	MaxQueue int `json:"maxQueue,omitempty"`
+	// ResultCacheTTL shortens how long the results of a tool that declares
+	// itself cacheable are reused: the least of this, its ttlMs and the
+	// server's maximum. Zero: no operator limit; negative: never cached.
+	ResultCacheTTL Duration `json:"resultCacheTtl,omitempty"`
+	// CacheWritable lets a cacheable tool with a writable mount be cached
+	// (by default it is not: its result may depend on what it finds there).
+	CacheWritable bool `json:"cacheWritable,omitempty"`
 }
 
 // MountPolicy grants one host directory to a module.
@@ -396,6 +403,10 @@ func merge(base, o ToolPolicy) ToolPolicy {
 	if o.MaxQueue != 0 {
 		base.MaxQueue = o.MaxQueue
 	}
+	if o.ResultCacheTTL != 0 {
+		base.ResultCacheTTL = o.ResultCacheTTL
+	}
+	base.CacheWritable = base.CacheWritable || o.CacheWritable
 	return base
 }
 

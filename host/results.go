@@ -44,15 +44,20 @@ type cachePlan struct {
 	grants string
 }
 
-// cachePlanOf decides the plan of tool t running with lim. A tool is cached
-// when it declares "cache": {"cacheable": true}, the operator's maximum TTL
-// is positive, and it has no writable mount (its result may depend on what
-// it finds there). Its TTL is its ttlMs (none: the maximum), at most the
-// operator's maximum.
-func (s *Server) cachePlanOf(t abi.Tool, lim wasmrt.Limits) cachePlan {
+// cachePlanOf decides the plan of tool t running with lim under its
+// policy tp. A tool is cached when it declares "cache": {"cacheable":
+// true}, the server's maximum TTL and the tool's resultCacheTtl are not
+// negative, and it has no writable mount (its result may depend on what it
+// finds there) unless tp says cacheWritable. Its TTL is the least of its
+// ttlMs, the tool's resultCacheTtl and the server's maximum.
+func (s *Server) cachePlanOf(t abi.Tool, tp ToolPolicy, lim wasmrt.Limits) cachePlan {
 	maxTTL := s.cfg.ResultCacheMaxTTL
-	if t.Cache == nil || !t.Cache.Cacheable || maxTTL <= 0 || slices.ContainsFunc(lim.Mounts, func(m wasmrt.Mount) bool { return m.Write }) {
+	writable := slices.ContainsFunc(lim.Mounts, func(m wasmrt.Mount) bool { return m.Write })
+	if t.Cache == nil || !t.Cache.Cacheable || maxTTL <= 0 || tp.ResultCacheTTL < 0 || writable && !tp.CacheWritable {
 		return cachePlan{}
+	}
+	if tp.ResultCacheTTL > 0 {
+		maxTTL = min(maxTTL, time.Duration(tp.ResultCacheTTL))
 	}
 	ttl := maxTTL
 	if t.Cache.TTLMillis > 0 {

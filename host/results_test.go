@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/wasmtask/wasmtask/abi"
 	"github.com/wasmtask/wasmtask/host/defaulttools"
@@ -142,20 +143,33 @@ func TestResultCachePlan(t *testing.T) {
 	decl := tl.decl
 	decl.Cache = nil
 	on := &Server{cfg: Config{ResultCacheMaxTTL: DefaultResultCacheMaxTTL}}
-	if p := on.cachePlanOf(decl, tl.lim); p.ttl != 0 {
+	if p := on.cachePlanOf(decl, tl.policy, tl.lim); p.ttl != 0 {
 		t.Errorf("a tool without a cache hint has plan %+v", p)
 	}
 	lim := tl.lim
-	if p := on.cachePlanOf(tl.decl, lim); p.ttl != DefaultResultCacheMaxTTL {
+	if p := on.cachePlanOf(tl.decl, tl.policy, lim); p.ttl != DefaultResultCacheMaxTTL {
 		t.Errorf("add (cacheable, no ttlMs): plan %+v, want the operator's maximum", p)
 	}
 	lim.Mounts = []wasmrt.Mount{{HostDir: t.TempDir(), GuestPath: "/data"}}
-	ro := on.cachePlanOf(tl.decl, lim)
-	if ro.ttl == 0 || ro.grants == on.cachePlanOf(tl.decl, tl.lim).grants {
+	ro := on.cachePlanOf(tl.decl, tl.policy, lim)
+	if ro.ttl == 0 || ro.grants == on.cachePlanOf(tl.decl, tl.policy, tl.lim).grants {
 		t.Errorf("read-only mount: plan %+v; want cached under other grants", ro)
 	}
 	lim.Mounts[0].Write = true
-	if p := on.cachePlanOf(tl.decl, lim); p.ttl != 0 {
+	if p := on.cachePlanOf(tl.decl, tl.policy, lim); p.ttl != 0 {
 		t.Errorf("a tool with a writable mount has plan %+v, want not cached", p)
+	}
+	tp := tl.policy
+	tp.CacheWritable = true
+	if p := on.cachePlanOf(tl.decl, tp, lim); p.ttl == 0 {
+		t.Errorf("cacheWritable: plan %+v, want cached", p)
+	}
+	tp.ResultCacheTTL = Duration(time.Second)
+	if p := on.cachePlanOf(tl.decl, tp, tl.lim); p.ttl != time.Second {
+		t.Errorf("resultCacheTtl 1s: plan %+v, want 1s", p)
+	}
+	tp.ResultCacheTTL = -1
+	if p := on.cachePlanOf(tl.decl, tp, tl.lim); p.ttl != 0 {
+		t.Errorf("resultCacheTtl negative: plan %+v, want not cached", p)
 	}
 }

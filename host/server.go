@@ -259,6 +259,10 @@ type ToolInfo struct {
 	Grants            Grants     // the module's grants (its policy entry, when it applies to this file)
 	ModuleInstances   int        // calls of the module's tools that may run at once
 	ReservedMemoryMiB int        // what one call reserves of the server's memory budget
+	// ResultCacheTTL is how long a result of the tool is reused: the least
+	// of its ttlMs, its policy's resultCacheTtl and the server's maximum;
+	// 0 when it is not cached.
+	ResultCacheTTL time.Duration
 }
 
 // Tools returns the tools served now, sorted by name, with the limits and
@@ -273,7 +277,7 @@ func (s *Server) Tools() []ToolInfo {
 	for _, t := range c.list {
 		st := c.tools[t.Name]
 		out = append(out, ToolInfo{Tool: st.decl, Module: st.module.Name, Digest: st.module.Digest, Policy: st.policy,
-			Grants: st.grants, ModuleInstances: st.slot.mod.slots, ReservedMemoryMiB: int(mib(st.need))})
+			Grants: st.grants, ModuleInstances: st.slot.mod.slots, ReservedMemoryMiB: int(mib(st.need)), ResultCacheTTL: st.cache.ttl})
 	}
 	return out
 }

@@ -44,7 +44,7 @@ func TestInspect(t *testing.T) {
 	}{
 		{"good module", []string{addWasm}, nil, []string{
 			"digest:  sha256:", "abi:     v1", "add — Add", "taskSupport: forbidden",
-			"input: a: integer (required), b: integer (required)", "cache: cacheable", "problems: none"}},
+			"input: a: integer (required), b: integer (required)", "cache: cacheable", "result cache: results reused for 10m0s", "problems: none"}},
 		{"not wasm", []string{notWasm}, errProblems, []string{"problems:", "not a WebAssembly module", "hint: pass the compiled .wasm"}},
 		{"no _start", []string{noStart}, errProblems, []string{`no "_start" export`, "hint: a tool is a WASI command"}},
 		{"flags after the file", []string{addWasm, "--json"}, nil, []string{`"name": "add"`, `"taskSupport": "forbidden"`}},

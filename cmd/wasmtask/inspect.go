@@ -151,6 +151,11 @@ func printTool(w io.Writer, ti host.ToolInfo) {
 			ttl = fmt.Sprintf("ttl %d ms", c.TTLMillis)
 		}
 		fmt.Fprintf(w, "    cache: cacheable, %s\n", ttl)
+		if ti.ResultCacheTTL > 0 {
+			fmt.Fprintf(w, "    result cache: results reused for %v\n", ti.ResultCacheTTL)
+		} else {
+			fmt.Fprintln(w, "    result cache: off (server setting, policy, or a writable mount)")
+		}
 	} else {
 		fmt.Fprintln(w, "    cache: not cacheable")
 	}
