@@ -152,3 +152,14 @@ func (s *Server) dropCachedResults(prev, next *catalog) {
 		}
 	}
 }
+
+// logResultCache writes the result cache's counts to the operator log: at
+// each reload and when the server closes.
+func (s *Server) logResultCache(when string) {
+	st := s.results.Stats()
+	if st.Hits+st.Misses == 0 {
+		return
+	}
+	s.log.Info("result cache", "at", when, "hits", st.Hits, "misses", st.Misses, "shared", st.Shared,
+		"evictions", st.Evictions, "expirations", st.Expirations, "entries", st.Entries, "bytes", st.Bytes)
+}

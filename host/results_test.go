@@ -76,6 +76,9 @@ func TestResultCacheHits(t *testing.T) {
 	if _, hit := callAs(t, s, "alice", "add", `{"a":1,"b":3}`); hit {
 		t.Error("other arguments hit")
 	}
+	if st := s.results.Stats(); st.Hits != 1 || st.Misses != 3 {
+		t.Errorf("counts %+v, want 1 hit and 3 misses", st)
+	}
 	// A failure is never stored.
 	before := s.results.Stats().Entries
 	if _, err := s.Call(context.Background(), "add", json.RawMessage(`{"a":"x"}`), quiet{}); err == nil {

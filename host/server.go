@@ -461,6 +461,7 @@ func (s *Server) Close() error {
 		}
 		clear(s.listeners)
 		s.mu.Unlock()
+		s.logResultCache("close")
 		s.closeErr = s.closeParts()
 	})
 	return s.closeErr
@@ -538,6 +539,7 @@ func (s *Server) rebuild(ctx context.Context, snap *plugins.Snapshot) {
 	next := s.buildCatalog(gen, prev)
 	s.publish(next)
 	s.dropCachedResults(prev, next)
+	s.logResultCache("reload")
 	if gen.Loading() == 0 {
 		s.startOnce.Do(func() { close(s.started) })
 	}
