@@ -88,3 +88,36 @@ func TestVisiblePerUser(t *testing.T) {
 		t.Errorf("bob starts a task of quick: %v, want -32602", task)
 	}
 }
+
+// The catalog learns the tenant of each call (the task owner: the auth
+// user here), and a result it marks as a cache hit carries the marker in
+// _meta, on a plain call and in tasks/result beside the related task.
+func TestCallMetaTenantAndCacheHit(t *testing.T) {
+	ts := newTestServer(t, taskengine.Config{})
+	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+		return &auth.TokenInfo{UserID: token, Expiration: time.Now().Add(time.Hour)}, nil
+	}
+	srv := httptest.NewServer(auth.RequireBearerToken(verify, nil)(ts.HTTPHandler()))
+	t.Cleanup(srv.Close)
+	c := newHTTPClient(t, srv)
+	c.hc.Header.Set("Authorization", "Bearer alice")
+	c.initialize()
+	who := result(c.call(1, "tools/call", map[string]any{"name": "quick", "arguments": map[string]any{"name": "tenant?"}}))
+	if txt := who["content"].([]any)[0].(map[string]any)["text"]; txt != "tenant user:alice" {
+		t.Errorf("the catalog saw %v, want the caller's tenant user:alice", txt)
+	}
+	plain := result(c.call(2, "tools/call", map[string]any{"name": "quick", "arguments": map[string]any{"name": "from-cache"}}))
+	if m, _ := plain["_meta"].(map[string]any); m == nil || m["io.wasmtask/cache"] == nil {
+		t.Errorf("plain call answered from the cache: %v, want _meta io.wasmtask/cache", plain)
+	}
+	miss := result(c.call(3, "tools/call", map[string]any{"name": "quick", "arguments": map[string]any{"name": "x"}}))
+	if miss["_meta"] != nil {
+		t.Errorf("a call that ran: %v, want no _meta", miss)
+	}
+	id := taskIDOf(t, c.call(4, "tools/call", map[string]any{"name": "quick", "arguments": map[string]any{"name": "from-cache"}, "task": map[string]any{}}))
+	res := result(c.call(5, "tasks/result", map[string]any{"taskId": id}))
+	m, _ := res["_meta"].(map[string]any)
+	if m == nil || m["io.wasmtask/cache"] == nil || m["io.modelcontextprotocol/related-task"] == nil {
+		t.Errorf("tasks/result of a hit: %v, want both the cache marker and the related task in _meta", res)
+	}
+}

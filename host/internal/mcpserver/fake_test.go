@@ -104,6 +104,12 @@ func (f *fakeTools) Call(ctx context.Context, name string, args json.RawMessage,
 		case !ok:
 			return nil, &Failure{Kind: FailArguments, Detail: "/properties/name: want a string", Err: errors.New("fake: name not a string")}
 		}
+		if name == "from-cache" { // as the host's catalog marks a result cache hit
+			CallMetaFrom(ctx).CacheHit = true
+		}
+		if name == "tenant?" {
+			return text("tenant " + CallMetaFrom(ctx).Tenant), nil
+		}
 		return text("hello " + name), nil
 	case "plain":
 		return text("plain"), nil
