@@ -321,13 +321,16 @@ func (s *Server) Problems() []Problem {
 }
 
 // Call runs tool with args (a JSON object; empty means {}) on the path
-// tools/call takes: admission, then a fresh instance under the tool's
-// policy. Task support (execution.taskSupport) is a rule of MCP's
-// tools/call, not of a direct call: Call runs any tool to its result. ev receives progress, status and logs and answers elicitation; it
-// may be nil (elicitation is then unsupported). A guest that fails gives a
-// *[GuestError], refused arguments an *[ArgumentsError]; see also
-// [ErrUnknownTool] and [ErrBusy]. A Result with IsError set is the tool's
-// own error answer.
+// tools/call takes: the result cache for a cacheable tool, admission, then
+// a fresh instance under the tool's policy. Task support
+// (execution.taskSupport) is a rule of MCP's tools/call, not of a direct
+// call: Call runs any tool to its result. ev receives progress, status and
+// logs and answers elicitation; it may be nil (elicitation is then
+// unsupported, and the result is neither taken from nor put in the result
+// cache). Direct calls share one tenant of the result cache. A guest that
+// fails gives a *[GuestError], refused arguments an *[ArgumentsError]; see
+// also [ErrUnknownTool] and [ErrBusy]. A Result with IsError set is the
+// tool's own error answer.
 func (s *Server) Call(ctx context.Context, tool string, args json.RawMessage, ev abi.Events) (*abi.Result, error) {
 	s.mu.Lock()
 	closed := s.closed
