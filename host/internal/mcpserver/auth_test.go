@@ -16,21 +16,7 @@ import (
 // With an auth context, a task belongs to the user: another session of the
 // same user can fetch it, another user cannot.
 func TestAuthUserOwnsTasks(t *testing.T) {
-	ts := newTestServer(t, taskengine.Config{})
-	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
-		if token != "alice" && token != "bob" {
-			return nil, auth.ErrInvalidToken
-		}
-		return &auth.TokenInfo{UserID: token, Expiration: time.Now().Add(time.Hour)}, nil
-	}
-	srv := httptest.NewServer(auth.RequireBearerToken(verify, nil)(ts.HTTPHandler()))
-	t.Cleanup(srv.Close)
-	client := func(user string) *httpClient {
-		c := newHTTPClient(t, srv)
-		c.hc.Header.Set("Authorization", "Bearer "+user)
-		c.initialize()
-		return c
-	}
+	client := authClients(t, newTestServer(t, taskengine.Config{}))
 	alice1, alice2, bob := client("alice"), client("alice"), client("bob")
 	id := taskIDOf(t, alice1.call(1, "tools/call", map[string]any{"name": "quick", "arguments": map[string]any{"name": "a"}, "task": map[string]any{}}))
 	if r := alice2.call(1, "tasks/result", map[string]any{"taskId": id}); r["error"] != nil {
@@ -51,17 +37,7 @@ func TestVisiblePerUser(t *testing.T) {
 	ts := newTestServerWith(t, taskengine.Config{}, func(c *Config) {
 		c.Visible = func(user, tool, _ string) bool { return user == "alice" || tool != "quick" }
 	})
-	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
-		return &auth.TokenInfo{UserID: token, Expiration: time.Now().Add(time.Hour)}, nil
-	}
-	srv := httptest.NewServer(auth.RequireBearerToken(verify, nil)(ts.HTTPHandler()))
-	t.Cleanup(srv.Close)
-	client := func(user string) *httpClient {
-		c := newHTTPClient(t, srv)
-		c.hc.Header.Set("Authorization", "Bearer "+user)
-		c.initialize()
-		return c
-	}
+	client := authClients(t, ts)
 	names := func(c *httpClient) map[string]bool {
 		out := map[string]bool{}
 		for _, tl := range result(c.call(1, "tools/list", nil))["tools"].([]any) {
@@ -93,15 +69,7 @@ func TestVisiblePerUser(t *testing.T) {
 // user here), and a result it marks as a cache hit carries the marker in
 // _meta, on a plain call and in tasks/result beside the related task.
 func TestCallMetaTenantAndCacheHit(t *testing.T) {
-	ts := newTestServer(t, taskengine.Config{})
-	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
-		return &auth.TokenInfo{UserID: token, Expiration: time.Now().Add(time.Hour)}, nil
-	}
-	srv := httptest.NewServer(auth.RequireBearerToken(verify, nil)(ts.HTTPHandler()))
-	t.Cleanup(srv.Close)
-	c := newHTTPClient(t, srv)
-	c.hc.Header.Set("Authorization", "Bearer alice")
-	c.initialize()
+	c := authClients(t, newTestServer(t, taskengine.Config{}))("alice")
 	who := result(c.call(1, "tools/call", map[string]any{"name": "quick", "arguments": map[string]any{"name": "tenant?"}}))
 	if txt := who["content"].([]any)[0].(map[string]any)["text"]; txt != "tenant user:alice" {
 		t.Errorf("the catalog saw %v, want the caller's tenant user:alice", txt)
@@ -119,5 +87,24 @@ func TestCallMetaTenantAndCacheHit(t *testing.T) {
 	m, _ := res["_meta"].(map[string]any)
 	if m == nil || m["io.wasmtask/cache"] == nil || m["io.modelcontextprotocol/related-task"] == nil {
 		t.Errorf("tasks/result of a hit: %v, want both the cache marker and the related task in _meta", res)
+	}
+}
+
+// authClients serves ts over HTTP behind bearer-token auth whose token is
+// the user's name, and returns a maker of initialized clients per user.
+func authClients(t *testing.T, ts *testServer) func(user string) *httpClient {
+	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+		if token == "" {
+			return nil, auth.ErrInvalidToken
+		}
+		return &auth.TokenInfo{UserID: token, Expiration: time.Now().Add(time.Hour)}, nil
+	}
+	srv := httptest.NewServer(auth.RequireBearerToken(verify, nil)(ts.HTTPHandler()))
+	t.Cleanup(srv.Close)
+	return func(user string) *httpClient {
+		c := newHTTPClient(t, srv)
+		c.hc.Header.Set("Authorization", "Bearer "+user)
+		c.initialize()
+		return c
 	}
 }
