@@ -9,7 +9,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/wasmtask/wasmtask/abi"
 	"github.com/wasmtask/wasmtask/host/internal/mcpserver"
@@ -28,10 +27,15 @@ type generation = plugins.Generation[*wasmrt.Module]
 // through it, and the two cannot disagree. It implements mcpserver.Catalog.
 //
 // A request holds the catalog it read (hold) until it ends (drop); a task
-// holds it until its work returns. A reload retires the old catalog, and
-// the modules only it used are closed when its last holder is done: a call
-// always runs on the catalog it was dispatched through, never on a module
-// closed under it.
+// holds it until its work returns. A reload retires the old catalog and
+// hands it the modules the new one no longer uses. Those modules may be
+// used by older retired catalogs too (a module kept while its next version
+// loads serves several catalogs in a row), so they close only when this
+// catalog and every older one have no holder left: the catalogs still
+// alive form a chain from oldest to newest, and a retired catalog settles
+// once it is at the head of that chain with no holder. A call always runs
+// on the catalog it was dispatched through, never on a module closed under
+// it.
 type catalog struct {
 	srv      *Server
 	gen      *generation
@@ -41,16 +45,17 @@ type catalog struct {
 	listing  [32]byte               // digest of list: a swap that changes it notifies clients
 	problems []Problem              // load problems, then policy problems
 
-	mu       sync.Mutex
-	refs     int              // requests and tasks holding the catalog
-	retired  bool             // a newer catalog is served
-	released []*wasmrt.Module // closed when retired and refs is 0
+	// Guarded by srv.holdMu.
+	refs         int              // requests and tasks holding the catalog
+	retired      bool             // a newer catalog is served
+	released     []*wasmrt.Module // closed once settled
+	older, newer *catalog         // neighbours in the chain of catalogs not yet settled
 }
 
 // hold takes a reference, unless the catalog is retired.
 func (c *catalog) hold() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.srv.holdMu.Lock()
+	defer c.srv.holdMu.Unlock()
 	if c.retired {
 		return false
 	}
@@ -58,31 +63,48 @@ func (c *catalog) hold() bool {
 	return true
 }
 
-// drop gives a reference back; the last one of a retired catalog closes
-// the modules it alone used.
+// drop gives a reference back; the last one of a retired catalog may
+// settle it, and the retired catalogs after it.
 func (c *catalog) drop() {
-	c.mu.Lock()
+	c.srv.holdMu.Lock()
 	c.refs--
-	var closing []*wasmrt.Module
-	if c.retired && c.refs == 0 {
-		closing, c.released = c.released, nil
-	}
-	c.mu.Unlock()
+	closing := c.settle()
+	c.srv.holdMu.Unlock()
 	closeModules(closing)
+}
+
+// succeed links next after c, the served catalog, before next is
+// published.
+func (c *catalog) succeed(next *catalog) {
+	c.srv.holdMu.Lock()
+	defer c.srv.holdMu.Unlock()
+	c.newer, next.older = next, c
 }
 
 // retire marks the catalog replaced; released are the modules of it that
 // the next catalog does not use.
 func (c *catalog) retire(released []*wasmrt.Module) {
-	c.mu.Lock()
+	c.srv.holdMu.Lock()
 	c.retired = true
 	c.released = released
-	var closing []*wasmrt.Module
-	if c.refs == 0 {
-		closing, c.released = c.released, nil
-	}
-	c.mu.Unlock()
+	closing := c.settle()
+	c.srv.holdMu.Unlock()
 	closeModules(closing)
+}
+
+// settle unlinks, from the oldest end of the chain, each retired catalog
+// without holders, and returns the modules they released. holdMu is held.
+func (c *catalog) settle() (closing []*wasmrt.Module) {
+	for c != nil && c.retired && c.refs == 0 && c.older == nil {
+		closing = append(closing, c.released...)
+		next := c.newer
+		c.released, c.newer = nil, nil
+		if next != nil {
+			next.older = nil
+		}
+		c = next
+	}
+	return closing
 }
 
 // closeModules closes modules no catalog serves. Close does not wait:

@@ -11,7 +11,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/wasmtask/wasmtask/abi"
 	"github.com/wasmtask/wasmtask/host/hosttest"
+	"github.com/wasmtask/wasmtask/host/internal/wasmrt"
+	"github.com/wasmtask/wasmtask/plugins"
 )
 
 // TestListAndCallAgree rewrites every module of a tool directory over and
@@ -135,4 +138,65 @@ func TestCatalogHeldByItsCalls(t *testing.T) {
 	if res, err := s.Call(ctx, "t", nil, nil); err != nil || res.Content[0].Text != "v2" {
 		t.Errorf("call after the reload = %v, %v; want v2", res, err)
 	}
+}
+
+// laterLoadsHeld lets the first load of each module name through and holds
+// every later one until gate is closed.
+type laterLoadsHeld struct {
+	plugins.Loader[*wasmrt.Module]
+	gate chan struct{}
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func (h *laterLoadsHeld) Load(ctx context.Context, m plugins.Module, wasm []byte) (*wasmrt.Module, *abi.Manifest, error) {
+	h.mu.Lock()
+	again := h.seen[m.Name]
+	h.seen[m.Name] = true
+	h.mu.Unlock()
+	if again {
+		select {
+		case <-h.gate:
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		}
+	}
+	return h.Loader.Load(ctx, m, wasm)
+}
+
+// TestModuleKeptWhileLoadingStaysOpenForOlderHolders: a module kept serving
+// while its next version loads is used by two catalogs in a row. When the
+// new version is served, the module is released by the second catalog; a
+// request still holding the first one must find it open.
+func TestModuleKeptWhileLoadingStaysOpenForOlderHolders(t *testing.T) {
+	dir := t.TempDir()
+	put(t, dir, "m.wasm", verModule(t, "t", "v1"))
+	held := &laterLoadsHeld{gate: make(chan struct{}), seen: map[string]bool{}}
+	s, err := New(context.Background(), Config{ToolsDir: dir, ReloadDebounce: testDebounce, CacheDir: testCacheDir,
+		wrapLoader: func(l plugins.Loader[*wasmrt.Module]) plugins.Loader[*wasmrt.Module] { held.Loader = l; return held }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	_ = s.ready(ctx, "")
+	first, release := s.acquire()
+	v1 := first.tools["t"].code
+
+	put(t, dir, "m.wasm", verModule(t, "t", "v2"))
+	if err := s.awaitCatalog(ctx, func(c *catalog) bool { return c != first }); err != nil {
+		t.Fatal(err)
+	}
+	if c := s.catalog.Load(); c.tools["t"].code != v1 || c.gen.Loading() != 1 {
+		t.Fatalf("while v2 loads: serving %p with %d loading, want v1's module %p and 1 loading", c.tools["t"].code, c.gen.Loading(), v1)
+	}
+	close(held.gate)
+	if err := s.awaitCatalog(ctx, func(c *catalog) bool { return c.tools["t"].code != v1 }); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := s.call(ctx, first, "t", nil, nil); err != nil || res.Content[0].Text != "v1" {
+		t.Fatalf("call through the first catalog after v2 is served = %v, %v; want v1 from its own module", res, err)
+	}
+	release()
+	<-v1.Done() // closed after the last holder; a leak hangs here
 }

@@ -114,6 +114,7 @@ type Server struct {
 
 	swapMu  sync.Mutex
 	swapped chan struct{} // closed and replaced by every catalog swap
+	holdMu  sync.Mutex    // the catalogs' holds and their chain (catalog)
 
 	watcher  *plugins.Watcher               // nil when serving a fixed set of modules
 	loads    *plugins.Loads[*wasmrt.Module] // compiles in the background; reload takes what has loaded
@@ -540,6 +541,9 @@ func (s *Server) rebuild(ctx context.Context, snap *plugins.Snapshot) {
 	gen, released := plugins.Build(ctx, prevGen, snap, s.loads)
 	s.loads.Keep(snap)
 	next := s.buildCatalog(gen, prev)
+	if prev != nil {
+		prev.succeed(next)
+	}
 	s.publish(next)
 	s.dropCachedResults(prev, next)
 	s.logResultCache("reload")
