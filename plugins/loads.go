@@ -235,7 +235,10 @@ func (p *Loads[C]) worker() {
 		p.running--
 		j.done, j.compiled, j.manifest, j.err = true, c, man, err
 		drop := j.dropped || p.closed
-		if drop {
+		if drop && p.jobs[j.m.Digest] == j {
+			// Keep has already forgotten a dropped job, and a later
+			// take may have queued the same digest again: that job
+			// is not this one's to delete.
 			delete(p.jobs, j.m.Digest)
 		}
 		p.mu.Unlock()

@@ -14,8 +14,9 @@ import (
 )
 
 // gatedLoader loads like fakeLoader, but a module whose name starts with
-// "slow" blocks until its gate is opened or its context ends, and a module
-// whose name starts with "stuck" blocks until its context ends. It counts
+// "slow" blocks until its gate is opened or its context ends, a module
+// whose name starts with "stuck" blocks until its context ends, and one
+// whose name starts with "deaf" blocks until its gate is opened. It counts
 // what it does, safely across the workers of a Loads.
 type gatedLoader struct {
 	mu       sync.Mutex
@@ -58,6 +59,8 @@ func (g *gatedLoader) Load(ctx context.Context, m Module, wasm []byte) (*fakeCom
 	case strings.HasPrefix(m.Name, "stuck"):
 		<-ctx.Done()
 		return nil, nil, ctx.Err()
+	case strings.HasPrefix(m.Name, "deaf"):
+		<-g.gate(m.Name) // ignores its context, as a compile may
 	}
 	man, err := abi.DecodeManifest(wasm)
 	if err != nil {
@@ -235,6 +238,31 @@ func TestLoadsKeepAndClose(t *testing.T) {
 		}
 		if _, err := p.take(snap.Modules()[0]); errors.Is(err, ErrLoading) || err == nil {
 			t.Errorf("take after Close: %v, want a failure that is not ErrLoading", err)
+		}
+	})
+}
+
+// TestLoadsDroppedJobLeavesItsSuccessor: a load that Keep dropped while it
+// ran, and that a later Build queued again, finishes after the new job
+// started; the new job stays the digest's, and its result is taken.
+func TestLoadsDroppedJobLeavesItsSuccessor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGatedLoader()
+		p := NewLoads(g, LoadConfig{Workers: 2, Timeout: time.Hour})
+		defer p.Close()
+		snap := snapOf(t, map[string][]string{"deaf": {"a"}}, nil)
+		Build(context.Background(), nil, snap, p)
+		synctest.Wait() // running, deaf to the cancel that follows
+		p.Keep(snapOf(t, map[string][]string{}, nil))
+		Build(context.Background(), nil, snap, p)
+		synctest.Wait() // the same digest loading again, on the other worker
+		close(g.gate("deaf"))
+		synctest.Wait()
+		if _, err := p.take(snap.Modules()[0]); err != nil {
+			t.Fatalf("take after both loads ended: %v, want the second load's result", err)
+		}
+		if loads, _, released := g.stats(); len(loads) != 2 || released != 1 {
+			t.Errorf("loads %v, released %d; want two loads and the dropped one released", loads, released)
 		}
 	})
 }
