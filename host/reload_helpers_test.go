@@ -239,13 +239,6 @@ func (l *logSink) reloadTime() time.Duration {
 	return sum
 }
 
-// grep returns the log lines that contain every one of subs.
-func (l *logSink) grep(subs ...string) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.grepLocked(subs)
-}
-
 func (l *logSink) grepLocked(subs []string) []string {
 	var out []string
 next:
