@@ -145,3 +145,31 @@ func TestWatcherStartReportsUnsettled(t *testing.T) {
 		}
 	})
 }
+
+// TestWatcherRescan: a change fsnotify does not report (a network file
+// system) is seen after Rescan, and requests made before the rescan runs
+// are one rescan.
+func TestWatcherRescan(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBubble(t)
+		b.start(Config{Debounce: bubbleDebounce})
+		b.received()
+		synctest.Wait()
+		b.writeAt("a.wasm", "a module", time.Now().Add(-time.Hour)) // no event
+		time.Sleep(10 * bubbleDebounce)                             // the bubble's clock
+		if s, ok := b.received(); ok {
+			t.Fatalf("a change without an event was delivered before Rescan: %v", s.Modules())
+		}
+		scans := b.w.stats.scans.Load()
+		b.w.Rescan()
+		b.w.Rescan()
+		time.Sleep(10 * bubbleDebounce)
+		s, ok := b.received()
+		if !ok || len(s.Modules()) != 1 || s.Modules()[0].Name != "a" {
+			t.Fatalf("after Rescan: delivered %v (%v), want the snapshot with a", ok, s)
+		}
+		if n := b.w.stats.scans.Load() - scans; n != 1 {
+			t.Errorf("two Rescan requests made %d rescans, want 1", n)
+		}
+	})
+}

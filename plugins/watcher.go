@@ -38,6 +38,7 @@ type Watcher struct {
 	pending    bool  // a rescan is due when the timer fires
 	firstEvent time.Time
 	timer      *time.Timer
+	kick       chan struct{} // Rescan's request, buffered: requests coalesce
 	stats      watcherStats
 }
 
@@ -103,6 +104,7 @@ func startWatcher(cfg Config, n notifier, events <-chan fsnotify.Event, errs <-c
 		done:    make(chan struct{}),
 		sc:      newScanner(cfg),
 		timer:   time.NewTimer(time.Hour),
+		kick:    make(chan struct{}, 1),
 	}
 	w.timer.Stop()
 	if parent := filepath.Dir(cfg.Dir); parent != cfg.Dir { // the root has no parent to watch
@@ -125,6 +127,17 @@ func startWatcher(cfg Config, n notifier, events <-chan fsnotify.Event, errs <-c
 // when the modules (names, digests, paths) or the problems differ from the
 // previous one. The channel is closed by Close.
 func (w *Watcher) Changes() <-chan *Snapshot { return w.changes }
+
+// Rescan asks for a rescan of the directory as if a file had changed
+// (after the quiet time), for an operator who knows of a change fsnotify
+// cannot see (a network file system) or who sent SIGHUP. Requests made
+// before the rescan runs are one rescan. It never blocks.
+func (w *Watcher) Rescan() {
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}
 
 // Close stops the goroutine, waits for it, releases the fsnotify watcher
 // and closes the Changes channel. It is safe to call more than once; later
@@ -164,6 +177,8 @@ func (w *Watcher) run(ctx context.Context) {
 			// An overflow means events were lost; any other error may
 			// mean the same. Either way: look again.
 			w.cfg.Logger.Warn("plugins: watch error; rescanning", "dir", w.cfg.Dir, "err", err)
+			w.touch()
+		case <-w.kick:
 			w.touch()
 		case <-w.timer.C:
 			w.pending = false
