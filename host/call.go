@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/wasmtask/wasmtask/abi"
 	"github.com/wasmtask/wasmtask/host/internal/mcpserver"
@@ -19,13 +20,18 @@ import (
 // admission controller admits it (tool, module, server slots and memory
 // budget, see admission), then the guest runs, parsing and validating the
 // arguments inside the slot and the call's deadline.
-func (s *Server) call(ctx context.Context, c *catalog, name string, args json.RawMessage, ev abi.Events) (*abi.Result, error) {
+func (s *Server) call(ctx context.Context, c *catalog, name string, args json.RawMessage, ev abi.Events) (res *abi.Result, err error) {
 	t, ok := c.tool(name)
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownTool, name)
 	}
+	start := time.Now()
+	defer func() { s.metrics.observeCall(name, res, err, start) }()
 	run := func(ctx context.Context, ev abi.Events) (*abi.Result, error) {
-		if err := s.adm.enter(ctx, t.slot, t.need); err != nil {
+		entered := time.Now()
+		err := s.adm.enter(ctx, t.slot, t.need)
+		s.metrics.wait.Observe(time.Since(entered).Seconds())
+		if err != nil {
 			return nil, fmt.Errorf("tool %q: %w", name, err)
 		}
 		defer s.adm.leave(t.slot, t.need)

@@ -61,6 +61,16 @@
 // Either makes the Serve methods return [ErrServerClosed], and when it
 // returns every goroutine the server started is gone.
 //
+// # Operating
+//
+// [Server.Handler] serves the probes [HealthPath] and [ReadyPath] next to
+// the MCP endpoint; [Server.MetricsHandler] serves Prometheus metrics from
+// the server's own registry, meant for an address of its own. Most figures
+// are read at scrape time from the part that owns them; calls are counted
+// in the one call path. [Server.Rescan] rescans the tool directory and
+// [Server.SetPolicy] applies a new policy's per-module and per-tool parts
+// to the next calls (the CLI does both on SIGHUP).
+//
 // # Sandbox
 //
 // Deny by default: a call sees no files, no environment and no arguments

@@ -426,6 +426,15 @@ func (p *Policy) maxCodeMiB() int {
 	return DefaultMaxCodeMiB
 }
 
+// memoryBudgetSetting is the memoryBudgetMiB asked for; 0 derives the
+// budget from the machine.
+func (p *Policy) memoryBudgetSetting() int {
+	if p == nil {
+		return 0
+	}
+	return p.MemoryBudgetMiB
+}
+
 func (p *Policy) maxInstances() int {
 	if p != nil && p.MaxInstances > 0 {
 		return p.MaxInstances

@@ -176,3 +176,50 @@ func TestResultCachePlan(t *testing.T) {
 		t.Errorf("resultCacheTtl negative: plan %+v, want not cached", p)
 	}
 }
+
+// cacheableVerModule is verModule with a cacheable tool: the description
+// gives its bytes to the cache hint.
+func cacheableVerModule(t *testing.T, tool, version string) []byte {
+	const desc = `"description":"Answers with its version; ms sleeps first, hold asks the user first."`
+	const hint = `"cache":{"cacheable":true},"description":"The cacheable version tool; task-capable."`
+	return replaceOnce(t, verModule(t, tool, version), desc, hint)
+}
+
+// TestResultCacheTaskHit: a task-augmented call of a cacheable tool still
+// answers with a CreateTaskResult; on a hit its task completes without an
+// instance, and tasks/result marks the result as a cache hit.
+func TestResultCacheTaskHit(t *testing.T) {
+	s, err := New(context.Background(), Config{ToolsFS: fstest.MapFS{"v.wasm": {Data: cacheableVerModule(t, "ver", "v1")}}, CacheDir: testCacheDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() }) // after the client's cleanup
+	c := newClient(t, s)
+	if info := s.Tools()[0]; info.ResultCacheTTL <= 0 {
+		t.Fatalf("the patched tool is not cacheable: %+v", info)
+	}
+	base := instantiations(s, "ver")
+	args := map[string]any{"ms": 1}
+	first := c.StartTask("ver", args, 0)
+	if res := c.TaskResult(first.TaskID); res.IsError || res.Text() != "v1" || res.Meta["io.wasmtask/cache"] != nil {
+		t.Fatalf("first task's result = %+v, want v1, not from the cache", res)
+	}
+	if n := instantiations(s, "ver"); n != base+1 {
+		t.Fatalf("%d instances after the first task, want %d", n, base+1)
+	}
+	again := c.StartTask("ver", args, 0)
+	if again.TaskID == first.TaskID {
+		t.Fatal("the second task call reused the first task's ID")
+	}
+	res := c.TaskResult(again.TaskID)
+	hit, _ := res.Meta["io.wasmtask/cache"].(map[string]any)
+	if res.IsError || res.Text() != "v1" || hit["hit"] != true {
+		t.Errorf("second task's result = %+v, want v1 marked as a cache hit", res)
+	}
+	if got := c.GetTask(again.TaskID); got.Status != "completed" {
+		t.Errorf("second task is %s, want completed", got.Status)
+	}
+	if n := instantiations(s, "ver"); n != base+1 {
+		t.Errorf("%d instances after the hit, want still %d", n, base+1)
+	}
+}

@@ -110,6 +110,7 @@ type Server struct {
 	catalog   atomic.Pointer[catalog]
 	adm       *admission // the one admission controller of every call
 	results   *resultcache.Cache
+	metrics   *metrics
 	budgetSrc string // where the memory budget comes from, for Limits
 
 	swapMu  sync.Mutex
@@ -189,6 +190,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		loads:     plugins.NewLoads(cfg.loader(rt), plugins.LoadConfig{Timeout: cfg.Policy.loadTimeout()}),
 		started:   make(chan struct{}),
 	}
+	s.metrics = newMetrics(s)
 	if err := s.loadFirst(ctx); err != nil {
 		s.closeParts()
 		return nil, err
@@ -397,9 +399,51 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 }
 
 // Handler returns the Streamable HTTP handler; it serves the MCP endpoint
-// at [HTTPPath]. Use it to mount the server in an http.Server of your own;
-// [Server.Serve] does that for you and is stopped by Shutdown and Close.
-func (s *Server) Handler() http.Handler { return s.mcp.HTTPHandler() }
+// at [HTTPPath], and the probes [HealthPath] (200 while the process
+// serves) and [ReadyPath] (200 once the modules found at start have loaded
+// or failed, 503 before and once shutting down). Use it to mount the
+// server in an http.Server of your own; [Server.Serve] does that for you
+// and is stopped by Shutdown and Close.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle(HTTPPath, s.mcp.HTTPHandler())
+	mux.HandleFunc("GET "+HealthPath, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	mux.HandleFunc("GET "+ReadyPath, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if why := s.notReady(); why != "" {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(w, why+"\n")
+			return
+		}
+		_, _ = io.WriteString(w, "ready\n")
+	})
+	return mux
+}
+
+// Probe paths of [Server.Handler].
+const (
+	HealthPath = "/healthz"
+	ReadyPath  = "/readyz"
+)
+
+// notReady says why the server should not be sent traffic, or "".
+func (s *Server) notReady() string {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return "shutting down"
+	}
+	select {
+	case <-s.started:
+		return ""
+	default:
+		return "loading tools"
+	}
+}
 
 // Serve accepts Streamable HTTP connections on l until the Server is shut
 // down or closed; it then returns ErrServerClosed. Serve closes l.
@@ -528,6 +572,52 @@ func (s *Server) refresh(ctx context.Context) {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
 	s.rebuild(ctx, s.catalog.Load().gen.Snapshot())
+}
+
+// Rescan asks for a rescan of the tool directory now (after the quiet
+// time), for a change the file-system watcher cannot see, such as on a
+// network file system; the CLI calls it on SIGHUP. It does nothing for a
+// server on a fixed set of modules.
+func (s *Server) Rescan() {
+	if s.watcher != nil {
+		s.watcher.Rescan()
+	}
+}
+
+// SetPolicy replaces the operator's policy while the server runs (nil:
+// the defaults). Its per-module and per-tool parts — limits, grants,
+// concurrency, the result cache — apply to calls dispatched from now on,
+// through a new catalog built at once from the modules already loaded;
+// calls and tasks running keep the policy they started with. The
+// server-wide bounds (maxInstances, memoryBudgetMiB, maxCodeMiB,
+// loadTimeout) are fixed when the server starts: a change to them is
+// returned as a warning and takes effect at the next start. An invalid
+// policy is an error and changes nothing.
+func (s *Server) SetPolicy(p *Policy) (warnings []string, err error) {
+	if p != nil {
+		if err := p.validate(); err != nil {
+			return nil, err
+		}
+	}
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	old := s.cfg.Policy
+	for _, f := range []struct {
+		name     string
+		old, new any
+	}{
+		{"maxInstances", old.maxInstances(), p.maxInstances()},
+		{"memoryBudgetMiB", old.memoryBudgetSetting(), p.memoryBudgetSetting()},
+		{"maxCodeMiB", old.maxCodeMiB(), p.maxCodeMiB()},
+		{"loadTimeout", old.loadTimeout(), p.loadTimeout()},
+	} {
+		if f.old != f.new {
+			warnings = append(warnings, fmt.Sprintf("%s changed from %v to %v: it takes effect when the server restarts", f.name, f.old, f.new))
+		}
+	}
+	s.cfg.Policy = p
+	s.rebuild(context.Background(), s.catalog.Load().gen.Snapshot())
+	return warnings, nil
 }
 
 // rebuild is reload's work; reloadMu is held.

@@ -65,6 +65,30 @@ const (
 	FailOverBudget                        // one call of the tool needs more memory than the server's whole budget
 )
 
+// kindNames are the kinds' names in metrics and logs.
+var kindNames = [...]string{
+	FailInternal:       "internal",
+	FailBusy:           "busy",
+	FailArguments:      "invalid_arguments",
+	FailTimeout:        "timeout",
+	FailCanceled:       "cancelled",
+	FailOutOfMemory:    "out_of_memory",
+	FailCrashed:        "crashed",
+	FailBadOutput:      "bad_output",
+	FailOutputTooLarge: "output_too_large",
+	FailRemoved:        "removed",
+	FailShutdown:       "shutdown",
+	FailOverBudget:     "over_budget",
+}
+
+// String is the kind's name in metrics and logs.
+func (k FailureKind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return "internal"
+}
+
 // Failure is a call that ended without a result, as a [Catalog] reports it.
 // Detail carries facts for the client (a limit, an exit code, the schema
 // validator's finding) and Stderr the tail of the tool's own stderr; the
