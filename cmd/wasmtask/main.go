@@ -26,6 +26,7 @@ Commands:
   serve     serve MCP on stdio or Streamable HTTP (wasmtask serve -h)
   inspect   check a tool module and show its tools (wasmtask inspect -h)
   call      run one call of a tool module (wasmtask call -h)
+  version   print the version (also --version)
 `
 
 func main() {
@@ -44,6 +45,9 @@ func main() {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 		err = runCall(ctx, args, terminal{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, tty: isTerminal(os.Stderr)})
 		stop()
+	case "-version", "--version", "version":
+		fmt.Println("wasmtask", version)
+		return
 	case "-h", "-help", "--help", "help":
 		fmt.Print(usage)
 		return

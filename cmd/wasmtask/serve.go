@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -44,6 +45,8 @@ func runServe(args []string) error {
 	drain := fs.Duration("drain-timeout", 30*time.Second, "on SIGINT or SIGTERM, how long running calls and tasks may take to finish before they are cancelled (a second signal cancels them at once)")
 	cancelRemoved := fs.Bool("cancel-removed", false, "cancel calls and tasks running on a module that is removed or replaced")
 	verbose := fs.Bool("v", false, "log debug messages")
+	logFormat := fs.String("log-format", "text", "log `FORMAT` on stderr: text or json")
+	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics at /metrics on `ADDR`, apart from the MCP endpoint; a bare \":PORT\" binds 127.0.0.1 (default: no metrics endpoint)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -55,7 +58,15 @@ func runServe(args []string) error {
 		level = slog.LevelDebug
 	}
 	// stdout carries the protocol on stdio: the log goes to stderr.
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	var logger *slog.Logger
+	switch opts := (&slog.HandlerOptions{Level: level}); *logFormat {
+	case "text":
+		logger = slog.New(slog.NewTextHandler(os.Stderr, opts))
+	case "json":
+		logger = slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	default:
+		return fmt.Errorf("serve: --log-format is text or json, not %q", *logFormat)
+	}
 
 	cfg := host.Config{
 		ToolsDir:           *toolsDir,
@@ -92,6 +103,15 @@ func runServe(args []string) error {
 
 	stopSignals := shutdownOnSignal(srv, logger, *drain)
 	defer stopSignals()
+	stopHangup := reloadOnHangup(srv, logger, *policyFile)
+	defer stopHangup()
+	if *metricsAddr != "" {
+		stopMetrics, err := serveMetrics(srv, logger, *metricsAddr)
+		if err != nil {
+			return err
+		}
+		defer stopMetrics()
+	}
 	if *httpAddr == "" {
 		err := srv.ServeStdio(context.Background(), os.Stdin, os.Stdout)
 		if errors.Is(err, host.ErrServerClosed) {
@@ -99,11 +119,7 @@ func runServe(args []string) error {
 		}
 		return err
 	}
-	addr := *httpAddr
-	if h, port, err := net.SplitHostPort(addr); err == nil && h == "" {
-		addr = net.JoinHostPort("127.0.0.1", port)
-	}
-	l, err := net.Listen("tcp", addr)
+	l, err := net.Listen("tcp", loopbackDefault(*httpAddr))
 	if err != nil {
 		return err
 	}
@@ -148,6 +164,81 @@ func shutdownOnSignal(srv *host.Server, logger *slog.Logger, drain time.Duration
 	}()
 	return func() {
 		signal.Stop(sigs)
+		close(quit)
+		<-done
+	}
+}
+
+// loopbackDefault binds a bare ":PORT" to 127.0.0.1: listening on every
+// interface is something an operator asks for by name.
+func loopbackDefault(addr string) string {
+	if h, port, err := net.SplitHostPort(addr); err == nil && h == "" {
+		return net.JoinHostPort("127.0.0.1", port)
+	}
+	return addr
+}
+
+// serveMetrics serves srv's Prometheus metrics at /metrics on addr until
+// the returned func, which closes the listener and waits for the serving
+// goroutine.
+func serveMetrics(srv *host.Server, logger *slog.Logger, addr string) (stop func(), err error) {
+	l, err := net.Listen("tcp", loopbackDefault(addr))
+	if err != nil {
+		return nil, fmt.Errorf("serve: metrics: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", srv.MetricsHandler())
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute}
+	fmt.Fprintf(os.Stderr, "wasmtask: metrics on http://%s/metrics\n", l.Addr())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := hs.Serve(l); !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("metrics endpoint stopped", "err", err)
+		}
+	}()
+	return func() { hs.Close(); <-done }, nil
+}
+
+// reloadOnHangup makes SIGHUP rescan the tool directory and, when the
+// server runs with a policy file, read it again and apply it (an invalid
+// file is logged and changes nothing). The returned func stops listening
+// and waits for the goroutine.
+func reloadOnHangup(srv *host.Server, logger *slog.Logger, policyFile string) (stop func()) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-hup:
+			case <-quit:
+				return
+			}
+			logger.Info("SIGHUP: rescanning the tool directory", "policy", policyFile)
+			srv.Rescan()
+			if policyFile == "" {
+				continue
+			}
+			p, err := host.LoadPolicy(policyFile)
+			if err != nil {
+				logger.Error("SIGHUP: policy not reloaded; the previous one stays in force", "err", err)
+				continue
+			}
+			warnings, err := srv.SetPolicy(p)
+			if err != nil {
+				logger.Error("SIGHUP: policy not reloaded; the previous one stays in force", "err", err)
+				continue
+			}
+			for _, w := range warnings {
+				logger.Warn("SIGHUP: policy reloaded, but " + w)
+			}
+			logger.Info("SIGHUP: policy reloaded", "file", policyFile)
+		}
+	}()
+	return func() {
+		signal.Stop(hup)
 		close(quit)
 		<-done
 	}

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// servedProcess is `wasmtask serve` running as a child process, with its
+// stderr read line by line.
+type servedProcess struct {
+	t     *testing.T
+	cmd   *exec.Cmd
+	lines chan string // every stderr line, in order; closed at EOF
+}
+
+// startServe builds the command and runs `serve args...`; at cleanup it
+// interrupts it and fails t unless it exits cleanly.
+func startServe(t *testing.T, args ...string) *servedProcess {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "wasmtask")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	p := &servedProcess{t: t, cmd: exec.Command(bin, append([]string{"serve"}, args...)...), lines: make(chan string, 1024)}
+	pipe, err := p.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		defer close(p.lines)
+		sc := bufio.NewScanner(pipe)
+		for sc.Scan() {
+			select {
+			case p.lines <- sc.Text():
+			default: // nobody reads any more: drop
+			}
+		}
+		io.Copy(io.Discard, pipe)
+	}()
+	t.Cleanup(func() {
+		p.cmd.Process.Signal(os.Interrupt)
+		<-read
+		if err := p.cmd.Wait(); err != nil {
+			t.Errorf("serve exited with %v after an interrupt", err)
+		}
+	})
+	return p
+}
+
+// await returns the first stderr line from now on that matches re, and
+// its submatches; the test fails if the process ends first.
+func (p *servedProcess) await(re *regexp.Regexp) []string {
+	p.t.Helper()
+	for line := range p.lines {
+		if m := re.FindStringSubmatch(line); m != nil {
+			return m
+		}
+	}
+	p.t.Fatalf("serve ended before printing a line matching %s", re)
+	return nil
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestServeOperations: JSON logs, the probes, the metrics endpoint apart
+// from MCP, and SIGHUP reloading the policy file (a server-wide bound is a
+// warning; an invalid file changes nothing) without stopping the server.
+func TestServeOperations(t *testing.T) {
+	needFile(t, addWasm)
+	tools := t.TempDir()
+	b, err := os.ReadFile(addWasm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tools, "add.wasm"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	policy := filepath.Join(t.TempDir(), "policy.json")
+	if err := os.WriteFile(policy, []byte(`{"maxInstances": 8}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := startServe(t, "--http", "127.0.0.1:0", "--metrics", "127.0.0.1:0", "--log-format", "json",
+		"--tools", tools, "--policy", policy, "--cache-dir", "")
+	metricsURL := p.await(regexp.MustCompile(`wasmtask: metrics on (http://\S+/metrics)`))[1]
+	base := strings.TrimSuffix(p.await(regexp.MustCompile(`wasmtask: listening on (http://\S+)`))[1], "/mcp")
+	// The log is JSON, one object per line; the tools have loaded once a
+	// reload reports nothing loading.
+	loaded := p.await(regexp.MustCompile(`^\{.*"msg":"tools reloaded".*"loading":0.*\}$`))[0]
+	var rec map[string]any
+	if err := json.Unmarshal([]byte(loaded), &rec); err != nil || rec["tools"] != float64(1) {
+		t.Fatalf("log line %s: %v, want JSON counting 1 tool", loaded, err)
+	}
+
+	if code, body := get(t, base+"/healthz"); code != 200 {
+		t.Errorf("GET /healthz = %d %q, want 200", code, body)
+	}
+	if code, body := get(t, base+"/readyz"); code != 200 {
+		t.Errorf("GET /readyz = %d %q, want 200 once the tools loaded", code, body)
+	}
+	if code, body := get(t, metricsURL); code != 200 || !strings.Contains(body, "\nwasmtask_tools 1\n") || !strings.Contains(body, "wasmtask_instances_max 8") {
+		t.Errorf("GET /metrics = %d, want 200 with wasmtask_tools 1 and wasmtask_instances_max 8:\n%.1500s", code, body)
+	}
+	if code, _ := get(t, base+"/metrics"); code != 404 {
+		t.Errorf("GET /metrics on the MCP listener = %d, want 404: metrics are served apart", code)
+	}
+
+	// A new policy: the tool's timeout applies, the instance bound waits
+	// for a restart.
+	if err := os.WriteFile(policy, []byte(`{"maxInstances": 4, "defaults": {"timeout": "3s"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.cmd.Process.Signal(syscall.SIGHUP)
+	if w := p.await(regexp.MustCompile(`"msg":"SIGHUP: policy reloaded, but (maxInstances[^"]*)"`))[1]; !strings.Contains(w, "restart") {
+		t.Errorf("warning %q does not say the bound waits for a restart", w)
+	}
+	p.await(regexp.MustCompile(`"msg":"SIGHUP: policy reloaded"`))
+
+	// An invalid policy changes nothing, and the server keeps serving.
+	if err := os.WriteFile(policy, []byte(`{"maxInstances": "many"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.cmd.Process.Signal(syscall.SIGHUP)
+	p.await(regexp.MustCompile(`"msg":"SIGHUP: policy not reloaded; the previous one stays in force"`))
+	if code, _ := get(t, base+"/readyz"); code != 200 {
+		t.Errorf("GET /readyz after a bad policy = %d, want 200", code)
+	}
+}
