@@ -634,8 +634,10 @@ func (s *Server) rebuild(ctx context.Context, snap *plugins.Snapshot) {
 	if prev != nil {
 		prev.succeed(next)
 	}
-	s.publish(next)
+	// Before the swap: whoever sees the new catalog finds the results of
+	// the versions it no longer serves gone.
 	s.dropCachedResults(prev, next)
+	s.publish(next)
 	s.logResultCache("reload")
 	if gen.Loading() == 0 {
 		s.startOnce.Do(func() { close(s.started) })
