@@ -86,6 +86,17 @@ type Config struct {
 	// SessionTimeout closes idle Streamable HTTP sessions. Default 30 min;
 	// negative: never.
 	SessionTimeout time.Duration
+	// TenantsFile is the operator's tenant file (see [Tenants]). With one,
+	// every HTTP request must carry a bearer token of a tenant, and each
+	// tenant sees the tools the file gives it. The file is watched and
+	// reloaded when it changes (and by [Server.ReloadTenants]): a new
+	// version that does not parse is logged and the previous one stays in
+	// force. "": HTTP requests are not authenticated.
+	TenantsFile string
+	// PublicURL is the MCP endpoint's URL as clients reach it (behind a
+	// proxy, say), named by the OAuth Protected Resource Metadata document.
+	// "": the URL each request was sent to.
+	PublicURL string
 
 	// wrapLoader, set by tests of this package, wraps the loader that
 	// compiles modules, to hold a load back.
@@ -116,6 +127,10 @@ type Server struct {
 	swapMu  sync.Mutex
 	swapped chan struct{} // closed and replaced by every catalog swap
 	holdMu  sync.Mutex    // the catalogs' holds and their chain (catalog)
+
+	tenants     atomic.Pointer[tenantAuth] // nil without a tenant file
+	tenantsMu   sync.Mutex                 // one tenant reload at a time
+	tenantWatch *plugins.FileWatch
 
 	watcher  *plugins.Watcher               // nil when serving a fixed set of modules
 	loads    *plugins.Loads[*wasmrt.Module] // compiles in the background; reload takes what has loaded
@@ -191,6 +206,13 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		started:   make(chan struct{}),
 	}
 	s.metrics = newMetrics(s)
+	var auth *mcpserver.Auth
+	if cfg.TenantsFile != "" {
+		if auth, err = s.startTenants(); err != nil {
+			s.closeParts()
+			return nil, err
+		}
+	}
 	if err := s.loadFirst(ctx); err != nil {
 		s.closeParts()
 		return nil, err
@@ -210,6 +232,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		MaxMessageBytes:  cfg.MaxMessageBytes,
 		MaxArgumentBytes: cfg.MaxArgumentBytes,
 		SessionTimeout:   cfg.SessionTimeout,
+		Auth:             auth,
+		Visible:          s.visibleFunc(),
 	})
 	if err != nil {
 		s.closeParts()
@@ -406,7 +430,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 // and is stopped by Shutdown and Close.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle(HTTPPath, s.mcp.HTTPHandler())
+	mux.Handle("/", s.mcp.HTTPHandler()) // the MCP endpoint, and its metadata document with auth
 	mux.HandleFunc("GET "+HealthPath, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, "ok\n")
@@ -517,6 +541,12 @@ func (s *Server) Close() error {
 
 func (s *Server) closeParts() error {
 	var errs []error
+	if s.tenantWatch != nil {
+		errs = append(errs, s.tenantWatch.Close())
+	}
+	if a := s.tenants.Swap(nil); a != nil {
+		a.release()
+	}
 	if s.watcher != nil {
 		errs = append(errs, s.watcher.Close())
 	}

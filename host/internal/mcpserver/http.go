@@ -40,7 +40,13 @@ func (s *Server) HTTPHandler() http.Handler {
 		})
 	})
 	mux := http.NewServeMux()
-	mux.Handle(HTTPPath, http.HandlerFunc(s.serveHTTP))
+	var endpoint http.Handler = http.HandlerFunc(s.serveHTTP)
+	if s.cfg.Auth != nil {
+		endpoint = s.authenticate(endpoint)
+		mux.Handle(ResourceMetadataPath, s.resourceMetadata())
+		mux.Handle(rootMetadataPath, s.resourceMetadata()) // for clients that look at the root first
+	}
+	mux.Handle(HTTPPath, endpoint)
 	return mux
 }
 

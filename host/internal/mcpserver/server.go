@@ -64,6 +64,11 @@ type Config struct {
 	// its tools/call, with the same error as a tool nobody serves. Nil:
 	// every tool is visible to everyone.
 	Visible func(user, tool, module string) bool
+	// Auth, when set, requires a bearer token on every HTTP request and
+	// binds sessions and tasks to the tenant it names. Nil: HTTP requests
+	// carry no identity (each session owns its tasks). Stdio never
+	// authenticates: its one client is the implicit tenant.
+	Auth *Auth
 	// Name and Version are the serverInfo; defaults "wasmtask" and "dev".
 	Name, Version string
 	// Instructions for the client, optional.

@@ -1,0 +1,292 @@
+package host
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/wasmtask/wasmtask/host/hosttest"
+)
+
+func TestParseTenants(t *testing.T) {
+	digest := HashToken("secret")
+	for _, tc := range []struct {
+		name, doc string
+		yaml      bool
+		wantErr   string // "" = valid
+	}{
+		{"json", `{"tenants":{"acme":{"tokens":["` + digest + `"],"tools":["add","word_*"]}}}`, false, ""},
+		{"yaml", "tenants:\n  acme:\n    tokens: [\"" + digest + "\"]\n    modules: [demo]\njwt:\n  issuer: https://i\n  audience: a\n  jwksURL: https://i/jwks\n", true, ""},
+		{"unknown field", `{"tenants":{"acme":{"token":"x"}}}`, false, `unknown field "token"`},
+		{"unknown yaml field", "tenants:\n  acme:\n    tokenz: []\n", true, `unknown field "tokenz"`},
+		{"duplicate yaml key", "tenants:\n  acme: {}\n  acme: {}\n", true, "already defined"},
+		{"a token, not its digest", `{"tenants":{"acme":{"tokens":["secret"]}}}`, false, "never the token"},
+		{"one token, two tenants", `{"tenants":{"a":{"tokens":["` + digest + `"]},"b":{"tokens":["` + digest + `"]}}}`, false, "a token names one tenant"},
+		{"bad tenant name", `{"tenants":{"a b":{}}}`, false, "tenant name"},
+		{"no tenants", `{"tenants":{}}`, false, "no tenants"},
+		{"bad pattern", `{"tenants":{"a":{"tools":["[x"]}}}`, false, "pattern"},
+		{"jwt without audience", `{"tenants":{"a":{}},"jwt":{"issuer":"i","jwksURL":"https://k"}}`, false, "issuer and audience"},
+		{"jwt with two key sources", `{"tenants":{"a":{}},"jwt":{"issuer":"i","audience":"a","jwksURL":"https://k","jwksFile":"k.json"}}`, false, "exactly one"},
+		{"jwt with hmac", `{"tenants":{"a":{}},"jwt":{"issuer":"i","audience":"a","jwksURL":"https://k","algorithms":["HS256"]}}`, false, "refused"},
+		{"trailing", `{"tenants":{"a":{}}} {}`, false, "trailing"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseTenants([]byte(tc.doc), tc.yaml)
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("ParseTenants: %v, want valid", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("ParseTenants error = %v, want one containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// jwtIssuer signs test JWTs with an ECDSA key published in a JWKS file.
+type jwtIssuer struct {
+	key  *ecdsa.PrivateKey
+	kid  string
+	jwks []byte
+}
+
+func newJWTIssuer(t *testing.T, kid string) *jwtIssuer {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b64 := func(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
+	pub, err := key.PublicKey.Bytes() // uncompressed point: 0x04 || X || Y
+	if err != nil {
+		t.Fatal(err)
+	}
+	jwks, _ := json.Marshal(map[string]any{"keys": []any{map[string]any{
+		"kty": "EC", "crv": "P-256", "kid": kid, "alg": "ES256", "use": "sig",
+		"x": b64(pub[1:33]), "y": b64(pub[33:]),
+	}}})
+	return &jwtIssuer{key: key, kid: kid, jwks: jwks}
+}
+
+func (i *jwtIssuer) sign(t *testing.T, claims jwt.MapClaims) string {
+	tok := jwt.NewWithClaims(jwt.SigningMethodES256, claims)
+	tok.Header["kid"] = i.kid
+	s, err := tok.SignedString(i.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// post sends one JSON-RPC request with token (none when "") and returns
+// the status, the WWW-Authenticate header and the body.
+func post(t *testing.T, url, token string, msg string) (int, string, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(msg))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header.Get("WWW-Authenticate"), string(b)
+}
+
+const initializeMsg = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+
+// TestTenantsOverHTTP: with a tenant file, every HTTP request needs a
+// token of a tenant — static or a JWT signed by the JWKS — refused ones
+// get 401 with a challenge naming the metadata document and are audited;
+// each tenant sees its tools; a tenant's sessions share its tasks and no
+// other tenant reaches them; a reload that drops a token refuses the open
+// session's next request, and an invalid file changes nothing.
+func TestTenantsOverHTTP(t *testing.T) {
+	dir := t.TempDir()
+	iss := newJWTIssuer(t, "k1")
+	if err := os.WriteFile(filepath.Join(dir, "jwks.json"), iss.jwks, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "tenants.yaml")
+	writeTenants := func(doc string) {
+		if err := os.WriteFile(file+".tmp", []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(file+".tmp", file); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jwtPart := "jwt:\n  issuer: https://issuer.test\n  audience: wasmtask\n  jwksFile: jwks.json\n"
+	writeTenants(fmt.Sprintf("tenants:\n  alice:\n    tokens: [%q]\n    tools: [add]\n  bob:\n    tokens: [%q]\n  carol:\n    modules: [m]\n%s",
+		HashToken("alice-token"), HashToken("bob-token"), jwtPart))
+
+	logs := newLogSink()
+	s, err := New(context.Background(), Config{
+		ToolsFS:     fstest.MapFS{"add.wasm": {Data: addModule(t)}, "m.wasm": {Data: verModule(t, "ver", "v1")}},
+		CacheDir:    testCacheDir,
+		TenantsFile: file,
+		Logger:      slog.New(logs),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	endpoint := srv.URL + HTTPPath
+
+	// Refused: no token, an unknown token, JWTs that must not pass.
+	code, challenge, _ := post(t, endpoint, "", initializeMsg)
+	wantMeta := srv.URL + "/.well-known/oauth-protected-resource/mcp"
+	if code != http.StatusUnauthorized || !strings.Contains(challenge, `resource_metadata="`+wantMeta+`"`) {
+		t.Errorf("no token: %d, WWW-Authenticate %q; want 401 naming %s", code, challenge, wantMeta)
+	}
+	now := time.Now()
+	claims := func(tenant string, exp time.Time, aud string) jwt.MapClaims {
+		return jwt.MapClaims{"iss": "https://issuer.test", "aud": aud, "exp": exp.Unix(), "iat": now.Unix(), "tenant": tenant}
+	}
+	other := newJWTIssuer(t, "k1") // same key ID, another key
+	for name, token := range map[string]string{
+		"unknown token":      "nope",
+		"expired JWT":        iss.sign(t, claims("carol", now.Add(-time.Hour), "wasmtask")),
+		"JWT for another":    iss.sign(t, claims("carol", now.Add(time.Hour), "someone-else")),
+		"JWT of a stranger":  iss.sign(t, claims("dave", now.Add(time.Hour), "wasmtask")),
+		"JWT by another key": other.sign(t, claims("carol", now.Add(time.Hour), "wasmtask")),
+		"JWT without exp":    iss.sign(t, jwt.MapClaims{"iss": "https://issuer.test", "aud": "wasmtask", "tenant": "carol"}),
+	} {
+		if code, _, body := post(t, endpoint, token, initializeMsg); code != http.StatusUnauthorized || strings.TrimSpace(body) != "invalid token" {
+			t.Errorf("%s: %d %q, want 401 invalid token", name, code, body)
+		}
+	}
+	logs.await("audit", "request.denied", "no bearer token")
+	logs.await("audit", "request.denied", "not a token of any tenant")
+	logs.await("audit", "request.denied", `tenant "dave"`)
+
+	// The metadata document names the resource.
+	resp, err := http.Get(wantMeta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var meta struct {
+		Resource string   `json:"resource"`
+		Bearer   []string `json:"bearer_methods_supported"`
+	}
+	json.NewDecoder(resp.Body).Decode(&meta)
+	resp.Body.Close()
+	if meta.Resource != endpoint || !slices.Equal(meta.Bearer, []string{"header"}) {
+		t.Errorf("metadata document = %+v, want resource %s", meta, endpoint)
+	}
+
+	client := func(token string) *hosttest.HTTPClient {
+		h := hosttest.NewHTTPClient(t, endpoint)
+		h.HC = srv.Client()
+		h.Header.Set("Authorization", "Bearer "+token)
+		h.Initialize(nil)
+		return h
+	}
+	alice, bob := client("alice-token"), client("bob-token")
+	carol := client(iss.sign(t, claims("carol", now.Add(time.Hour), "wasmtask")))
+	for _, c := range []struct {
+		name string
+		h    *hosttest.HTTPClient
+		want []string
+	}{{"alice", alice, []string{"add"}}, {"bob", bob, []string{"add", "ver"}}, {"carol", carol, []string{"ver"}}} {
+		if got := listTools(t, c.h); !slices.Equal(got, c.want) {
+			t.Errorf("%s's tools/list = %v, want %v", c.name, got, c.want)
+		}
+	}
+	if r := alice.Call("tools/call", map[string]any{"name": "ver", "arguments": map[string]any{}}); r.Code() != -32602 {
+		t.Errorf("alice calling a tool she does not see = %s, want -32602 unknown tool", r.Raw)
+	}
+
+	// Tasks belong to the tenant: another session of bob reaches it,
+	// alice does not.
+	var created hosttest.ToolResult
+	if err := bob.Call("tools/call", map[string]any{"name": "ver", "arguments": map[string]any{}, "task": map[string]any{}}).Decode(&created); err != nil || created.Task == nil {
+		t.Fatalf("bob's task call: %+v, %v", created, err)
+	}
+	id := created.Task.TaskID
+	bob2 := client("bob-token")
+	if r := bob2.Call("tasks/result", map[string]any{"taskId": id}); r.Error != nil {
+		t.Errorf("bob's other session: tasks/result = %s, want the result", r.Raw)
+	}
+	if r := alice.Call("tasks/get", map[string]any{"taskId": id}); r.Error == nil {
+		t.Errorf("alice: tasks/get of bob's task = %s, want an error", r.Raw)
+	}
+
+	// Reload without alice: her open session's next request is refused.
+	writeTenants(fmt.Sprintf("tenants:\n  bob:\n    tokens: [%q]\n  carol: {}\n%s", HashToken("bob-token"), jwtPart))
+	if err := s.ReloadTenants(); err != nil {
+		t.Fatal(err)
+	}
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 9, "method": "tools/list"})
+	if resp, err := alice.Post(body); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("alice after her token was removed: %v, %v; want 401", resp.Status, err)
+	} else {
+		resp.Body.Close()
+	}
+	if got := listTools(t, carol); !slices.Equal(got, []string{"add", "ver"}) {
+		t.Errorf("carol's tools/list after the reload = %v, want every tool", got)
+	}
+	// An invalid file changes nothing.
+	writeTenants("tenants: {bob: {tokens: [plain-token]}}\n")
+	if err := s.ReloadTenants(); err == nil {
+		t.Error("ReloadTenants accepted an invalid file")
+	}
+	if got := listTools(t, bob); !slices.Equal(got, []string{"add", "ver"}) {
+		t.Errorf("bob after an invalid reload: tools/list = %v", got)
+	}
+}
+
+// TestTenantsFileWatched: writing the tenant file reloads it without a
+// call: the log says so, and the new token works.
+func TestTenantsFileWatched(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "tenants.json")
+	write := func(tokens ...string) {
+		var ds []string
+		for _, tok := range tokens {
+			ds = append(ds, HashToken(tok))
+		}
+		b, _ := json.Marshal(map[string]any{"tenants": map[string]any{"t": map[string]any{"tokens": ds}}})
+		if err := os.WriteFile(file, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("one")
+	logs := newLogSink()
+	s, err := New(context.Background(), Config{ToolsFS: fstest.MapFS{"add.wasm": {Data: addModule(t)}}, CacheDir: testCacheDir,
+		TenantsFile: file, ReloadDebounce: testDebounce, Logger: slog.New(logs)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	if code, _, _ := post(t, srv.URL+HTTPPath, "two", initializeMsg); code != http.StatusUnauthorized {
+		t.Fatalf("token two before it is in the file: %d, want 401", code)
+	}
+	write("one", "two")
+	logs.await("tenants reloaded")
+	if code, _, body := post(t, srv.URL+HTTPPath, "two", initializeMsg); code != http.StatusOK {
+		t.Errorf("token two after the file was rewritten: %d %s, want 200", code, body)
+	}
+}
