@@ -26,6 +26,7 @@ Commands:
   serve     serve MCP on stdio or Streamable HTTP (wasmtask serve -h)
   inspect   check a tool module and show its tools (wasmtask inspect -h)
   call      run one call of a tool module (wasmtask call -h)
+  hash-token  read a bearer token on stdin, print the digest a tenant file stores
   version   print the version (also --version)
 `
 
@@ -45,6 +46,8 @@ func main() {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 		err = runCall(ctx, args, terminal{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, tty: isTerminal(os.Stderr)})
 		stop()
+	case "hash-token":
+		err = runHashToken(os.Stdin, os.Stdout)
 	case "-version", "--version", "version":
 		fmt.Println("wasmtask", version)
 		return

@@ -45,6 +45,9 @@ func runServe(args []string) error {
 	drain := fs.Duration("drain-timeout", 30*time.Second, "on SIGINT or SIGTERM, how long running calls and tasks may take to finish before they are cancelled (a second signal cancels them at once)")
 	cancelRemoved := fs.Bool("cancel-removed", false, "cancel calls and tasks running on a module that is removed or replaced")
 	verbose := fs.Bool("v", false, "log debug messages")
+	tenantsFile := fs.String("tenants", "", "tenant `FILE` (JSON or YAML; watched): every HTTP request needs a bearer token of a tenant, static or JWT; see README")
+	publicURL := fs.String("public-url", "", "the MCP endpoint's `URL` as clients reach it, for the OAuth metadata document (default: the URL each request was sent to)")
+	insecure := fs.Bool("insecure-no-auth", false, "allow --http on a non-loopback address without --tenants: anyone who reaches it may use every tool")
 	logFormat := fs.String("log-format", "text", "log `FORMAT` on stderr: text or json")
 	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics at /metrics on `ADDR`, apart from the MCP endpoint; a bare \":PORT\" binds 127.0.0.1 (default: no metrics endpoint)")
 	if err := fs.Parse(args); err != nil {
@@ -79,6 +82,13 @@ func runServe(args []string) error {
 		CancelRemoved:      *cancelRemoved,
 		Logger:             logger,
 		Version:            version,
+		TenantsFile:        *tenantsFile,
+		PublicURL:          *publicURL,
+	}
+	if *httpAddr != "" && *tenantsFile == "" && !*insecure {
+		if err := requireLoopback(loopbackDefault(*httpAddr)); err != nil {
+			return err
+		}
 	}
 	cfg.Tasks.MaxTTL = *maxTTL
 	cfg.Tasks.DefaultTTL = *defTTL
@@ -103,7 +113,7 @@ func runServe(args []string) error {
 
 	stopSignals := shutdownOnSignal(srv, logger, *drain)
 	defer stopSignals()
-	stopHangup := reloadOnHangup(srv, logger, *policyFile)
+	stopHangup := reloadOnHangup(srv, logger, *policyFile, *tenantsFile)
 	defer stopHangup()
 	if *metricsAddr != "" {
 		stopMetrics, err := serveMetrics(srv, logger, *metricsAddr)
@@ -200,11 +210,24 @@ func serveMetrics(srv *host.Server, logger *slog.Logger, addr string) (stop func
 	return func() { hs.Close(); <-done }, nil
 }
 
-// reloadOnHangup makes SIGHUP rescan the tool directory and, when the
-// server runs with a policy file, read it again and apply it (an invalid
-// file is logged and changes nothing). The returned func stops listening
-// and waits for the goroutine.
-func reloadOnHangup(srv *host.Server, logger *slog.Logger, policyFile string) (stop func()) {
+// requireLoopback refuses an HTTP address that others may reach: without
+// a tenant file, whoever reaches the endpoint may use every tool.
+func requireLoopback(addr string) error {
+	h, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("serve: --http %q: %v", addr, err)
+	}
+	if ip := net.ParseIP(h); h == "localhost" || ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("serve: refusing to serve HTTP on %s without authentication: pass --tenants FILE, bind a loopback address, or pass --insecure-no-auth to let anyone who reaches it use every tool", addr)
+}
+
+// reloadOnHangup makes SIGHUP rescan the tool directory, read the tenant
+// file again, and, when the server runs with a policy file, read it again
+// and apply it (an invalid file is logged and changes nothing). The
+// returned func stops listening and waits for the goroutine.
+func reloadOnHangup(srv *host.Server, logger *slog.Logger, policyFile, tenantsFile string) (stop func()) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	quit, done := make(chan struct{}), make(chan struct{})
@@ -218,6 +241,11 @@ func reloadOnHangup(srv *host.Server, logger *slog.Logger, policyFile string) (s
 			}
 			logger.Info("SIGHUP: rescanning the tool directory", "policy", policyFile)
 			srv.Rescan()
+			if tenantsFile != "" {
+				if err := srv.ReloadTenants(); err != nil {
+					logger.Error("SIGHUP: tenant file not reloaded; the previous one stays in force", "err", err)
+				}
+			}
 			if policyFile == "" {
 				continue
 			}

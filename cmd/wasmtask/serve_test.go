@@ -10,16 +10,23 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/wasmtask/wasmtask/host"
 )
 
 // servedProcess is `wasmtask serve` running as a child process, with its
-// stderr read line by line.
+// stderr kept line by line.
 type servedProcess struct {
-	t     *testing.T
-	cmd   *exec.Cmd
-	lines chan string // every stderr line, in order; closed at EOF
+	t   *testing.T
+	cmd *exec.Cmd
+
+	mu    sync.Mutex
+	lines []string      // every stderr line so far
+	more  chan struct{} // closed and replaced when a line is added
+	ended bool          // stderr reached EOF
 }
 
 // startServe builds the command and runs `serve args...`; at cleanup it
@@ -30,7 +37,7 @@ func startServe(t *testing.T, args ...string) *servedProcess {
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	p := &servedProcess{t: t, cmd: exec.Command(bin, append([]string{"serve"}, args...)...), lines: make(chan string, 1024)}
+	p := &servedProcess{t: t, cmd: exec.Command(bin, append([]string{"serve"}, args...)...), more: make(chan struct{})}
 	pipe, err := p.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -41,14 +48,11 @@ func startServe(t *testing.T, args ...string) *servedProcess {
 	read := make(chan struct{})
 	go func() {
 		defer close(read)
-		defer close(p.lines)
 		sc := bufio.NewScanner(pipe)
 		for sc.Scan() {
-			select {
-			case p.lines <- sc.Text():
-			default: // nobody reads any more: drop
-			}
+			p.add(sc.Text(), false)
 		}
+		p.add("", true)
 		io.Copy(io.Discard, pipe)
 	}()
 	t.Cleanup(func() {
@@ -61,17 +65,38 @@ func startServe(t *testing.T, args ...string) *servedProcess {
 	return p
 }
 
-// await returns the first stderr line from now on that matches re, and
-// its submatches; the test fails if the process ends first.
+func (p *servedProcess) add(line string, end bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if end {
+		p.ended = true
+	} else {
+		p.lines = append(p.lines, line)
+	}
+	close(p.more)
+	p.more = make(chan struct{})
+}
+
+// await returns the first stderr line, printed so far or later, that
+// matches re, and its submatches; the test fails if the process's stderr
+// ends first.
 func (p *servedProcess) await(re *regexp.Regexp) []string {
 	p.t.Helper()
-	for line := range p.lines {
-		if m := re.FindStringSubmatch(line); m != nil {
-			return m
+	for seen := 0; ; {
+		p.mu.Lock()
+		lines, ended, more := p.lines[seen:], p.ended, p.more
+		p.mu.Unlock()
+		for _, line := range lines {
+			if m := re.FindStringSubmatch(line); m != nil {
+				return m
+			}
 		}
+		seen += len(lines)
+		if ended {
+			p.t.Fatalf("serve ended before printing a line matching %s", re)
+		}
+		<-more
 	}
-	p.t.Fatalf("serve ended before printing a line matching %s", re)
-	return nil
 }
 
 func get(t *testing.T, url string) (int, string) {
@@ -146,5 +171,30 @@ func TestServeOperations(t *testing.T) {
 	p.await(regexp.MustCompile(`"msg":"SIGHUP: policy not reloaded; the previous one stays in force"`))
 	if code, _ := get(t, base+"/readyz"); code != 200 {
 		t.Errorf("GET /readyz after a bad policy = %d, want 200", code)
+	}
+}
+
+func TestHashToken(t *testing.T) {
+	var out strings.Builder
+	if err := runHashToken(strings.NewReader("s3cret\n"), &out); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.TrimSpace(out.String()), host.HashToken("s3cret"); got != want || !strings.HasPrefix(got, "sha256:") {
+		t.Errorf("hash-token = %q, want %q", got, want)
+	}
+	if err := runHashToken(strings.NewReader("\n"), &out); err == nil {
+		t.Error("hash-token of an empty line succeeded")
+	}
+}
+
+// TestRequireLoopback: without a tenant file, HTTP binds loopback only.
+func TestRequireLoopback(t *testing.T) {
+	for addr, ok := range map[string]bool{
+		"127.0.0.1:8080": true, "[::1]:8080": true, "localhost:8080": true,
+		"0.0.0.0:8080": false, "[::]:8080": false, "10.0.0.5:8080": false, "example.com:80": false,
+	} {
+		if err := requireLoopback(addr); (err == nil) != ok {
+			t.Errorf("requireLoopback(%s) = %v, want allowed=%v", addr, err, ok)
+		}
 	}
 }
