@@ -19,18 +19,27 @@ import (
 //   - the server's memory budget: the sum of the reservations of the
 //     running calls (see reservation).
 //
-// A call that cannot start at once waits, within three queue bounds (its
-// tool's maxQueue, queuePerSlot × the module's slots, queuePerSlot × the
-// server's slots), until a slot frees or its context ends; a call beyond a
-// bound is refused at once with a *busyError, and a call that could never
-// fit the memory budget with a *budgetError.
+// A fifth bound is the caller's tenant's share of the instances, when the
+// operator gives it one (caller.slots).
+//
+// A plain call that cannot start at once waits, within three queue bounds
+// (its tool's maxQueue, queuePerSlot × the module's slots, queuePerSlot ×
+// the server's slots), until a slot frees or its context ends; a call
+// beyond a bound is refused at once with a *busyError, and a call that
+// could never fit the memory budget with a *budgetError. A task's call is
+// never refused for being busy: the task was accepted, and its tenant's
+// quota of running tasks (the task engine's) bounds how many wait. It
+// waits however long the queue is, and is told how many calls wait ahead
+// of it as that changes (caller.queued).
 //
 // # Fairness
 //
-// When a slot frees, the call admitted next is, among the modules with a
-// waiting call that their own bounds allow, one of the module running the
-// fewest calls; within a module, the oldest such call (first in, first
-// out); between modules running as many, the oldest call. That call may
+// When a slot frees, the call admitted next is, among the waiting calls
+// that their tool's, module's and tenant's bounds allow, one of the tenant
+// running the fewest calls; among those, one of the module running the
+// fewest; among those, the oldest. So a tenant that floods the queue gets
+// its turn after each other tenant with a call waiting, and within a
+// tenant, modules share as they did before tenants existed. That call may
 // still wait for memory; then no call starts before it (a large
 // reservation is not starved by small ones) — stalled records that state,
 // and while it holds, arrivals queue behind it instead of taking the fast
@@ -54,6 +63,36 @@ type admission struct {
 	modules  []*moduleSlot // the modules with waiting calls
 	stalled  bool          // the next call to admit waits for server slots or memory
 	seq      uint64        // arrival order of waiters
+
+	// tenants are the shares of the tenants with calls running or
+	// waiting (anon, the calls without a tenant, is not in it): bounded by
+	// the calls in flight.
+	tenants map[string]*tenantShare
+	anon    *tenantShare
+
+	notes []queueNote // position reports to make once mu is released
+}
+
+// tenantShare is one tenant's calls in the admission.
+type tenantShare struct {
+	name             string
+	slots            int // the tenant's share of the instances; 0: none of its own
+	running, waiting int
+}
+
+// caller is who makes a call: its tenant ("" for none), and for a task's
+// call the report of its place in the queue (nil for a plain call, which
+// may be refused for being busy instead).
+type caller struct {
+	tenant string
+	slots  int             // the tenant's share of the instances; 0: none of its own
+	queued func(ahead int) // ahead < 0: admitted
+}
+
+// queueNote is one report to a waiting task's caller.
+type queueNote struct {
+	f     func(int)
+	ahead int
 }
 
 // toolSlot is one tool's share of the admission. A catalog holds one per
@@ -80,14 +119,53 @@ type moduleSlot struct {
 // waiter is a call waiting for admission.
 type waiter struct {
 	tool     *toolSlot
+	tenant   *tenantShare
 	bytes    uint64
 	seq      uint64
 	ready    chan struct{} // closed when admitted
 	admitted bool
+	queued   func(int) // a task's report, or nil
+	told     int       // the last ahead reported
 }
 
 func newAdmission(slots int, budget uint64) *admission {
-	return &admission{slots: slots, queue: queuePerSlot * slots, budget: budget}
+	return &admission{slots: slots, queue: queuePerSlot * slots, budget: budget,
+		tenants: map[string]*tenantShare{}, anon: &tenantShare{}}
+}
+
+// share returns the share of tenant, made when it has none. mu is held.
+func (a *admission) share(tenant string) *tenantShare {
+	if tenant == "" {
+		return a.anon
+	}
+	ts := a.tenants[tenant]
+	if ts == nil {
+		ts = &tenantShare{name: tenant}
+		a.tenants[tenant] = ts
+	}
+	return ts
+}
+
+// forget drops a tenant's share once it has nothing in flight.
+func (a *admission) forget(ts *tenantShare) {
+	if ts != a.anon && ts.running == 0 && ts.waiting == 0 {
+		delete(a.tenants, ts.name)
+	}
+}
+
+// tenantFits reports whether ts may start one more call.
+func (a *admission) tenantFits(ts *tenantShare) bool {
+	return ts.slots <= 0 || ts.running < ts.slots
+}
+
+// unlock releases mu, then makes the queue reports gathered under it.
+func (a *admission) unlock() {
+	notes := a.notes
+	a.notes = nil
+	a.mu.Unlock()
+	for _, n := range notes {
+		n.f(n.ahead)
+	}
 }
 
 // newModule makes the share of a module allowed slots calls at once.
@@ -105,17 +183,17 @@ func (a *admission) newTool(m *moduleSlot, slots, queue int) *toolSlot {
 // raised bound lets in.
 func (a *admission) resizeModule(m *moduleSlot, slots int) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	m.slots, m.queue = slots, queuePerSlot*slots
 	a.dispatch()
+	a.unlock()
 }
 
 // resizeTool is resizeModule for a carried-over tool.
 func (a *admission) resizeTool(t *toolSlot, slots, queue int) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	t.slots, t.queue = slots, queue
 	a.dispatch()
+	a.unlock()
 }
 
 // busyError is a refusal by a full queue; it wraps ErrBusy.
@@ -144,27 +222,43 @@ func mib(b uint64) uint64 { return (b + 1<<20 - 1) >> 20 }
 
 // enter admits a call of tool t reserving bytes of the memory budget, or
 // makes it wait until it can start or ctx is done. A nil error means the
-// call holds its slots and reservation until leave.
+// call holds its slots and reservation until leave. The call has no
+// tenant; enterAs names one.
 func (a *admission) enter(ctx context.Context, t *toolSlot, bytes uint64) error {
+	return a.enterAs(ctx, t, bytes, caller{})
+}
+
+// enterAs is enter for a call made by c: a call admitted this way leaves
+// with leaveAs(t, bytes, c.tenant).
+func (a *admission) enterAs(ctx context.Context, t *toolSlot, bytes uint64, c caller) error {
 	a.mu.Lock()
-	if !a.stalled && a.fits(t, bytes) {
-		a.take(t, bytes)
-		a.mu.Unlock()
+	ts := a.share(c.tenant)
+	if ts != a.anon {
+		ts.slots = c.slots // the tenant file in force when the call came
+	}
+	if !a.stalled && a.fits(t, ts, bytes) {
+		a.take(t, ts, bytes)
+		a.unlock()
 		return nil
 	}
-	if err := a.refusal(t, bytes); err != nil {
-		a.mu.Unlock()
+	if err := a.refusal(t, bytes, c.queued != nil); err != nil {
+		a.forget(ts)
+		a.unlock()
 		return err
 	}
 	a.seq++
-	w := &waiter{tool: t, bytes: bytes, seq: a.seq, ready: make(chan struct{})}
+	w := &waiter{tool: t, tenant: ts, bytes: bytes, seq: a.seq, ready: make(chan struct{}), queued: c.queued, told: -1}
 	a.push(w)
 	a.dispatch() // the new waiter may be the one to admit
 	if w.admitted {
-		a.mu.Unlock()
+		a.unlock()
 		return nil
 	}
-	a.mu.Unlock()
+	if w.queued != nil {
+		w.told = a.waiting - 1
+		a.notes = append(a.notes, queueNote{w.queued, w.told})
+	}
+	a.unlock()
 
 	select {
 	case <-w.ready:
@@ -174,55 +268,66 @@ func (a *admission) enter(ctx context.Context, t *toolSlot, bytes uint64) error 
 	a.mu.Lock()
 	if w.admitted {
 		// Admitted as the context ended: give the place back.
-		a.release(t, bytes)
+		a.release(t, ts, bytes)
 	} else {
 		a.pull(w)
 	}
+	a.forget(ts)
 	a.dispatch()
-	a.mu.Unlock()
+	a.unlock()
 	return context.Cause(ctx)
 }
 
 // leave ends a call that enter admitted, and admits the next ones.
-func (a *admission) leave(t *toolSlot, bytes uint64) {
+func (a *admission) leave(t *toolSlot, bytes uint64) { a.leaveAs(t, bytes, "") }
+
+// leaveAs ends a call that enterAs admitted for tenant.
+func (a *admission) leaveAs(t *toolSlot, bytes uint64, tenant string) {
 	a.mu.Lock()
-	a.release(t, bytes)
+	ts := a.share(tenant)
+	a.release(t, ts, bytes)
+	a.forget(ts)
 	if a.waiting > 0 {
 		a.dispatch()
 	}
-	a.mu.Unlock()
+	a.unlock()
 }
 
 // fits reports whether a call of t reserving bytes may start now, by every
 // bound.
-func (a *admission) fits(t *toolSlot, bytes uint64) bool {
-	return t.running < t.slots && t.mod.running < t.mod.slots && a.serverFits(bytes)
+func (a *admission) fits(t *toolSlot, ts *tenantShare, bytes uint64) bool {
+	return t.running < t.slots && t.mod.running < t.mod.slots && a.tenantFits(ts) && a.serverFits(bytes)
 }
 
 func (a *admission) serverFits(bytes uint64) bool {
 	return a.running < a.slots && bytes <= a.budget-a.reserved
 }
 
-func (a *admission) take(t *toolSlot, bytes uint64) {
+func (a *admission) take(t *toolSlot, ts *tenantShare, bytes uint64) {
 	t.running++
 	t.mod.running++
+	ts.running++
 	a.running++
 	a.reserved += bytes
 }
 
-func (a *admission) release(t *toolSlot, bytes uint64) {
+func (a *admission) release(t *toolSlot, ts *tenantShare, bytes uint64) {
 	t.running--
 	t.mod.running--
+	ts.running--
 	a.running--
 	a.reserved -= bytes
 }
 
 // refusal is why a call that cannot start now may not wait either, or nil.
-func (a *admission) refusal(t *toolSlot, bytes uint64) error {
+// A task's call (waits) is refused only when it could never fit.
+func (a *admission) refusal(t *toolSlot, bytes uint64, waits bool) error {
 	m := t.mod
 	switch {
 	case bytes > a.budget:
 		return &budgetError{need: bytes, budget: a.budget}
+	case waits:
+		return nil
 	case t.waiting >= t.queue:
 		return &busyError{running: t.running, queued: t.waiting}
 	case len(m.waiters) >= m.queue:
@@ -238,6 +343,7 @@ func (a *admission) push(w *waiter) {
 	m := w.tool.mod
 	m.waiters = append(m.waiters, w)
 	w.tool.waiting++
+	w.tenant.waiting++
 	a.waiting++
 	if !m.listed {
 		m.listed = true
@@ -250,6 +356,7 @@ func (a *admission) pull(w *waiter) {
 	m := w.tool.mod
 	m.waiters = slices.DeleteFunc(m.waiters, func(x *waiter) bool { return x == w })
 	w.tool.waiting--
+	w.tenant.waiting--
 	a.waiting--
 	if len(m.waiters) == 0 {
 		m.listed = false
@@ -259,29 +366,73 @@ func (a *admission) pull(w *waiter) {
 
 // dispatch admits waiting calls, in the fair order, for as long as the
 // next one fits; it is run after every change that may let one start.
-// Its work is bounded by the server's queue bound times the calls it
-// admits.
+// Its work is bounded by the calls waiting times the calls it admits.
 func (a *admission) dispatch() {
+	admitted := false
 	for {
 		w := a.next()
 		if w == nil {
 			a.stalled = false
-			return
+			break
 		}
 		if !a.serverFits(w.bytes) {
 			a.stalled = true
-			return
+			break
 		}
 		a.pull(w)
-		a.take(w.tool, w.bytes)
+		a.take(w.tool, w.tenant, w.bytes)
 		w.admitted = true
 		close(w.ready)
+		if w.queued != nil && w.told >= 0 {
+			a.notes = append(a.notes, queueNote{w.queued, -1})
+		}
+		admitted = true
+	}
+	if admitted {
+		a.tellPlaces()
 	}
 }
 
+// tellPlaces reports to each waiting task how many calls wait ahead of it
+// (older calls: the fair order may let some pass, but never without
+// bound), when that has halved since its last report or fallen below
+// placeExact: a task hears O(log n) reports however long it waits.
+func (a *admission) tellPlaces() {
+	var tasks []*waiter
+	for _, m := range a.modules {
+		for _, w := range m.waiters {
+			if w.queued != nil {
+				tasks = append(tasks, w)
+			}
+		}
+	}
+	if len(tasks) == 0 {
+		return
+	}
+	var seqs []uint64
+	for _, m := range a.modules {
+		for _, w := range m.waiters {
+			seqs = append(seqs, w.seq)
+		}
+	}
+	slices.Sort(seqs)
+	for _, w := range tasks {
+		ahead, _ := slices.BinarySearch(seqs, w.seq)
+		if ahead != w.told && (ahead < placeExact || ahead <= w.told/2) {
+			w.told = ahead
+			a.notes = append(a.notes, queueNote{w.queued, ahead})
+		}
+	}
+}
+
+// placeExact: below this many calls ahead, a waiting task hears every
+// change of its place.
+const placeExact = 16
+
 // next is the waiting call to admit next, whether or not the server has
-// room for it: the oldest call its tool and module allow, of the module
-// running the fewest calls.
+// room for it: among the calls their tool, module and tenant allow, one of
+// the tenant running the fewest calls, then of the module running the
+// fewest, then the oldest.
 func (a *admission) next() *waiter {
 	var best *waiter
 	for _, m := range a.modules {
@@ -289,15 +440,24 @@ func (a *admission) next() *waiter {
 			continue
 		}
 		for _, w := range m.waiters {
-			if w.tool.running >= w.tool.slots {
+			if w.tool.running >= w.tool.slots || !a.tenantFits(w.tenant) {
 				continue
 			}
-			if best == nil || m.running < best.tool.mod.running ||
-				m.running == best.tool.mod.running && w.seq < best.seq {
+			if best == nil || before(w, best) {
 				best = w
 			}
-			break // the module's oldest call it allows
 		}
 	}
 	return best
+}
+
+// before is the fair order of two waiting calls.
+func before(w, b *waiter) bool {
+	if w.tenant.running != b.tenant.running {
+		return w.tenant.running < b.tenant.running
+	}
+	if w.tool.mod.running != b.tool.mod.running {
+		return w.tool.mod.running < b.tool.mod.running
+	}
+	return w.seq < b.seq
 }

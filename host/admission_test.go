@@ -2,13 +2,18 @@ package host
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"testing/fstest"
 	"testing/synctest"
+
+	"github.com/wasmtask/wasmtask/host/hosttest"
 )
 
 // pending is a call of the admission under test, entered on a goroutine of
@@ -354,5 +359,187 @@ func BenchmarkAdmission(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+// enterAsAsync is enterAsync for a call made by c.
+func enterAsAsync(a *admission, name string, t *toolSlot, size uint64, c caller) *pending {
+	ctx, stop := context.WithCancel(context.Background())
+	p := &pending{name: name, tool: t, size: size, done: make(chan error, 1), stop: stop}
+	go func() { p.done <- a.enterAs(ctx, t, size, c) }()
+	return p
+}
+
+// places records the queue reports a task's call hears.
+type places struct {
+	mu    sync.Mutex
+	heard []int
+}
+
+func (p *places) report(ahead int) { p.mu.Lock(); p.heard = append(p.heard, ahead); p.mu.Unlock() }
+func (p *places) all() []int       { p.mu.Lock(); defer p.mu.Unlock(); return append([]int(nil), p.heard...) }
+
+// A tenant that floods the queue does not starve another: when a slot
+// frees, the call of the tenant running fewer calls goes first, however
+// many of the flooding tenant's calls are older.
+func TestAdmissionFairAcrossTenants(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := newAdmission(2, 1<<30)
+		tool := a.newTool(a.newModule("m", 2), 2, 64)
+		flood := caller{tenant: "user:a", queued: func(int) {}}
+		var runA, waitA []*pending
+		for i := range 2 {
+			runA = append(runA, enterAsAsync(a, fmt.Sprintf("a-run%d", i), tool, 1, flood))
+			synctest.Wait()
+		}
+		for i := range 20 {
+			waitA = append(waitA, enterAsAsync(a, fmt.Sprintf("a-wait%d", i), tool, 1, flood))
+			synctest.Wait() // queued in this order
+		}
+		b := enterAsAsync(a, "b", tool, 1, caller{tenant: "user:b", queued: func(int) {}})
+		synctest.Wait()
+		if names, _ := admitted(append(waitA, b)...); len(names) != 0 {
+			t.Fatalf("admitted %v with both slots taken", names)
+		}
+		a.leaveAs(tool, 1, "user:a")
+		synctest.Wait()
+		if names, _ := admitted(append(waitA, b)...); len(names) != 1 || names[0] != "b" {
+			t.Fatalf("a slot freed: admitted %v, want [b] (tenant b runs nothing, a runs 1)", names)
+		}
+		a.leaveAs(tool, 1, "user:a")
+		synctest.Wait()
+		if names, _ := admitted(waitA...); len(names) != 1 || names[0] != "a-wait0" {
+			t.Fatalf("next slot: admitted %v, want a's oldest, a-wait0", names)
+		}
+		for _, p := range waitA[1:] {
+			p.stop()
+		}
+		synctest.Wait()
+		a.leaveAs(tool, 1, "user:a")
+		a.leaveAs(tool, 1, "user:b")
+		checkIdle(t, a, 0)
+		if n := len(a.tenants); n != 0 {
+			t.Errorf("%d tenant shares left with nothing in flight, want 0", n)
+		}
+	})
+}
+
+// A task's call is never refused for being busy: where a plain call beyond
+// the queue bound gets a busy error, the task waits, hears its place in
+// the queue as it changes, and hears -1 when it starts.
+func TestAdmissionTaskWaitsAndHearsItsPlace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := newAdmission(1, 1<<30)
+		tool := a.newTool(a.newModule("m", 1), 1, 1) // one running, one waiting
+		if err := a.enter(context.Background(), tool, 1); err != nil {
+			t.Fatal(err)
+		}
+		plain := enterAsync(a, "plain", tool, 1)
+		synctest.Wait()
+		if err := a.enter(context.Background(), tool, 1); !errors.Is(err, ErrBusy) {
+			t.Fatalf("a plain call beyond the queue bound: %v, want ErrBusy", err)
+		}
+		var heard places
+		task := enterAsAsync(a, "task", tool, 1, caller{tenant: "user:t", queued: heard.report})
+		synctest.Wait()
+		if names, errs := admitted(task); len(names) != 0 {
+			t.Fatalf("the task's call returned %v while the tool is busy, want it waiting", errs)
+		}
+		if got := heard.all(); len(got) != 1 || got[0] != 1 {
+			t.Fatalf("the task heard %v on arrival, want [1] (the plain call waits ahead of it)", got)
+		}
+		a.leave(tool, 1) // the plain call starts: the task is now first
+		synctest.Wait()
+		if got := heard.all(); len(got) != 2 || got[1] != 0 {
+			t.Fatalf("the task heard %v once the call ahead started, want [1 0]", got)
+		}
+		<-plain.done
+		a.leave(tool, 1)
+		synctest.Wait()
+		if _, errs := admitted(task); errs["task"] != nil || len(errs) != 1 {
+			t.Fatalf("the task's call: %v, want admitted", errs)
+		}
+		if got := heard.all(); len(got) != 3 || got[2] != -1 {
+			t.Errorf("the task heard %v, want [1 0 -1]", got)
+		}
+		a.leaveAs(tool, 1, "user:t")
+		checkIdle(t, a, 0)
+	})
+}
+
+// A tenant's share of the instances holds while the server has free
+// slots, and leaves them to other tenants.
+func TestAdmissionTenantShare(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := newAdmission(4, 1<<30)
+		tool := a.newTool(a.newModule("m", 4), 4, 8)
+		small := caller{tenant: "user:small", slots: 1}
+		s1 := enterAsAsync(a, "s1", tool, 1, small)
+		synctest.Wait()
+		s2 := enterAsAsync(a, "s2", tool, 1, small)
+		other := enterAsAsync(a, "other", tool, 1, caller{tenant: "user:other"})
+		synctest.Wait()
+		if names, _ := admitted(s1, s2, other); !slices.Equal(names, []string{"s1", "other"}) {
+			t.Fatalf("admitted %v, want [s1 other]: small's second call waits for its share", names)
+		}
+		a.leaveAs(tool, 1, "user:small")
+		synctest.Wait()
+		if names, _ := admitted(s2); len(names) != 1 {
+			t.Fatal("small's second call did not start when its first ended")
+		}
+		a.leaveAs(tool, 1, "user:small")
+		a.leaveAs(tool, 1, "user:other")
+		checkIdle(t, a, 0)
+	})
+}
+
+// TestTasksQueueInsteadOfFailingBusy, over MCP: while a tool's only slot
+// is taken, its task calls are accepted and wait in the queue — their
+// status says so, with their place — where a plain call beyond the queue
+// bound is refused as busy; once the slot frees, every task completes.
+func TestTasksQueueInsteadOfFailingBusy(t *testing.T) {
+	p, err := ParsePolicy([]byte(`{"defaults":{"maxConcurrency":1,"maxQueue":1}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(context.Background(), Config{ToolsFS: fstest.MapFS{"m.wasm": {Data: verModule(t, "ver", "v1")}}, CacheDir: testCacheDir, Policy: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() }) // after the client's cleanup
+	c := newClient(t, s)
+
+	// A plain call takes the slot and holds it until the user answers.
+	plain := c.Request("tools/call", map[string]any{"name": "ver", "arguments": map[string]any{"hold": true}})
+	ask := readUntil(t, c, "the plain call to ask for input", func(m hosttest.Message) bool {
+		return m.IsRequest() && m.Method == "elicitation/create"
+	})
+	queued := func(id, want string) {
+		t.Helper()
+		readUntil(t, c, "task "+id+" to report "+want, func(m hosttest.Message) bool {
+			var st hosttest.Task
+			return m.Method == "notifications/tasks/status" && json.Unmarshal(m.Params, &st) == nil &&
+				st.TaskID == id && st.Status == "working" && strings.HasPrefix(st.StatusMessage, want)
+		})
+	}
+	first := c.StartTask("ver", map[string]any{}, 0).TaskID
+	queued(first, "queued: 0 calls waiting ahead")
+	second := c.StartTask("ver", map[string]any{}, 0).TaskID
+	queued(second, "queued: 1 calls waiting ahead")
+	if text, failed := outcome(t, c.Call("tools/call", map[string]any{"name": "ver", "arguments": map[string]any{}})); !failed || !strings.Contains(text, "busy") {
+		t.Errorf("a plain call beyond the queue bound: %q (failed %v), want a busy error", text, failed)
+	}
+	if st := c.GetTask(second); st.Status != "working" {
+		t.Fatalf("the second task is %s while queued, want working", st.Status)
+	}
+
+	c.Send(map[string]any{"jsonrpc": "2.0", "id": ask.ID, "result": map[string]any{"action": "accept", "content": map[string]any{"ok": true}}})
+	if text, failed := outcome(t, c.Await(plain, nil)); failed || text != "v1" {
+		t.Fatalf("the plain call: %q (failed %v), want v1", text, failed)
+	}
+	for _, id := range []string{first, second} {
+		if res := c.TaskResult(id); res.IsError || res.Text() != "v1" {
+			t.Errorf("task %s: %+v, want v1", id, res)
+		}
 	}
 }

@@ -27,14 +27,18 @@ func (s *Server) call(ctx context.Context, c *catalog, name string, args json.Ra
 	}
 	start := time.Now()
 	defer func() { s.metrics.observeCall(name, res, err, start) }()
+	var who caller
+	if m := mcpserver.CallMetaFrom(ctx); m != nil {
+		who = caller{tenant: m.Tenant, slots: s.tenantInstances(m.User), queued: m.Queued}
+	}
 	run := func(ctx context.Context, ev abi.Events) (*abi.Result, error) {
 		entered := time.Now()
-		err := s.adm.enter(ctx, t.slot, t.need)
+		err := s.adm.enterAs(ctx, t.slot, t.need, who)
 		s.metrics.wait.Observe(time.Since(entered).Seconds())
 		if err != nil {
 			return nil, fmt.Errorf("tool %q: %w", name, err)
 		}
-		defer s.adm.leave(t.slot, t.need)
+		defer s.adm.leaveAs(t.slot, t.need, who.tenant)
 		// c is held by the caller, so its modules are open (or aborted by
 		// CancelRemoved, which the call reports).
 		return t.code.Call(ctx, name, args, t.lim, ev)

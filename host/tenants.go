@@ -64,6 +64,11 @@ type Tenant struct {
 	// tools/call.
 	Tools   []string `json:"tools,omitempty"`
 	Modules []string `json:"modules,omitempty"`
+	// MaxInstances is the tenant's share of the server's instances: at
+	// most this many of its calls run at once, whatever room the server
+	// has. 0: no share of its own (the server's and the tools' bounds,
+	// and fair turns between tenants, still apply).
+	MaxInstances int `json:"maxInstances,omitempty"`
 }
 
 // JWTAuth verifies JSON Web Tokens: signed by a key of the JWKS (a file,
@@ -167,6 +172,9 @@ func (t *Tenants) validate() error {
 				return fmt.Errorf("tenants.%s.tokens: a token of tenant %s too: a token names one tenant", name, o)
 			}
 			owner[d] = name
+		}
+		if tn.MaxInstances < 0 {
+			return fmt.Errorf("tenants.%s.maxInstances is negative", name)
 		}
 		for _, p := range slices.Concat(tn.Tools, tn.Modules) {
 			if _, err := path.Match(p, ""); err != nil {
@@ -426,4 +434,17 @@ func (s *Server) visibleFunc() func(tenant, tool, module string) bool {
 		a := s.tenants.Load()
 		return a != nil && a.visible(tenant, tool, module)
 	}
+}
+
+// tenantInstances is the share of the instances the tenant file gives
+// tenant (0: none of its own, or no such tenant).
+func (s *Server) tenantInstances(tenant string) int {
+	if tenant == "" {
+		return 0
+	}
+	a := s.tenants.Load()
+	if a == nil {
+		return 0
+	}
+	return a.file.Tenants[tenant].MaxInstances
 }

@@ -26,8 +26,15 @@ const (
 // catalog and back: who called (the tenant its result may be shared
 // within) and whether the result came from the result cache.
 type CallMeta struct {
-	Tenant   string
-	CacheHit bool // set by the catalog
+	Tenant   string // the owner of the caller's tasks: its results and quotas are shared within it
+	User     string // the authenticated tenant's name, "" without authentication
+	CacheHit bool   // set by the catalog
+	// Queued is set for a task's call: the call waits for an instance
+	// however long the queue (an accepted task is never failed for being
+	// busy) and is told how many calls wait ahead of it as that changes,
+	// and ahead < 0 once it starts. Nil for a plain call, which may be
+	// refused for being busy instead.
+	Queued func(ahead int)
 }
 
 type callMetaKey struct{}

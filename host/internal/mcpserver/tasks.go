@@ -280,10 +280,10 @@ func (s *Server) deliveryContext(id string, def context.Context) context.Context
 	return def
 }
 
-// watchStatus sends notifications/tasks/status on each status change of a
-// task, for transports that can write raw notifications (stdio). The
-// goroutine ends when the task is terminal or the session ends; Close waits
-// for it.
+// watchStatus sends notifications/tasks/status on each change of a task's
+// status or status message, for transports that can write raw
+// notifications (stdio). The goroutine ends when the task is terminal or
+// the session ends; Close waits for it.
 func (s *Server) watchStatus(sess *session, owner, id string) {
 	sub, err := s.cfg.Engine.Watch(owner, id)
 	if err != nil {
@@ -300,15 +300,18 @@ func (s *Server) watchStatus(sess *session, owner, id string) {
 	go func() {
 		defer s.wg.Done()
 		defer sub.Stop()
-		last := taskengine.StatusWorking
+		last, lastMsg := taskengine.StatusWorking, ""
 		for {
 			select {
 			case t, ok := <-sub.C():
 				if !ok {
 					return
 				}
-				if t.Status != last {
-					last = t.Status
+				// A new status, or a new message within one (a queued
+				// task's place, the tool's own status): both are what a
+				// client polling tasks/get would see change.
+				if t.Status != last || t.StatusMessage != lastMsg {
+					last, lastMsg = t.Status, t.StatusMessage
 					if err := sess.stdio.notify(methodTaskStatus, wireTaskOf(t)); err != nil {
 						return
 					}

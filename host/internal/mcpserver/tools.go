@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"slices"
@@ -205,7 +206,7 @@ func (s *Server) callTool(ctx context.Context, rq requestor, p *mcp.CallToolPara
 		ctx, stop := withDone(ctx, rq.sess.ctx)
 		defer stop()
 		ev := &callEvents{s: s, sess: rq.sess, ss: rq.ss, ctx: ctx, token: token, tool: tool.Name}
-		res, err := s.execute(ctx, rq.owner(), cat, tool.Name, p.Arguments, ev)
+		res, err := s.execute(ctx, &CallMeta{Tenant: rq.owner(), User: rq.user}, cat, tool.Name, p.Arguments, ev)
 		s.audit(auditCall, rq.owner(), append(toolAttrs(cat, tool.Name), outcomeAttr(res, err))...)
 		return res, err
 	}
@@ -257,8 +258,7 @@ func parseTaskParams(v any) (time.Duration, error) {
 // execute runs one tool call to its CallToolResult, or a JSON-RPC error for
 // what tools/call itself answers with one. A failure is logged in full and
 // answered with the text errors.go decides.
-func (s *Server) execute(ctx context.Context, tenant string, cat Catalog, tool string, args json.RawMessage, ev abi.Events) (*callToolResult, error) {
-	meta := &CallMeta{Tenant: tenant}
+func (s *Server) execute(ctx context.Context, meta *CallMeta, cat Catalog, tool string, args json.RawMessage, ev abi.Events) (*callToolResult, error) {
 	res, err := cat.Call(WithCallMeta(ctx, meta), tool, args, ev)
 	switch {
 	case errors.Is(err, ErrUnknownTool):
@@ -292,7 +292,14 @@ func (s *Server) createTask(rq requestor, cat Catalog, release func(), tool stri
 		defer release()
 		id := run.ID()
 		ev := &taskEvents{s: s, rq: rq, run: run, id: id, token: token, tool: tool}
-		res, err := s.execute(ctx, owner, cat, tool, args, ev)
+		meta := &CallMeta{Tenant: owner, User: rq.user, Queued: func(ahead int) {
+			if ahead >= 0 {
+				run.SetStatusMessage(fmt.Sprintf("queued: %d calls waiting ahead of this task for an instance", ahead))
+			} else {
+				run.SetStatusMessage("running")
+			}
+		}}
+		res, err := s.execute(ctx, meta, cat, tool, args, ev)
 		s.audit(auditTaskFinish, owner, append(append(slices.Clip(info.attrs), slog.String("task", id)), outcomeAttr(res, err))...)
 		if err != nil {
 			return taskengine.Outcome{Err: err}
