@@ -97,6 +97,17 @@ type Config struct {
 	// proxy, say), named by the OAuth Protected Resource Metadata document.
 	// "": the URL each request was sent to.
 	PublicURL string
+	// AllowedHosts and AllowedOrigins: HTTP requests with another Host
+	// header, or a browser Origin other than the endpoint's own or one of
+	// these, get 403. No AllowedHosts: any Host, except that a loopback
+	// listener refuses non-loopback names.
+	AllowedHosts, AllowedOrigins []string
+	// MaxConnections bounds the HTTP connections open at once on each
+	// listener of [Server.Serve] (default 1024); MaxSessions and
+	// MaxSessionsPerTenant the HTTP sessions in total and per tenant
+	// (defaults 1024 and 64); MaxRequestsPerSession one session's
+	// requests in flight (default 64).
+	MaxConnections, MaxSessions, MaxSessionsPerTenant, MaxRequestsPerSession int
 
 	// wrapLoader, set by tests of this package, wraps the loader that
 	// compiles modules, to hold a load back.
@@ -147,6 +158,9 @@ type Server struct {
 	closeOnce sync.Once
 	closeErr  error
 }
+
+// DefaultMaxConnections is [Config.MaxConnections]'s default.
+const DefaultMaxConnections = 1024
 
 // ErrServerClosed is returned by the Serve methods after Shutdown or Close.
 var ErrServerClosed = errors.New("host: server closed")
@@ -225,15 +239,20 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 			c, release := s.acquire()
 			return c, release, nil
 		},
-		Engine:           engine,
-		Logger:           cfg.Logger,
-		Name:             cfg.Name,
-		Version:          cfg.Version,
-		MaxMessageBytes:  cfg.MaxMessageBytes,
-		MaxArgumentBytes: cfg.MaxArgumentBytes,
-		SessionTimeout:   cfg.SessionTimeout,
-		Auth:             auth,
-		Visible:          s.visibleFunc(),
+		Engine:                engine,
+		Logger:                cfg.Logger,
+		Name:                  cfg.Name,
+		Version:               cfg.Version,
+		MaxMessageBytes:       cfg.MaxMessageBytes,
+		MaxArgumentBytes:      cfg.MaxArgumentBytes,
+		SessionTimeout:        cfg.SessionTimeout,
+		Auth:                  auth,
+		Visible:               s.visibleFunc(),
+		AllowedHosts:          cfg.AllowedHosts,
+		AllowedOrigins:        cfg.AllowedOrigins,
+		MaxSessions:           cfg.MaxSessions,
+		MaxSessionsPerTenant:  cfg.MaxSessionsPerTenant,
+		MaxRequestsPerSession: cfg.MaxRequestsPerSession,
 	})
 	if err != nil {
 		s.closeParts()
@@ -471,8 +490,20 @@ func (s *Server) notReady() string {
 
 // Serve accepts Streamable HTTP connections on l until the Server is shut
 // down or closed; it then returns ErrServerClosed. Serve closes l.
+//
+// Each connection must send its request headers within 10 s and its body
+// within 30 s, and is closed after 2 minutes idle; a response stream has
+// no time limit as long as the client reads it (each write must complete
+// within 30 s). At most MaxConnections are open at once.
 func (s *Server) Serve(l net.Listener) error {
-	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	l = limitConnections(l, cmp.Or(s.cfg.MaxConnections, DefaultMaxConnections))
+	hs := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second, // cleared once a POST's body is read: see mcpserver
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()

@@ -9,9 +9,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -47,6 +49,11 @@ func runServe(args []string) error {
 	verbose := fs.Bool("v", false, "log debug messages")
 	tenantsFile := fs.String("tenants", "", "tenant `FILE` (JSON or YAML; watched): every HTTP request needs a bearer token of a tenant, static or JWT; see README")
 	publicURL := fs.String("public-url", "", "the MCP endpoint's `URL` as clients reach it, for the OAuth metadata document (default: the URL each request was sent to)")
+	allowedHosts := fs.String("allowed-hosts", "", "comma-separated Host header `NAMES` HTTP requests may carry (\"name\" any port, \"name:port\" that port); required on a non-loopback --http unless --public-url names the host")
+	allowedOrigins := fs.String("allowed-origins", "", "comma-separated browser `ORIGINS` allowed besides the endpoint's own (a foreign Origin gets 403)")
+	maxConns := fs.Int("max-connections", host.DefaultMaxConnections, "bound on open HTTP connections")
+	maxSessions := fs.Int("max-sessions", 0, "bound on open HTTP sessions (default 1024)")
+	maxTenantSessions := fs.Int("max-sessions-per-tenant", 0, "bound on one tenant's open HTTP sessions (default 64)")
 	insecure := fs.Bool("insecure-no-auth", false, "allow --http on a non-loopback address without --tenants: anyone who reaches it may use every tool")
 	logFormat := fs.String("log-format", "text", "log `FORMAT` on stderr: text or json")
 	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics at /metrics on `ADDR`, apart from the MCP endpoint; a bare \":PORT\" binds 127.0.0.1 (default: no metrics endpoint)")
@@ -72,23 +79,30 @@ func runServe(args []string) error {
 	}
 
 	cfg := host.Config{
-		ToolsDir:           *toolsDir,
-		CacheDir:           *cacheDir,
-		CacheMaxMiB:        *cacheMax,
-		ResultCacheMaxTTL:  cmp.Or(*resultTTL, -1),
-		ResultCacheEntries: *resultEntries,
-		ResultCacheMiB:     *resultMiB,
-		Interpreter:        *interp,
-		CancelRemoved:      *cancelRemoved,
-		Logger:             logger,
-		Version:            version,
-		TenantsFile:        *tenantsFile,
-		PublicURL:          *publicURL,
+		ToolsDir:             *toolsDir,
+		CacheDir:             *cacheDir,
+		CacheMaxMiB:          *cacheMax,
+		ResultCacheMaxTTL:    cmp.Or(*resultTTL, -1),
+		ResultCacheEntries:   *resultEntries,
+		ResultCacheMiB:       *resultMiB,
+		Interpreter:          *interp,
+		CancelRemoved:        *cancelRemoved,
+		Logger:               logger,
+		Version:              version,
+		TenantsFile:          *tenantsFile,
+		PublicURL:            *publicURL,
+		AllowedHosts:         splitList(*allowedHosts),
+		AllowedOrigins:       splitList(*allowedOrigins),
+		MaxConnections:       *maxConns,
+		MaxSessions:          *maxSessions,
+		MaxSessionsPerTenant: *maxTenantSessions,
 	}
-	if *httpAddr != "" && *tenantsFile == "" && !*insecure {
-		if err := requireLoopback(loopbackDefault(*httpAddr)); err != nil {
+	if *httpAddr != "" {
+		hosts, err := checkHTTPExposure(loopbackDefault(*httpAddr), *tenantsFile != "", *insecure, cfg.AllowedHosts, *publicURL)
+		if err != nil {
 			return err
 		}
+		cfg.AllowedHosts = hosts
 	}
 	cfg.Tasks.MaxTTL = *maxTTL
 	cfg.Tasks.DefaultTTL = *defTTL
@@ -210,17 +224,48 @@ func serveMetrics(srv *host.Server, logger *slog.Logger, addr string) (stop func
 	return func() { hs.Close(); <-done }, nil
 }
 
-// requireLoopback refuses an HTTP address that others may reach: without
-// a tenant file, whoever reaches the endpoint may use every tool.
-func requireLoopback(addr string) error {
+// checkHTTPExposure decides whether the server may listen on addr, and
+// returns the Host names its requests may carry. A loopback address needs
+// nothing. Any other needs a tenant file (or --insecure-no-auth: whoever
+// reaches it may use every tool) and the Host names clients use
+// (--allowed-hosts, or the host of --public-url), so that the Host check
+// holds whatever address is bound.
+func checkHTTPExposure(addr string, auth, insecure bool, hosts []string, publicURL string) ([]string, error) {
 	h, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return fmt.Errorf("serve: --http %q: %v", addr, err)
+		return nil, fmt.Errorf("serve: --http %q: %v", addr, err)
+	}
+	if publicURL != "" {
+		u, err := url.Parse(publicURL)
+		if err != nil || u.Host == "" {
+			return nil, fmt.Errorf("serve: --public-url %q is not an absolute URL", publicURL)
+		}
+		hosts = append(hosts, u.Host)
 	}
 	if ip := net.ParseIP(h); h == "localhost" || ip != nil && ip.IsLoopback() {
-		return nil
+		if len(hosts) > 0 { // local clients still reach it by its own names
+			hosts = append(hosts, "localhost", "127.0.0.1", "::1")
+		}
+		return hosts, nil
 	}
-	return fmt.Errorf("serve: refusing to serve HTTP on %s without authentication: pass --tenants FILE, bind a loopback address, or pass --insecure-no-auth to let anyone who reaches it use every tool", addr)
+	if !auth && !insecure {
+		return nil, fmt.Errorf("serve: refusing to serve HTTP on %s without authentication: pass --tenants FILE, bind a loopback address, or pass --insecure-no-auth to let anyone who reaches it use every tool", addr)
+	}
+	if len(hosts) == 0 {
+		return nil, fmt.Errorf("serve: --http on %s needs the Host names clients use: pass --allowed-hosts (or --public-url), so that requests for other names are refused", addr)
+	}
+	return hosts, nil
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // reloadOnHangup makes SIGHUP rescan the tool directory, read the tenant

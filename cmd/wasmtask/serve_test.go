@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -187,14 +188,37 @@ func TestHashToken(t *testing.T) {
 	}
 }
 
-// TestRequireLoopback: without a tenant file, HTTP binds loopback only.
-func TestRequireLoopback(t *testing.T) {
-	for addr, ok := range map[string]bool{
-		"127.0.0.1:8080": true, "[::1]:8080": true, "localhost:8080": true,
-		"0.0.0.0:8080": false, "[::]:8080": false, "10.0.0.5:8080": false, "example.com:80": false,
+// TestHTTPExposure: without a tenant file HTTP binds loopback only, and a
+// non-loopback address needs the Host names clients use.
+func TestHTTPExposure(t *testing.T) {
+	for _, tc := range []struct {
+		addr           string
+		auth, insecure bool
+		hosts          []string
+		publicURL      string
+		wantErr        string
+		wantHosts      []string
+	}{
+		{addr: "127.0.0.1:8080"},
+		{addr: "[::1]:8080"},
+		{addr: "localhost:8080", publicURL: "https://tools.example.com/mcp", wantHosts: []string{"tools.example.com", "localhost", "127.0.0.1", "::1"}},
+		{addr: "0.0.0.0:8080", wantErr: "without authentication"},
+		{addr: "10.0.0.5:8080", wantErr: "without authentication"},
+		{addr: "example.com:80", wantErr: "without authentication"},
+		{addr: "0.0.0.0:8080", insecure: true, wantErr: "--allowed-hosts"},
+		{addr: "0.0.0.0:8080", auth: true, wantErr: "--allowed-hosts"},
+		{addr: "0.0.0.0:8080", auth: true, hosts: []string{"tools.example.com"}, wantHosts: []string{"tools.example.com"}},
+		{addr: "[::]:8080", auth: true, publicURL: "https://tools.example.com:8443/mcp", wantHosts: []string{"tools.example.com:8443"}},
+		{addr: "0.0.0.0:8080", auth: true, publicURL: "not a url", wantErr: "not an absolute URL"},
 	} {
-		if err := requireLoopback(addr); (err == nil) != ok {
-			t.Errorf("requireLoopback(%s) = %v, want allowed=%v", addr, err, ok)
+		hosts, err := checkHTTPExposure(tc.addr, tc.auth, tc.insecure, tc.hosts, tc.publicURL)
+		switch {
+		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+			t.Errorf("%+v: error %v, want one mentioning %q", tc, err, tc.wantErr)
+		case tc.wantErr == "" && err != nil:
+			t.Errorf("%+v: %v, want allowed", tc, err)
+		case tc.wantErr == "" && !slices.Equal(hosts, tc.wantHosts):
+			t.Errorf("%+v: hosts %v, want %v", tc, hosts, tc.wantHosts)
 		}
 	}
 }

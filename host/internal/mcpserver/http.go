@@ -2,11 +2,17 @@ package mcpserver
 
 import (
 	"bytes"
+	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -37,12 +43,30 @@ func (s *Server) HTTPHandler() http.Handler {
 			// lifting params.task into _meta then adds a few bytes per
 			// message, which must not turn an accepted body into a 413.
 			MaxRequestBodyBytes: 2*int64(s.cfg.MaxMessageBytes) + 4096,
+			// With AllowedHosts the front checks the Host header itself,
+			// and a proxy on a loopback address may send a public name.
+			DisableLocalhostProtection: len(s.cfg.AllowedHosts) > 0,
 		})
 	})
 	mux := http.NewServeMux()
 	var endpoint http.Handler = http.HandlerFunc(s.serveHTTP)
 	if s.cfg.Auth != nil {
 		endpoint = s.authenticate(endpoint)
+	}
+	checked := endpoint
+	endpoint = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		closed := s.closed
+		s.mu.Unlock()
+		if closed {
+			http.Error(w, "the server is closed", http.StatusServiceUnavailable)
+			return
+		}
+		if s.screen(w, r) {
+			checked.ServeHTTP(w, r)
+		}
+	})
+	if s.cfg.Auth != nil {
 		mux.Handle(ResourceMetadataPath, s.resourceMetadata())
 		mux.Handle(rootMetadataPath, s.resourceMetadata()) // for clients that look at the root first
 	}
@@ -51,13 +75,19 @@ func (s *Server) HTTPHandler() http.Handler {
 }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	closed := s.closed
-	s.mu.Unlock()
-	if closed {
-		http.Error(w, "the server is closed", http.StatusServiceUnavailable)
+	id := r.Header.Get(sessionIDHeader)
+	if id == "" && r.Method == http.MethodPost && !s.admitSession(w, r) {
 		return
 	}
+	if id != "" {
+		done, ok := s.enterRequest(w, r, id)
+		if !ok {
+			return
+		}
+		defer done()
+	}
+	w = newDeadlineWriter(w, s.cfg.WriteTimeout)
+	rc := http.NewResponseController(w)
 	switch r.Method {
 	case http.MethodPost:
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(s.cfg.MaxMessageBytes)))
@@ -70,19 +100,58 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "failed to read body", http.StatusBadRequest)
 			return
 		}
-		body = liftBody(body)
+		// The body is read: the server's read timeout bounded that, and
+		// must not end the answer's stream (a tasks/result may wait for
+		// hours), which it would by cancelling the request's context.
+		_ = rc.SetReadDeadline(time.Time{})
+		token := rand.Text()
+		s.bindPost(token, r.Context())
+		defer s.unbindPost(token)
+		body = liftBody(body, token)
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
 		w = &errorRewriter{ResponseWriter: w}
+	case http.MethodGet:
+		_ = rc.SetReadDeadline(time.Time{}) // a stream of notifications: no body to read
 	case http.MethodDelete:
 		// go-sdk closes the session while holding the DELETE, and closing
-		// waits for in-flight requests: release our blocked ones first, but
-		// only for the user the session belongs to.
-		if id := r.Header.Get(sessionIDHeader); id != "" && s.sessionUserMatches(id, r) {
+		// waits for in-flight requests: release our blocked ones first —
+		// only for the user the session belongs to, and only when go-sdk
+		// will accept the DELETE, so that a refused one changes nothing.
+		if id != "" && s.sessionUserMatches(id, r) && deleteAccepted(r) {
 			s.releaseSession(id)
 		}
 	}
 	s.http.ServeHTTP(w, r)
+}
+
+// knownVersions are the protocol versions go-sdk's handler accepts in the
+// Mcp-Protocol-Version header (it refuses others below 2026-07-28).
+var knownVersions = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}
+
+// deleteAccepted reports whether go-sdk's handler lets a DELETE through
+// its checks before the session lookup: the loopback Host rule (DNS
+// rebinding protection) and the protocol version header.
+func deleteAccepted(r *http.Request) bool {
+	if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil && isLoopback(la.String()) && !isLoopback(r.Host) {
+		return false
+	}
+	v := r.Header.Get("Mcp-Protocol-Version")
+	return v == "" || slices.Contains(knownVersions, v) || v >= "2026-07-28"
+}
+
+// isLoopback reports whether addr ("host" or "host:port") names a loopback
+// address or localhost.
+func isLoopback(addr string) bool {
+	host := addr
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		host = h
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
 }
 
 func (s *Server) sessionUserMatches(id string, r *http.Request) bool {
@@ -173,4 +242,38 @@ func rewriteErrors(payload []byte) ([]byte, bool) {
 	fields["error"] = b
 	out, err := json.Marshal(fields)
 	return out, err == nil
+}
+
+// bindPost records the context of the POST that carries requests tied to
+// it by token (httpRequestKey), until unbindPost.
+func (s *Server) bindPost(token string, ctx context.Context) {
+	s.mu.Lock()
+	s.posts[token] = ctx
+	s.mu.Unlock()
+}
+
+func (s *Server) unbindPost(token string) {
+	s.mu.Lock()
+	delete(s.posts, token)
+	s.mu.Unlock()
+}
+
+// postContext takes the POST binding out of a request's _meta and returns
+// the POST's context, or nil for a request not received over HTTP (or
+// whose POST has already ended: then a done context).
+func (s *Server) postContext(meta map[string]any) context.Context {
+	token, ok := meta[httpRequestKey].(string)
+	if !ok {
+		return nil
+	}
+	delete(meta, httpRequestKey)
+	s.mu.Lock()
+	ctx := s.posts[token]
+	s.mu.Unlock()
+	if ctx == nil {
+		done, cancel := context.WithCancel(context.Background())
+		cancel()
+		return done
+	}
+	return ctx
 }

@@ -221,7 +221,7 @@ func TestLiftBody(t *testing.T) {
 		{"not json", `{"jsonrpc":`, `{"jsonrpc":`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := string(liftBody([]byte(tc.in)))
+			got := string(liftBody([]byte(tc.in), ""))
 			// Compare as canonical JSON where possible.
 			if canonical(got) != canonical(tc.want) {
 				t.Errorf("got %s, want %s", got, tc.want)

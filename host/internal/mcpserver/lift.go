@@ -17,6 +17,14 @@ const liftedTaskKey = "io.wasmtask/lifted-task"
 // Like liftedTaskKey, a client-supplied value is removed first.
 const requestIDKey = "io.wasmtask/request-id"
 
+// httpRequestKey is the private _meta key that ties a tools/call or
+// tasks/result request received over HTTP to the POST that carried it:
+// go-sdk runs the request on the session, detached from the POST, and the
+// key lets the request end when its POST does (the client went away).
+// Set only by serveHTTP, under a random token per POST; a client-supplied
+// value is removed first.
+const httpRequestKey = "io.wasmtask/http-request"
+
 var (
 	taskField   = []byte(`"task"`)
 	privateKeys = []byte("io.wasmtask/")
@@ -48,11 +56,13 @@ func liftTaskParams(params json.RawMessage, reqID any) json.RawMessage {
 	}
 	_, injected := meta[liftedTaskKey]
 	_, injectedID := meta[requestIDKey]
-	if !hasTask && !injected && !injectedID {
+	_, injectedHTTP := meta[httpRequestKey]
+	if !hasTask && !injected && !injectedID && !injectedHTTP {
 		return params
 	}
 	delete(meta, liftedTaskKey)
 	delete(meta, requestIDKey)
+	delete(meta, httpRequestKey)
 	delete(fields, "task")
 	if hasTask && !isNull(task) {
 		if meta == nil {
@@ -84,21 +94,29 @@ func isNull(raw json.RawMessage) bool {
 }
 
 // liftMessage applies liftTaskParams to one raw JSON-RPC message if it is a
-// tools/call request. It reports whether the message changed.
-func liftMessage(raw json.RawMessage) (json.RawMessage, bool) {
+// tools/call request, and, when token is not "", ties a tools/call or
+// tasks/result request to its POST (httpRequestKey). It reports whether
+// the message changed.
+func liftMessage(raw json.RawMessage, token string) (json.RawMessage, bool) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
 		return raw, false
 	}
 	var method string
-	if m, ok := fields["method"]; !ok || json.Unmarshal(m, &method) != nil || method != methodCallTool {
+	if m, ok := fields["method"]; !ok || json.Unmarshal(m, &method) != nil || (method != methodCallTool && method != methodTasksResult) {
 		return raw, false
 	}
 	params, ok := fields["params"]
 	if !ok {
 		return raw, false
 	}
-	lifted := liftTaskParams(params, nil)
+	lifted := params
+	if method == methodCallTool {
+		lifted = liftTaskParams(params, nil)
+	}
+	if token != "" {
+		lifted = withMeta(lifted, httpRequestKey, token)
+	}
 	if bytes.Equal(lifted, params) {
 		return raw, false
 	}
@@ -110,15 +128,43 @@ func liftMessage(raw json.RawMessage) (json.RawMessage, bool) {
 	return out, true
 }
 
+// withMeta sets params._meta[key] to value, replacing what the client put
+// there. Params that are not a JSON object, or whose _meta is not one, are
+// returned unchanged for go-sdk to reject.
+func withMeta(params json.RawMessage, key, value string) json.RawMessage {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(params, &fields); err != nil || fields == nil {
+		return params
+	}
+	meta := map[string]json.RawMessage{}
+	if raw, ok := fields["_meta"]; ok && !isNull(raw) {
+		if err := json.Unmarshal(raw, &meta); err != nil || meta == nil {
+			return params
+		}
+	}
+	v, _ := json.Marshal(value)
+	meta[key] = v
+	b, err := json.Marshal(meta)
+	if err != nil {
+		return params
+	}
+	fields["_meta"] = b
+	out, err := json.Marshal(fields)
+	if err != nil {
+		return params
+	}
+	return out
+}
+
 // liftBody rewrites a Streamable HTTP POST body, a single message or a
 // batch. Bodies that are not JSON are returned unchanged for go-sdk to reject.
-func liftBody(body []byte) []byte {
+func liftBody(body []byte, token string) []byte {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 {
 		return body
 	}
 	if trimmed[0] != '[' {
-		if out, changed := liftMessage(trimmed); changed {
+		if out, changed := liftMessage(trimmed, token); changed {
 			return out
 		}
 		return body
@@ -129,7 +175,7 @@ func liftBody(body []byte) []byte {
 	}
 	changed := false
 	for i, m := range batch {
-		if out, ok := liftMessage(m); ok {
+		if out, ok := liftMessage(m, token); ok {
 			batch[i], changed = out, true
 		}
 	}

@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -69,6 +70,24 @@ type Config struct {
 	// carry no identity (each session owns its tasks). Stdio never
 	// authenticates: its one client is the implicit tenant.
 	Auth *Auth
+	// AllowedHosts are the Host header values HTTP requests may carry (a
+	// name matches with any port, "name:port" that port only); others get
+	// 403. Empty: any, except that go-sdk refuses a non-loopback Host on a
+	// loopback listener.
+	AllowedHosts []string
+	// AllowedOrigins are the browser origins ("https://app.example.com")
+	// allowed besides the endpoint's own; a request with another Origin
+	// gets 403 (the transport spec's DNS-rebinding defence).
+	AllowedOrigins []string
+	// MaxSessions bounds the open HTTP sessions, MaxSessionsPerTenant
+	// those of one authenticated tenant; a request that would open one
+	// more gets 503 or 429. MaxRequestsPerSession bounds one session's
+	// requests in flight (429 past it). Defaults 1024, 64 and 64.
+	MaxSessions, MaxSessionsPerTenant, MaxRequestsPerSession int
+	// WriteTimeout cuts off a client that does not read an HTTP response
+	// for this long; each write has its own deadline, so a stream the
+	// client keeps reading lasts as long as it needs. Default 30s.
+	WriteTimeout time.Duration
 	// Name and Version are the serverInfo; defaults "wasmtask" and "dev".
 	Name, Version string
 	// Instructions for the client, optional.
@@ -105,7 +124,11 @@ type Server struct {
 	sessions map[string]*session // by go-sdk session ID
 	swept    int                 // len(sessions) after the last sweep
 	attached map[string]*attachment
-	inflight map[string]bool // task ID + input ID being delivered
+	inflight map[string]bool            // task ID + input ID being delivered
+	inFlight map[string]int             // HTTP requests in flight, by session ID
+	posts    map[string]context.Context // the POSTs in flight, by their httpRequestKey token
+
+	waitHook func(began bool) // tests: called as each tasks/result starts and stops waiting
 
 	httpOnce sync.Once
 	http     *mcp.StreamableHTTPHandler
@@ -139,8 +162,19 @@ func (s *Server) beginWork() error {
 func (s *Server) endWork() { s.countWork(&s.work, -1) }
 
 // beginWait and endWait count a tasks/result request in and out.
-func (s *Server) beginWait() { s.countWork(&s.waiting, +1) }
-func (s *Server) endWait()   { s.countWork(&s.waiting, -1) }
+func (s *Server) beginWait() {
+	s.countWork(&s.waiting, +1)
+	if s.waitHook != nil {
+		s.waitHook(true)
+	}
+}
+
+func (s *Server) endWait() {
+	s.countWork(&s.waiting, -1)
+	if s.waitHook != nil {
+		s.waitHook(false)
+	}
+}
 
 func (s *Server) countWork(n *int, delta int) {
 	s.workMu.Lock()
@@ -213,12 +247,18 @@ func New(cfg Config) (*Server, error) {
 	if cfg.SessionTimeout == 0 {
 		cfg.SessionTimeout = DefaultSessionTimeout
 	}
+	cfg.MaxSessions = cmp.Or(cfg.MaxSessions, DefaultMaxSessions)
+	cfg.MaxSessionsPerTenant = cmp.Or(cfg.MaxSessionsPerTenant, DefaultMaxSessionsPerTenant)
+	cfg.MaxRequestsPerSession = cmp.Or(cfg.MaxRequestsPerSession, DefaultMaxRequestsPerSession)
+	cfg.WriteTimeout = cmp.Or(cfg.WriteTimeout, DefaultWriteTimeout)
 	s := &Server{
 		cfg:      cfg,
 		log:      cfg.Logger,
 		sessions: make(map[string]*session),
 		attached: make(map[string]*attachment),
 		inflight: make(map[string]bool),
+		inFlight: make(map[string]int),
+		posts:    make(map[string]context.Context),
 	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: cfg.Name, Version: cfg.Version}, &mcp.ServerOptions{
 		Instructions: cfg.Instructions,

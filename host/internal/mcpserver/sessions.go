@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"log/slog"
+	"reflect"
 	"runtime/debug"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -138,6 +139,15 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		rq := requestor{sess: s.sessionFor(ss, user), ss: ss, user: user}
 		ctx = context.WithValue(ctx, requestorKey{}, rq)
+		if p := req.GetParams(); rq.sess.stdio == nil && !isNil(p) && (method == methodCallTool || method == methodTasksResult) {
+			// A call or a wait ends when the POST that carried it does:
+			// its client went away.
+			if post := s.postContext(p.GetMeta()); post != nil {
+				var stop func()
+				ctx, stop = withDone(ctx, post)
+				defer stop()
+			}
+		}
 		switch method {
 		case methodInitialize:
 			return s.initialize(ctx, method, req, next)
@@ -196,4 +206,13 @@ func (s *Server) initialize(ctx context.Context, method string, req mcp.Request,
 	}
 	out.Meta = ir.Meta
 	return out, nil
+}
+
+// isNil reports whether p is nil or a nil pointer (absent params).
+func isNil(p mcp.Params) bool {
+	if p == nil {
+		return true
+	}
+	v := reflect.ValueOf(p)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }

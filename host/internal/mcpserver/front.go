@@ -1,0 +1,176 @@
+package mcpserver
+
+import (
+	"fmt"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+)
+
+// The HTTP front: the cheap checks every request passes before anything
+// reads its body or touches a session. A refused request changes nothing,
+// is answered with a status and a short reason, and is audited.
+
+// Defaults of the front's bounds ([Config]).
+const (
+	DefaultMaxSessions           = 1024
+	DefaultMaxSessionsPerTenant  = 64
+	DefaultMaxRequestsPerSession = 64
+	DefaultWriteTimeout          = 30 * time.Second
+)
+
+// refuse answers a request the front does not let through.
+func (s *Server) refuse(w http.ResponseWriter, r *http.Request, status int, reason string) {
+	var tenant string
+	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
+		tenant = ti.UserID
+	}
+	s.AuditDenied(r, tenant, status, reason)
+	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "5")
+	}
+	http.Error(w, reason, status)
+}
+
+// screen is the first check of every request: method, Host, Origin and,
+// for a POST, its content type. It returns false when it refused it.
+func (s *Server) screen(w http.ResponseWriter, r *http.Request) bool {
+	switch r.Method {
+	case http.MethodPost, http.MethodGet, http.MethodDelete:
+	default:
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		s.refuse(w, r, http.StatusMethodNotAllowed, "method not allowed")
+		return false
+	}
+	if !s.hostAllowed(r.Host) {
+		s.refuse(w, r, http.StatusForbidden, fmt.Sprintf("forbidden: host %q is not allowed", r.Host))
+		return false
+	}
+	if o := r.Header.Get("Origin"); o != "" && !s.originAllowed(o, r.Host) {
+		s.refuse(w, r, http.StatusForbidden, fmt.Sprintf("forbidden: origin %q is not allowed", o))
+		return false
+	}
+	if r.Method == http.MethodPost {
+		if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+			s.refuse(w, r, http.StatusUnsupportedMediaType, "Content-Type must be application/json")
+			return false
+		}
+	}
+	return true
+}
+
+// hostAllowed checks the Host header against Config.AllowedHosts (a name
+// matches with any port; "name:port" only that port). An empty list
+// allows any host: go-sdk still refuses a non-loopback Host on a loopback
+// listener.
+func (s *Server) hostAllowed(host string) bool {
+	if len(s.cfg.AllowedHosts) == 0 {
+		return true
+	}
+	name := host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		name = h
+	}
+	name = strings.Trim(name, "[]")
+	return slices.ContainsFunc(s.cfg.AllowedHosts, func(a string) bool {
+		return strings.EqualFold(a, host) || strings.EqualFold(strings.Trim(a, "[]"), name)
+	})
+}
+
+// originAllowed: a browser's Origin must be the endpoint's own origin or
+// one of Config.AllowedOrigins (the MCP transport spec's DNS-rebinding
+// defence: a foreign Origin gets 403).
+func (s *Server) originAllowed(origin, host string) bool {
+	if slices.ContainsFunc(s.cfg.AllowedOrigins, func(a string) bool { return strings.EqualFold(strings.TrimSuffix(a, "/"), origin) }) {
+		return true
+	}
+	u, err := url.Parse(origin)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && strings.EqualFold(u.Host, host)
+}
+
+// admitSession checks, for a request that would open a session (a POST
+// without a session ID), the caps on sessions in total and per tenant. It
+// returns false when it refused the request.
+func (s *Server) admitSession(w http.ResponseWriter, r *http.Request) bool {
+	var user string
+	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
+		user = ti.UserID
+	}
+	s.mu.Lock()
+	s.sweepLocked() // count live sessions only
+	total, mine := len(s.sessions), 0
+	for _, sess := range s.sessions {
+		if user != "" && sess.user == user {
+			mine++
+		}
+	}
+	s.mu.Unlock()
+	switch {
+	case total >= s.cfg.MaxSessions:
+		s.refuse(w, r, http.StatusServiceUnavailable, fmt.Sprintf("too many sessions: the server holds its maximum of %d; try again later", s.cfg.MaxSessions))
+		return false
+	case user != "" && mine >= s.cfg.MaxSessionsPerTenant:
+		s.refuse(w, r, http.StatusTooManyRequests, fmt.Sprintf("too many sessions: this tenant holds its maximum of %d; close one (DELETE) or let one expire", s.cfg.MaxSessionsPerTenant))
+		return false
+	}
+	return true
+}
+
+// enterRequest counts a request of session id in flight, refusing it past
+// Config.MaxRequestsPerSession; the returned func counts it out.
+func (s *Server) enterRequest(w http.ResponseWriter, r *http.Request, id string) (func(), bool) {
+	s.mu.Lock()
+	if s.inFlight[id] >= s.cfg.MaxRequestsPerSession {
+		s.mu.Unlock()
+		s.refuse(w, r, http.StatusTooManyRequests, fmt.Sprintf("too many requests in flight on this session (at most %d)", s.cfg.MaxRequestsPerSession))
+		return nil, false
+	}
+	s.inFlight[id]++
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		if s.inFlight[id]--; s.inFlight[id] == 0 {
+			delete(s.inFlight, id)
+		}
+		s.mu.Unlock()
+	}, true
+}
+
+// deadlineWriter gives every write of a response its own deadline: a
+// client that stops reading is cut off after WriteTimeout, while a stream
+// the client keeps reading (an SSE answer, a tasks/result that waits for
+// hours) lives as long as it needs.
+type deadlineWriter struct {
+	http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+}
+
+func newDeadlineWriter(w http.ResponseWriter, timeout time.Duration) *deadlineWriter {
+	return &deadlineWriter{ResponseWriter: w, rc: http.NewResponseController(w), timeout: timeout}
+}
+
+func (w *deadlineWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *deadlineWriter) arm() { _ = w.rc.SetWriteDeadline(time.Now().Add(w.timeout)) }
+
+func (w *deadlineWriter) Write(b []byte) (int, error) {
+	w.arm()
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *deadlineWriter) WriteHeader(code int) {
+	w.arm()
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *deadlineWriter) Flush() {
+	w.arm()
+	_ = w.rc.Flush()
+}

@@ -1,0 +1,190 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/wasmtask/wasmtask/taskengine"
+)
+
+// rawPost sends body to the endpoint with the given headers and returns
+// the status and the body of the answer.
+func rawPost(t *testing.T, ctx context.Context, url string, hdr map[string]string, body io.Reader) (int, http.Header, string) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, body)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range hdr {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, strings.TrimSpace(string(b))
+}
+
+const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+
+// TestHTTPFrontChecks: a foreign Origin, a Host not allowed, a body that is
+// not JSON, and a method MCP does not use are refused before the body is
+// read; the endpoint's own origin and the allowed ones pass.
+func TestHTTPFrontChecks(t *testing.T) {
+	ts := newTestServerWith(t, taskengine.Config{}, func(c *Config) {
+		c.AllowedHosts = []string{"127.0.0.1", "tools.example.com"}
+		c.AllowedOrigins = []string{"https://app.example.com"}
+	})
+	srv := ts.httpServer(t)
+	url := srv.URL + HTTPPath
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		hdr  map[string]string
+		want int
+	}{
+		{"foreign origin", map[string]string{"Origin": "https://evil.example"}, http.StatusForbidden},
+		{"own origin", map[string]string{"Origin": srv.URL}, http.StatusOK},
+		{"allowed origin", map[string]string{"Origin": "https://app.example.com"}, http.StatusOK},
+		{"host not allowed", map[string]string{"Host": "evil.example"}, http.StatusForbidden},
+		{"allowed host", map[string]string{"Host": "tools.example.com"}, http.StatusOK},
+		{"not json", map[string]string{"Content-Type": "text/plain"}, http.StatusUnsupportedMediaType},
+	} {
+		if code, _, body := rawPost(t, ctx, url, tc.hdr, strings.NewReader(initBody)); code != tc.want {
+			t.Errorf("%s: %d %q, want %d", tc.name, code, body, tc.want)
+		}
+	}
+	// Refused before the body is read.
+	for _, hdr := range []map[string]string{{"Origin": "https://evil.example"}, {"Content-Type": "text/plain"}} {
+		body := &readFlag{r: strings.NewReader(initBody)}
+		req := httptest.NewRequest(http.MethodPost, HTTPPath, body)
+		req.Header.Set("Content-Type", "application/json")
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		rec := httptest.NewRecorder()
+		ts.HTTPHandler().ServeHTTP(rec, req)
+		if rec.Code < 400 || body.read {
+			t.Errorf("%v: %d, body read %v; want a refusal before the body is read", hdr, rec.Code, body.read)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodPut, url, nil)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("PUT: %v %v, want 405", resp.Status, err)
+	}
+}
+
+// TestHTTPSessionCaps: past MaxSessions, a request that would open a
+// session gets 503 and Retry-After; existing sessions keep working.
+func TestHTTPSessionCaps(t *testing.T) {
+	ts := newTestServerWith(t, taskengine.Config{}, func(c *Config) { c.MaxSessions = 2 })
+	srv := ts.httpServer(t)
+	a, b := newHTTPClient(t, srv), newHTTPClient(t, srv)
+	a.initialize()
+	b.initialize()
+	code, hdr, body := rawPost(t, context.Background(), srv.URL+HTTPPath, nil, strings.NewReader(initBody))
+	if code != http.StatusServiceUnavailable || hdr.Get("Retry-After") == "" || !strings.Contains(body, "too many sessions") {
+		t.Errorf("a third session: %d %q (Retry-After %q), want 503 too many sessions with Retry-After", code, body, hdr.Get("Retry-After"))
+	}
+	if m := a.call(2, "tools/list", nil); m["error"] != nil {
+		t.Errorf("an open session after the refusal: %v", m)
+	}
+}
+
+// TestHTTPRefusedDeleteChangesNothing: a DELETE go-sdk refuses (an
+// unsupported protocol version) leaves the session and its tasks as they
+// were.
+func TestHTTPRefusedDeleteChangesNothing(t *testing.T) {
+	ts := newTestServer(t, taskengine.Config{})
+	srv := ts.httpServer(t)
+	c := newHTTPClient(t, srv)
+	c.initialize()
+	created := c.call(2, "tools/call", map[string]any{"name": "required", "arguments": map[string]any{}, "task": map[string]any{}})
+	id := created["result"].(map[string]any)["task"].(map[string]any)["taskId"].(string)
+	req, _ := http.NewRequest(http.MethodDelete, c.hc.URL, nil)
+	req.Header.Set("Mcp-Session-Id", c.hc.SessionID)
+	req.Header.Set("Mcp-Protocol-Version", "1999-01-01")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("DELETE with a bad protocol version: %v %v, want 400", resp.Status, err)
+	}
+	resp.Body.Close()
+	if m := c.call(3, "tasks/get", map[string]any{"taskId": id}); m["error"] != nil {
+		t.Errorf("tasks/get after a refused DELETE: %v, want the task", m)
+	}
+}
+
+// TestHTTPRequestEndsWithItsPost: a plain call and a tasks/result waiter
+// end when the POST that carried them is abandoned by its client, though
+// the session lives on.
+func TestHTTPRequestEndsWithItsPost(t *testing.T) {
+	ts := newTestServer(t, taskengine.Config{})
+	waits := make(chan bool, 4)
+	ts.waitHook = func(began bool) { waits <- began }
+	srv := ts.httpServer(t)
+	c := newHTTPClient(t, srv)
+	c.initialize()
+	hdr := map[string]string{"Mcp-Session-Id": c.hc.SessionID, "Mcp-Protocol-Version": "2025-11-25"}
+
+	// A plain call of slow: abandoned once it runs, it is cancelled.
+	ctx, abandon := context.WithCancel(context.Background())
+	posted := make(chan struct{})
+	go func() {
+		defer close(posted)
+		rawPost(t, ctx, c.hc.URL, hdr, strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow","arguments":{}}}`))
+	}()
+	<-ts.tools.started
+	abandon()
+	<-posted
+	if cause := <-ts.tools.cancelled; cause == "" {
+		t.Error("the abandoned call ended without a cause")
+	}
+
+	// A task of slow, and a tasks/result abandoned while it waits.
+	created := c.call(8, "tools/call", map[string]any{"name": "slow", "arguments": map[string]any{}, "task": map[string]any{}})
+	id := created["result"].(map[string]any)["task"].(map[string]any)["taskId"].(string)
+	<-ts.tools.started
+	ctx, abandon = context.WithCancel(context.Background())
+	posted = make(chan struct{})
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 9, "method": "tasks/result", "params": map[string]any{"taskId": id}})
+	go func() {
+		defer close(posted)
+		rawPost(t, ctx, c.hc.URL, hdr, strings.NewReader(string(body)))
+	}()
+	if !<-waits {
+		t.Fatal("the tasks/result ended before it waited")
+	}
+	abandon()
+	<-posted
+	if <-waits { // a waiter kept alive would hang here
+		t.Fatal("another wait began")
+	}
+	ts.tools.release <- struct{}{}
+	m := c.call(10, "tasks/result", map[string]any{"taskId": id})
+	<-waits
+	<-waits
+	if m["error"] != nil {
+		t.Errorf("tasks/result on the session afterwards: %v, want the result", m)
+	}
+}
+
+// readFlag records whether its body was read.
+type readFlag struct {
+	r    io.Reader
+	read bool
+}
+
+func (f *readFlag) Read(p []byte) (int, error) {
+	f.read = true
+	return f.r.Read(p)
+}
