@@ -248,6 +248,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		SessionTimeout:        cfg.SessionTimeout,
 		Auth:                  auth,
 		Visible:               s.visibleFunc(),
+		RequestRate:           s.requestRateFunc(),
 		AllowedHosts:          cfg.AllowedHosts,
 		AllowedOrigins:        cfg.AllowedOrigins,
 		MaxSessions:           cfg.MaxSessions,

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path"
 	"path/filepath"
@@ -69,6 +70,12 @@ type Tenant struct {
 	// has. 0: no share of its own (the server's and the tools' bounds,
 	// and fair turns between tenants, still apply).
 	MaxInstances int `json:"maxInstances,omitempty"`
+	// RequestsPerSecond bounds the tenant's HTTP requests, all its
+	// sessions together, on average, with bursts of Burst (default twice
+	// the rate, at least 1); past it a request gets 429 with Retry-After.
+	// 0: no bound.
+	RequestsPerSecond float64 `json:"requestsPerSecond,omitempty"`
+	Burst             int     `json:"burst,omitempty"`
 }
 
 // JWTAuth verifies JSON Web Tokens: signed by a key of the JWKS (a file,
@@ -173,8 +180,8 @@ func (t *Tenants) validate() error {
 			}
 			owner[d] = name
 		}
-		if tn.MaxInstances < 0 {
-			return fmt.Errorf("tenants.%s.maxInstances is negative", name)
+		if tn.MaxInstances < 0 || tn.RequestsPerSecond < 0 || tn.Burst < 0 {
+			return fmt.Errorf("tenants.%s: maxInstances, requestsPerSecond and burst may not be negative", name)
 		}
 		for _, p := range slices.Concat(tn.Tools, tn.Modules) {
 			if _, err := path.Match(p, ""); err != nil {
@@ -420,6 +427,21 @@ func (s *Server) ReloadTenants() error {
 	return nil
 }
 
+// requestRate is the MCP layer's RequestRate: what the tenant file in
+// force gives tenant.
+func (s *Server) requestRate(tenant string) (float64, int) {
+	a := s.tenants.Load()
+	if a == nil {
+		return 0, 0
+	}
+	tn := a.file.Tenants[tenant]
+	burst := tn.Burst
+	if burst == 0 {
+		burst = max(1, int(math.Ceil(2*tn.RequestsPerSecond)))
+	}
+	return tn.RequestsPerSecond, burst
+}
+
 // visibleFunc is the MCP layer's Visible: with a tenant file, what each
 // tenant's entry gives it; without one, everything. Stdio (no tenant)
 // sees every tool.
@@ -447,4 +469,12 @@ func (s *Server) tenantInstances(tenant string) int {
 		return 0
 	}
 	return a.file.Tenants[tenant].MaxInstances
+}
+
+// requestRateFunc is requestRate with a tenant file, nil without one.
+func (s *Server) requestRateFunc() func(string) (float64, int) {
+	if s.cfg.TenantsFile == "" {
+		return nil
+	}
+	return s.requestRate
 }

@@ -290,3 +290,41 @@ func TestTenantsFileWatched(t *testing.T) {
 		t.Errorf("token two after the file was rewritten: %d %s, want 200", code, body)
 	}
 }
+
+// TestTenantRequestRate: the tenant file's request rate answers 429 with
+// Retry-After past the burst, per tenant.
+func TestTenantRequestRate(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "tenants.json")
+	doc := fmt.Sprintf(`{"tenants":{"slow":{"tokens":[%q],"requestsPerSecond":0.01,"burst":1},"free":{"tokens":[%q]}}}`, HashToken("slow"), HashToken("free"))
+	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(context.Background(), Config{ToolsFS: fstest.MapFS{"add.wasm": {Data: addModule(t)}}, CacheDir: testCacheDir, TenantsFile: file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	url := srv.URL + HTTPPath
+	if code, _, body := post(t, url, "slow", initializeMsg); code != http.StatusOK {
+		t.Fatalf("first request: %d %s", code, body)
+	}
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(initializeMsg))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer slow")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("past the burst: %d, Retry-After %q; want 429 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	for range 3 {
+		if code, _, body := post(t, url, "free", initializeMsg); code != http.StatusOK {
+			t.Fatalf("a tenant without a rate: %d %s", code, body)
+		}
+	}
+}

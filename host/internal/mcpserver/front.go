@@ -2,12 +2,15 @@ package mcpserver
 
 import (
 	"fmt"
+	"math"
 	"mime"
 	"net"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -173,4 +176,69 @@ func (w *deadlineWriter) WriteHeader(code int) {
 func (w *deadlineWriter) Flush() {
 	w.arm()
 	_ = w.rc.Flush()
+}
+
+// rateLimits keeps a token bucket per tenant for Config.RequestRate.
+type rateLimits struct {
+	mu      sync.Mutex
+	buckets map[string]*bucket
+}
+
+// bucket is a token bucket: rate tokens a second, at most burst.
+type bucket struct {
+	rate   float64
+	burst  float64
+	tokens float64
+	last   time.Time
+}
+
+// maxBuckets bounds the buckets kept: tenants come from the operator's
+// file, but a reload may rename them; past this, the map starts over.
+const maxBuckets = 4096
+
+// take spends one token of tenant's bucket, (re)made for rate and burst;
+// when none is left it says how long until one is.
+func (l *rateLimits) take(tenant string, rate float64, burst int, now time.Time) (ok bool, wait time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b := l.buckets[tenant]
+	if b == nil || b.rate != rate || b.burst != float64(burst) {
+		if l.buckets == nil || len(l.buckets) >= maxBuckets {
+			l.buckets = map[string]*bucket{}
+		}
+		b = &bucket{rate: rate, burst: float64(burst), tokens: float64(burst), last: now}
+		l.buckets[tenant] = b
+	}
+	b.tokens = min(b.burst, b.tokens+now.Sub(b.last).Seconds()*b.rate)
+	b.last = now
+	if b.tokens >= 1 {
+		b.tokens--
+		return true, 0
+	}
+	return false, time.Duration((1 - b.tokens) / b.rate * float64(time.Second))
+}
+
+// admitRate applies the tenant's request rate; it returns false when it
+// refused the request with 429 and Retry-After.
+func (s *Server) admitRate(w http.ResponseWriter, r *http.Request) bool {
+	if s.cfg.RequestRate == nil {
+		return true
+	}
+	ti := auth.TokenInfoFromContext(r.Context())
+	if ti == nil || ti.UserID == "" {
+		return true
+	}
+	rate, burst := s.cfg.RequestRate(ti.UserID)
+	if rate <= 0 {
+		return true
+	}
+	ok, wait := s.rates.take(ti.UserID, rate, max(burst, 1), time.Now())
+	if ok {
+		return true
+	}
+	secs := int(math.Ceil(wait.Seconds()))
+	s.AuditDenied(r, ti.UserID, http.StatusTooManyRequests, "request rate")
+	w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
+	http.Error(w, fmt.Sprintf("too many requests: this tenant may send %g a second; retry after %d s", rate, max(secs, 1)), http.StatusTooManyRequests)
+	return false
 }

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/wasmtask/wasmtask/taskengine"
 )
@@ -187,4 +188,55 @@ type readFlag struct {
 func (f *readFlag) Read(p []byte) (int, error) {
 	f.read = true
 	return f.r.Read(p)
+}
+
+func TestTokenBucket(t *testing.T) {
+	var l rateLimits
+	t0 := time.Unix(1000, 0)
+	for i := range 2 {
+		if ok, _ := l.take("a", 1, 2, t0); !ok {
+			t.Fatalf("request %d within the burst refused", i)
+		}
+	}
+	ok, wait := l.take("a", 1, 2, t0)
+	if ok || wait != time.Second {
+		t.Fatalf("past the burst: ok=%v wait=%v, want refused, 1s", ok, wait)
+	}
+	if ok, _ := l.take("b", 1, 2, t0); !ok {
+		t.Error("another tenant's bucket was spent")
+	}
+	if ok, _ := l.take("a", 1, 2, t0.Add(time.Second)); !ok {
+		t.Error("a refilled token refused")
+	}
+	if ok, _ := l.take("a", 1, 2, t0.Add(time.Second)); ok {
+		t.Error("a token spent twice")
+	}
+}
+
+// TestHTTPRequestRate: a tenant past its rate gets 429 with Retry-After;
+// another tenant is not affected.
+func TestHTTPRequestRate(t *testing.T) {
+	ts := newTestServerWith(t, taskengine.Config{}, func(c *Config) {
+		c.RequestRate = func(tenant string) (float64, int) {
+			if tenant == "alice" {
+				return 0.01, 3 // initialize, its notification, one more
+			}
+			return 0, 0
+		}
+	})
+	client := authClients(t, ts)
+	alice, bob := client("alice"), client("bob")
+	if m := alice.call(2, "tools/list", nil); m["error"] != nil {
+		t.Fatalf("alice's third request: %v", m)
+	}
+	resp := alice.do(http.MethodPost, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("alice past her rate: %d, Retry-After %q; want 429 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	for i := range 5 {
+		if m := bob.call(10+i, "tools/list", nil); m["error"] != nil {
+			t.Fatalf("bob's request %d: %v", i, m)
+		}
+	}
 }

@@ -75,6 +75,9 @@ func (s *Server) HTTPHandler() http.Handler {
 }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if !s.admitRate(w, r) {
+		return
+	}
 	id := r.Header.Get(sessionIDHeader)
 	if id == "" && r.Method == http.MethodPost && !s.admitSession(w, r) {
 		return

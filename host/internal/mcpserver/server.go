@@ -84,6 +84,10 @@ type Config struct {
 	// more gets 503 or 429. MaxRequestsPerSession bounds one session's
 	// requests in flight (429 past it). Defaults 1024, 64 and 64.
 	MaxSessions, MaxSessionsPerTenant, MaxRequestsPerSession int
+	// RequestRate is an authenticated tenant's request rate: perSecond
+	// requests a second on average, bursts of burst; past it a request
+	// gets 429 with Retry-After. perSecond 0: no limit. Nil: none.
+	RequestRate func(tenant string) (perSecond float64, burst int)
 	// WriteTimeout cuts off a client that does not read an HTTP response
 	// for this long; each write has its own deadline, so a stream the
 	// client keeps reading lasts as long as it needs. Default 30s.
@@ -127,6 +131,8 @@ type Server struct {
 	inflight map[string]bool            // task ID + input ID being delivered
 	inFlight map[string]int             // HTTP requests in flight, by session ID
 	posts    map[string]context.Context // the POSTs in flight, by their httpRequestKey token
+
+	rates rateLimits
 
 	waitHook func(began bool) // tests: called as each tasks/result starts and stops waiting
 
