@@ -392,6 +392,9 @@ func TestAdmissionFairAcrossTenants(t *testing.T) {
 			runA = append(runA, enterAsAsync(a, fmt.Sprintf("a-run%d", i), tool, 1, flood))
 			synctest.Wait()
 		}
+		if names, _ := admitted(runA...); len(names) != 2 {
+			t.Fatalf("admitted %v, want tenant a's first two calls", names)
+		}
 		for i := range 20 {
 			waitA = append(waitA, enterAsAsync(a, fmt.Sprintf("a-wait%d", i), tool, 1, flood))
 			synctest.Wait() // queued in this order
