@@ -8,15 +8,39 @@ import (
 // Config sets the limits of an [Engine]. The zero value is usable; each
 // field's default is in its comment. New validates it once.
 type Config struct {
-	MaxTasks           int           // retained tasks, running + finished; default 10000
-	MaxResultBytes     int64         // sum of Outcome.Size over retained tasks; default 256 MiB
-	MaxRunningPerOwner int           // default 32
-	DefaultTTL         time.Duration // granted when none is requested; default 1h
-	MaxTTL             time.Duration // default 24h; negative = unlimited allowed
-	MaxRunTime         time.Duration // work deadline; default 10m; negative = none (the TTL still bounds it)
-	PollInterval       time.Duration // suggested; default 1s
-	MaxPendingInputs   int           // per task; default 4
-	MaxWatchersPerTask int           // live subscriptions per task; default 16
+	MaxTasks               int           // retained tasks, running + finished; default 10000
+	MaxResultBytes         int64         // sum of Outcome.Size over retained tasks; default 256 MiB
+	MaxRunningPerOwner     int           // running tasks of one owner; default 32
+	MaxTasksPerOwner       int           // retained tasks of one owner, running + finished; default MaxTasks/4, at least 1
+	MaxResultBytesPerOwner int64         // sum of Outcome.Size over one owner's retained tasks; default MaxResultBytes/4, at least 1
+	DefaultTTL             time.Duration // granted when none is requested; default 1h
+	MaxTTL                 time.Duration // default 24h; negative = unlimited allowed
+	MaxRunTime             time.Duration // work deadline; default 10m; negative = none (the TTL still bounds it)
+	PollInterval           time.Duration // suggested; default 1s
+	MaxPendingInputs       int           // per task; default 4
+	MaxWatchersPerTask     int           // live subscriptions per task; default 16
+
+	// Limits, if set, gives an owner its own bounds (a tenant's quotas, say)
+	// in place of MaxRunningPerOwner, MaxTasksPerOwner and
+	// MaxResultBytesPerOwner; a zero (or negative) field of its result means
+	// the Config default for that owner. The engine calls it while holding
+	// its lock, at every Submit and every time a task's work returns, so it
+	// must be fast, must not block, must not panic, and must not call the
+	// engine. It may return different bounds over time: an owner above a
+	// lowered bound is brought under it by evicting its own finished tasks,
+	// for the task count at its next Submit, for the bytes when its next
+	// task finishes.
+	Limits func(owner string) OwnerLimits
+}
+
+// OwnerLimits are one owner's bounds, as [Config.Limits] returns them. A
+// zero (or negative) field means the Config default named in its comment.
+// The engine-wide MaxTasks and MaxResultBytes hold as well, whatever an
+// owner's own bounds are.
+type OwnerLimits struct {
+	MaxRunning     int   // running tasks; default Config.MaxRunningPerOwner
+	MaxTasks       int   // retained tasks, running + finished; default Config.MaxTasksPerOwner
+	MaxResultBytes int64 // sum of Outcome.Size over retained tasks; default Config.MaxResultBytesPerOwner
 }
 
 // Defaults.
@@ -57,11 +81,21 @@ func (c Config) withDefaults() (Config, error) {
 			return c, err
 		}
 	}
+	// After the loop: the default derives from MaxTasks' own.
+	if err := setInt(&c.MaxTasksPerOwner, max(c.MaxTasks/4, 1), "MaxTasksPerOwner"); err != nil {
+		return c, err
+	}
 	switch {
 	case c.MaxResultBytes < 0:
 		return c, fmt.Errorf("taskengine: Config.MaxResultBytes is negative (%d)", c.MaxResultBytes)
 	case c.MaxResultBytes == 0:
 		c.MaxResultBytes = DefaultMaxResultBytes
+	}
+	switch {
+	case c.MaxResultBytesPerOwner < 0:
+		return c, fmt.Errorf("taskengine: Config.MaxResultBytesPerOwner is negative (%d)", c.MaxResultBytesPerOwner)
+	case c.MaxResultBytesPerOwner == 0:
+		c.MaxResultBytesPerOwner = max(c.MaxResultBytes/4, 1)
 	}
 	if c.MaxTTL == 0 {
 		c.MaxTTL = DefaultMaxTTL
@@ -84,6 +118,25 @@ func (c Config) withDefaults() (Config, error) {
 		c.PollInterval = DefaultPollInterval
 	}
 	return c, nil
+}
+
+// ownerLimits returns owner's bounds: what Limits gives, with the Config
+// defaults in place of zero fields. The engine calls it under its lock.
+func (c Config) ownerLimits(owner string) OwnerLimits {
+	var l OwnerLimits
+	if c.Limits != nil {
+		l = c.Limits(owner)
+	}
+	if l.MaxRunning <= 0 {
+		l.MaxRunning = c.MaxRunningPerOwner
+	}
+	if l.MaxTasks <= 0 {
+		l.MaxTasks = c.MaxTasksPerOwner
+	}
+	if l.MaxResultBytes <= 0 {
+		l.MaxResultBytes = c.MaxResultBytesPerOwner
+	}
+	return l
 }
 
 // maxTTL is MaxTTL with "unlimited" as the largest duration.

@@ -1,8 +1,8 @@
 // Package taskengine runs opaque units of work as tasks and keeps their
 // state and outcomes for a while. It owns the task state machine, the task
-// store (a bounded LRU with per-task TTL), task ownership, list cursors,
-// waiting for results, cancellation, input requests, and concurrency
-// limits. It knows nothing of Wasm, MCP or JSON: a [Work] function returns
+// store (an LRU per owner, bounded per owner and in total, with per-task
+// TTL), task ownership, list cursors, waiting for results, cancellation,
+// input requests, and concurrency limits. It knows nothing of Wasm, MCP or JSON: a [Work] function returns
 // an opaque [Outcome], and a [Task] is a plain snapshot that callers render
 // in whatever wire shape they speak (the MCP 2025-11-25 task, or the newer
 // tasks extension, from the same store).
@@ -72,13 +72,40 @@
 //
 // The engine retains at most Config.MaxTasks tasks, running and finished,
 // and at most Config.MaxResultBytes of outcomes (the sum of Outcome.Size).
-// Finished tasks sit in an LRU (golang-lru/v2) and are evicted least
-// recently used first ([Engine.Get], Wait, Cancel, Watch, PendingInput and
-// Answer count as use; List does not). Running tasks are never evicted: when
-// every slot holds one, Submit fails with [ErrFull]; an owner with
-// Config.MaxRunningPerOwner running tasks gets [ErrOwnerLimit]. An outcome
-// larger than MaxResultBytes on its own is not kept: the task fails with
-// [ErrTooLarge].
+// Each owner has its own share of both: at most MaxTasksPerOwner retained
+// tasks (default MaxTasks/4, at least 1), MaxResultBytesPerOwner of
+// outcomes (default MaxResultBytes/4) and MaxRunningPerOwner running tasks
+// (default 32). [Config.Limits], if set, gives an owner its own bounds in
+// their place ([OwnerLimits]; a zero field means the Config default), which
+// is how a server gives each tenant its quotas. The engine-wide bounds hold
+// whatever the owners' bounds add up to.
+//
+// Each owner's finished tasks sit in that owner's own LRU (golang-lru/v2)
+// and are evicted least recently used first ([Engine.Get], Wait, Cancel,
+// Watch, PendingInput and Answer count as use; List does not). Running
+// tasks are never evicted, and one owner's tasks are never evicted to make
+// room for another's: an owner can only ever push out its own results.
+// Precisely:
+//
+//   - Submit fails with [ErrOwnerLimit] if the owner has its MaxRunning
+//     running tasks. If the owner holds its MaxTasks tasks, its least
+//     recently used finished task is evicted; if all of them are running,
+//     Submit fails with ErrOwnerLimit. If the engine holds MaxTasks tasks,
+//     the submitting owner's least recently used finished task is evicted;
+//     if it has none, Submit fails with [ErrFull], however many finished
+//     tasks other owners hold. A failed Submit evicts nothing.
+//   - When work returns an outcome of Size bytes that alone exceeds the
+//     owner's MaxResultBytes or the engine's, the outcome is not kept: the
+//     task fails with [ErrTooLarge]. Otherwise the owner's least recently
+//     used finished tasks are evicted until both the owner's bytes and the
+//     engine's fit. If even evicting all of them would not make the
+//     engine's fit, because of other owners' results, the server's result
+//     store is full: the outcome is not kept and the task fails with
+//     ErrTooLarge too, and nothing is evicted.
+//
+// Bounds that [Config.Limits] lowers for an owner are enforced the same
+// way: its task count at its next Submit, its bytes when its next task
+// finishes; nothing is evicted in between.
 //
 // Each task expires at its own TTL, measured from creation; from then on it
 // behaves as unknown. Expiry is lazy: every call into the engine first drops

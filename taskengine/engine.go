@@ -63,6 +63,7 @@ type Stats struct {
 	Tasks       int   // retained tasks, running and finished
 	Running     int   // tasks whose work has not returned yet
 	ResultBytes int64 // sum of Outcome.Size over retained tasks
+	Owners      int   // owners with at least one retained task
 }
 
 // Engine runs work as tasks and keeps their state and outcomes. All methods
@@ -76,22 +77,37 @@ type Engine struct {
 
 	mu       sync.Mutex
 	closed   bool
-	seq      uint64                         // creation counter, orders tasks for List
-	running  map[taskKey]*task              // work not returned yet; never evicted
-	finished *simplelru.LRU[taskKey, *task] // work returned; evictable, recency-ordered
-	expiry   expiryHeap                     // every retained task with a TTL, soonest first
-	owners   map[string]*ownerIndex         // per owner: running count and tasks by seq
-	bytes    int64                          // sum of outcome.Size over finished
+	seq      uint64                 // creation counter, orders tasks for List
+	running  map[taskKey]*task      // work not returned yet; never evicted
+	finished int                    // tasks in the owners' finished LRUs
+	expiry   expiryHeap             // every retained task with a TTL, soonest first
+	owners   map[string]*ownerIndex // per owner: its finished LRU, counts, tasks by seq
+	bytes    int64                  // sum of outcome.Size over finished
 }
 
-// taskKey indexes tasks by owner and ID together, so that a lookup with the
-// wrong owner is an ordinary miss: the same code path as an unknown ID.
+// taskKey indexes running tasks by owner and ID together, so that a lookup
+// with the wrong owner is an ordinary miss: the same code path as an
+// unknown ID. Finished tasks are found by owner, then ID.
 type taskKey struct{ owner, id string }
 
-// ownerIndex is an owner's share of the store.
+// ownerIndex is an owner's share of the store. An owner has one while it
+// has a retained task, and no longer.
 type ownerIndex struct {
-	running int     // tasks of this owner whose work has not returned
-	tasks   []*task // retained tasks in creation (seq) order
+	running  int                           // tasks of this owner whose work has not returned
+	tasks    []*task                       // retained tasks in creation (seq) order
+	finished *simplelru.LRU[string, *task] // work returned; by ID, evictable, recency-ordered
+	bytes    int64                         // sum of outcome.Size over finished
+}
+
+// newOwnerIndex returns an empty index. Its LRU never evicts by itself:
+// its size is the engine's MaxTasks, which no owner's finished tasks reach
+// (the engine evicts explicitly, before a task is added).
+func newOwnerIndex(maxTasks int) *ownerIndex {
+	finished, err := simplelru.NewLRU[string, *task](maxTasks, nil)
+	if err != nil {
+		panic(err) // maxTasks > 0 after withDefaults: cannot happen
+	}
+	return &ownerIndex{finished: finished}
 }
 
 // task is the engine's record of one task. Fields below mu are guarded by
@@ -130,23 +146,19 @@ func New(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	finished, err := simplelru.NewLRU[taskKey, *task](cfg.MaxTasks, nil)
-	if err != nil {
-		return nil, fmt.Errorf("taskengine: %w", err)
-	}
 	return &Engine{
-		cfg:      cfg,
-		cursors:  newCursorCodec(),
-		closing:  make(chan struct{}),
-		running:  make(map[taskKey]*task),
-		finished: finished,
-		owners:   make(map[string]*ownerIndex),
+		cfg:     cfg,
+		cursors: newCursorCodec(),
+		closing: make(chan struct{}),
+		running: make(map[taskKey]*task),
+		owners:  make(map[string]*ownerIndex),
 	}, nil
 }
 
 // Submit creates a task for owner and starts work on it in its own
 // goroutine. It returns at once with the new task, whose status is working.
-// It fails with ErrOwnerLimit, ErrFull or ErrClosed.
+// To make room it may evict owner's own least recently used finished tasks,
+// never another owner's. It fails with ErrOwnerLimit, ErrFull or ErrClosed.
 func (e *Engine) Submit(owner string, opts SubmitOptions, work Work) (Task, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -155,20 +167,12 @@ func (e *Engine) Submit(owner string, opts SubmitOptions, work Work) (Task, erro
 	}
 	now := time.Now()
 	e.expireLocked(now)
-	oi := e.owners[owner]
-	if oi != nil && oi.running >= e.cfg.MaxRunningPerOwner {
-		return Task{}, ErrOwnerLimit
+	if err := e.makeRoomLocked(owner, e.cfg.ownerLimits(owner)); err != nil {
+		return Task{}, err
 	}
-	if len(e.running)+e.finished.Len() >= e.cfg.MaxTasks {
-		_, oldest, ok := e.finished.GetOldest()
-		if !ok {
-			return Task{}, ErrFull
-		}
-		e.dropLocked(oldest)
-		oi = e.owners[owner] // dropping may have removed an empty index
-	}
+	oi := e.owners[owner] // making room may have removed an empty index
 	if oi == nil {
-		oi = &ownerIndex{}
+		oi = newOwnerIndex(e.cfg.MaxTasks)
 		e.owners[owner] = oi
 	}
 
@@ -252,34 +256,62 @@ func (e *Engine) onContextDone(t *task, ctx context.Context) {
 }
 
 // workReturned records what work returned and moves the task from running
-// to the finished LRU (or drops it if it has expired or the engine closed).
+// to its owner's finished LRU (or drops it if it has expired or the engine
+// closed), evicting the owner's own least recently used finished tasks
+// until the owner's and the engine's result bytes fit.
 func (e *Engine) workReturned(t *task, out Outcome) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	now := time.Now()
+	oi := e.owners[t.key.owner]
+	lim := e.cfg.ownerLimits(t.key.owner)
 	if !t.status.Terminal() {
-		if out.Size > e.cfg.MaxResultBytes {
-			out = Outcome{Err: fmt.Errorf("%w: %d > %d bytes", ErrTooLarge, out.Size, e.cfg.MaxResultBytes)}
+		if err := e.unkeepableLocked(oi, lim, max(out.Size, 0)); err != nil {
+			out = Outcome{Err: err}
 		}
 		e.finishLocked(t, outcomeStatus(out), out, now)
 	}
 	t.isRunning = false
 	t.ctx, t.cancel = nil, nil
 	delete(e.running, t.key)
-	e.owners[t.key.owner].running--
+	oi.running--
 	if e.closed || t.expiredAt(now) {
 		e.forgetLocked(t)
 		return
 	}
-	for e.bytes+t.outcome.Size > e.cfg.MaxResultBytes {
-		_, oldest, ok := e.finished.GetOldest()
+	// unkeepableLocked let through only an outcome that fits once enough
+	// of the owner's own finished tasks are gone (an outcome the engine set
+	// has size 0), so the loop ends by the time the owner's LRU is empty.
+	// It also trims an owner whose Limits were lowered.
+	size := t.outcome.Size
+	for oi.bytes+size > lim.MaxResultBytes || e.bytes+size > e.cfg.MaxResultBytes {
+		_, oldest, ok := oi.finished.GetOldest()
 		if !ok {
-			break // cannot happen: Size <= MaxResultBytes here
+			break // cannot happen: see above
 		}
-		e.dropLocked(oldest)
+		e.dropLocked(oldest) // t is still in oi.tasks, so oi stays indexed
 	}
-	e.finished.Add(t.key, t)
-	e.bytes += t.outcome.Size
+	oi.finished.Add(t.key.id, t)
+	oi.bytes += size
+	e.finished++
+	e.bytes += size
+}
+
+// unkeepableLocked says why an outcome of size bytes cannot be kept for
+// the owner of oi, whose bounds are lim, or returns nil if evicting that
+// owner's own finished tasks makes room for it. Other owners' results are
+// never evicted: if they alone leave too little of MaxResultBytes, the
+// server's result store is full and the outcome is not kept either.
+func (e *Engine) unkeepableLocked(oi *ownerIndex, lim OwnerLimits, size int64) error {
+	switch {
+	case size > e.cfg.MaxResultBytes:
+		return fmt.Errorf("%w: %d > %d bytes", ErrTooLarge, size, e.cfg.MaxResultBytes)
+	case size > lim.MaxResultBytes:
+		return fmt.Errorf("%w: %d > %d bytes, the owner's limit", ErrTooLarge, size, lim.MaxResultBytes)
+	case e.bytes-oi.bytes+size > e.cfg.MaxResultBytes:
+		return fmt.Errorf("%w: %d bytes: the server's result store is full", ErrTooLarge, size)
+	}
+	return nil
 }
 
 // outcomeStatus is the terminal status of a task whose work returned out.
@@ -323,10 +355,11 @@ func (e *Engine) lookupLocked(owner, id string, now time.Time) (*task, error) {
 		return nil, ErrClosed
 	}
 	e.expireLocked(now)
-	k := taskKey{owner: owner, id: id}
-	t, ok := e.running[k]
+	t, ok := e.running[taskKey{owner: owner, id: id}]
 	if !ok {
-		t, ok = e.finished.Get(k) // marks it recently used
+		if oi := e.owners[owner]; oi != nil {
+			t, ok = oi.finished.Get(id) // marks it recently used
+		}
 	}
 	if !ok || t.expiredAt(now) {
 		return nil, ErrNotFound
@@ -403,9 +436,10 @@ func (e *Engine) Stats() Stats {
 	defer e.mu.Unlock()
 	e.expireLocked(time.Now())
 	return Stats{
-		Tasks:       len(e.running) + e.finished.Len(),
+		Tasks:       len(e.running) + e.finished,
 		Running:     len(e.running),
 		ResultBytes: e.bytes,
+		Owners:      len(e.owners),
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -68,9 +69,10 @@ func TestConfig(t *testing.T) {
 		check   func(Config) string
 	}{
 		{name: "zero", check: func(c Config) string {
-			want := Config{MaxTasks: 10000, MaxResultBytes: 256 << 20, MaxRunningPerOwner: 32, DefaultTTL: time.Hour,
+			want := Config{MaxTasks: 10000, MaxResultBytes: 256 << 20, MaxRunningPerOwner: 32,
+				MaxTasksPerOwner: 2500, MaxResultBytesPerOwner: 64 << 20, DefaultTTL: time.Hour,
 				MaxTTL: 24 * time.Hour, MaxRunTime: 10 * time.Minute, PollInterval: time.Second, MaxPendingInputs: 4, MaxWatchersPerTask: 16}
-			if c != want {
+			if !reflect.DeepEqual(c, want) {
 				return fmt.Sprintf("got %+v, want %+v", c, want)
 			}
 			return ""
@@ -81,8 +83,28 @@ func TestConfig(t *testing.T) {
 			}
 			return ""
 		}},
+		{name: "per-owner defaults follow the engine's", cfg: Config{MaxTasks: 100, MaxResultBytes: 1000}, check: func(c Config) string {
+			if c.MaxTasksPerOwner != 25 || c.MaxResultBytesPerOwner != 250 {
+				return fmt.Sprintf("per owner: %d tasks, %d bytes; want 25, 250", c.MaxTasksPerOwner, c.MaxResultBytesPerOwner)
+			}
+			return ""
+		}},
+		{name: "per-owner defaults at least 1", cfg: Config{MaxTasks: 3, MaxResultBytes: 3}, check: func(c Config) string {
+			if c.MaxTasksPerOwner != 1 || c.MaxResultBytesPerOwner != 1 {
+				return fmt.Sprintf("per owner: %d tasks, %d bytes; want 1, 1", c.MaxTasksPerOwner, c.MaxResultBytesPerOwner)
+			}
+			return ""
+		}},
+		{name: "per-owner bounds kept", cfg: Config{MaxTasksPerOwner: 7, MaxResultBytesPerOwner: 9}, check: func(c Config) string {
+			if c.MaxTasksPerOwner != 7 || c.MaxResultBytesPerOwner != 9 {
+				return fmt.Sprintf("per owner: %d tasks, %d bytes; want 7, 9", c.MaxTasksPerOwner, c.MaxResultBytesPerOwner)
+			}
+			return ""
+		}},
 		{name: "negative MaxTasks", cfg: Config{MaxTasks: -1}, wantErr: "MaxTasks"},
 		{name: "negative MaxResultBytes", cfg: Config{MaxResultBytes: -1}, wantErr: "MaxResultBytes"},
+		{name: "negative MaxTasksPerOwner", cfg: Config{MaxTasksPerOwner: -1}, wantErr: "MaxTasksPerOwner"},
+		{name: "negative MaxResultBytesPerOwner", cfg: Config{MaxResultBytesPerOwner: -1}, wantErr: "MaxResultBytesPerOwner"},
 		{name: "negative DefaultTTL", cfg: Config{DefaultTTL: -1}, wantErr: "DefaultTTL"},
 		{name: "default above max", cfg: Config{DefaultTTL: 2 * time.Hour, MaxTTL: time.Hour}, wantErr: "exceeds MaxTTL"},
 		{name: "negative PollInterval", cfg: Config{PollInterval: -1}, wantErr: "PollInterval"},
@@ -236,7 +258,8 @@ func TestSubmitSnapshot(t *testing.T) {
 
 func TestErrors(t *testing.T) {
 	ctx := context.Background()
-	e := newTestEngine(t, Config{MaxRunningPerOwner: 2, MaxTasks: 4, MaxPendingInputs: 1, MaxWatchersPerTask: 1})
+	// alice may hold every slot, so that only the engine's bound is hit.
+	e := newTestEngine(t, Config{MaxRunningPerOwner: 2, MaxTasks: 4, MaxTasksPerOwner: 4, MaxPendingInputs: 1, MaxWatchersPerTask: 1})
 	release := make(chan struct{})
 	defer close(release)
 	done := mustSubmit(t, e, "alice", SubmitOptions{}, returning(Outcome{Value: 1}))
@@ -287,10 +310,9 @@ func TestErrors(t *testing.T) {
 			_, err := e.Submit("alice", SubmitOptions{}, gated(release, Outcome{}))
 			return err
 		}, ErrOwnerLimit},
-		{"full of running tasks", func() error {
-			mustSubmit(t, e, "bob", SubmitOptions{}, gated(release, Outcome{})) // evicts alice's finished task
-			mustSubmit(t, e, "carol", SubmitOptions{}, gated(release, Outcome{}))
-			_, err := e.Submit("dave", SubmitOptions{}, gated(release, Outcome{}))
+		{"full, and only other owners' tasks finished", func() error {
+			mustSubmit(t, e, "bob", SubmitOptions{}, gated(release, Outcome{})) // the last free slot
+			_, err := e.Submit("carol", SubmitOptions{}, gated(release, Outcome{}))
 			return err
 		}, ErrFull},
 	}
@@ -299,8 +321,9 @@ func TestErrors(t *testing.T) {
 			wantErr(t, tt.name, tt.call(), tt.want)
 		})
 	}
-	if _, err := e.Get("alice", done.ID); !errors.Is(err, ErrNotFound) {
-		t.Errorf("finished task after eviction: got %v, want ErrNotFound", err)
+	// carol's Submit could not take alice's finished task's slot.
+	if _, err := e.Get("alice", done.ID); err != nil {
+		t.Errorf("another owner's finished task after ErrFull: got %v, want it kept", err)
 	}
 }
 
@@ -517,7 +540,8 @@ func TestWatchCoalesces(t *testing.T) {
 }
 
 func TestEviction(t *testing.T) {
-	e := newTestEngine(t, Config{MaxTasks: 3, MaxResultBytes: 100})
+	// One owner, allowed the whole store: the engine's bounds at work.
+	e := newTestEngine(t, Config{MaxTasks: 3, MaxResultBytes: 100, MaxTasksPerOwner: 3, MaxResultBytesPerOwner: 100})
 	submit := func(size int64) string {
 		tk := mustSubmit(t, e, "alice", SubmitOptions{}, returning(Outcome{Value: size, Size: size}))
 		mustWait(t, e, "alice", tk.ID)
@@ -529,8 +553,8 @@ func TestEviction(t *testing.T) {
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		var ids []string
-		for _, k := range e.finished.Keys() {
-			ids = append(ids, k.id)
+		if oi := e.owners["alice"]; oi != nil {
+			ids = oi.finished.Keys()
 		}
 		return ids
 	}
@@ -600,7 +624,7 @@ func TestList(t *testing.T) {
 	// Removing the task a cursor points at does not break paging.
 	_, next, _ := e.List("alice", "", 1)
 	e.mu.Lock()
-	tk, _ := e.finished.Peek(taskKey{"alice", want[0]})
+	tk, _ := e.owners["alice"].finished.Peek(want[0])
 	e.dropLocked(tk)
 	e.mu.Unlock()
 	page, _, err := e.List("alice", next, 1)

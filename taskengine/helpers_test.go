@@ -33,45 +33,40 @@ func newTestEngine(t testing.TB, cfg Config) *Engine {
 	return e
 }
 
-// checkInvariants verifies that the store's indexes agree with each other.
+// checkInvariants verifies that the store's indexes agree with each other
+// and that every bound holds, the engine's and each owner's.
 func (e *Engine) checkInvariants() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var bytes int64
-	for _, k := range e.finished.Keys() {
-		t, _ := e.finished.Peek(k)
-		if t.isRunning {
-			return fmt.Errorf("running task %s in the finished LRU", k.id)
-		}
-		if !t.status.Terminal() {
-			return fmt.Errorf("finished task %s has status %s", k.id, t.status)
-		}
-		bytes += t.outcome.Size
-	}
-	if bytes != e.bytes {
-		return fmt.Errorf("result bytes: counted %d, sum of finished %d", e.bytes, bytes)
-	}
-	if e.bytes > e.cfg.MaxResultBytes {
-		return fmt.Errorf("result bytes %d > MaxResultBytes %d", e.bytes, e.cfg.MaxResultBytes)
-	}
-	if n := len(e.running) + e.finished.Len(); n > e.cfg.MaxTasks {
-		return fmt.Errorf("%d tasks retained, MaxTasks %d", n, e.cfg.MaxTasks)
-	}
-	indexed := 0
+	finished, indexed := 0, 0
 	for owner, oi := range e.owners {
 		running := 0
+		var ownBytes int64
 		if len(oi.tasks) == 0 && oi.running == 0 {
 			return fmt.Errorf("owner %q: empty index kept", owner)
 		}
 		if !slices.IsSortedFunc(oi.tasks, func(a, b *task) int { return bySeq(a, b.seq) }) {
 			return fmt.Errorf("owner %q: tasks not in creation order", owner)
 		}
+		for _, id := range oi.finished.Keys() {
+			t, _ := oi.finished.Peek(id)
+			switch {
+			case t.key.owner != owner || t.key.id != id:
+				return fmt.Errorf("owner %q: finished LRU holds %q of %q under %q", owner, t.key.id, t.key.owner, id)
+			case t.isRunning:
+				return fmt.Errorf("running task %s in the finished LRU", id)
+			case !t.status.Terminal():
+				return fmt.Errorf("finished task %s has status %s", id, t.status)
+			}
+			ownBytes += t.outcome.Size
+		}
 		for _, t := range oi.tasks {
 			if t.key.owner != owner {
 				return fmt.Errorf("owner %q indexes a task of %q", owner, t.key.owner)
 			}
 			_, inRunning := e.running[t.key]
-			inFinished := e.finished.Contains(t.key)
+			inFinished := oi.finished.Contains(t.key.id)
 			if inRunning == inFinished {
 				return fmt.Errorf("task %s: in running %v, in finished %v", t.key.id, inRunning, inFinished)
 			}
@@ -83,8 +78,35 @@ func (e *Engine) checkInvariants() error {
 		if running != oi.running {
 			return fmt.Errorf("owner %q: running count %d, %d running tasks indexed", owner, oi.running, running)
 		}
+		if ownBytes != oi.bytes {
+			return fmt.Errorf("owner %q: result bytes counted %d, sum of finished %d", owner, oi.bytes, ownBytes)
+		}
+		lim := e.cfg.ownerLimits(owner)
+		if oi.bytes > lim.MaxResultBytes {
+			return fmt.Errorf("owner %q: result bytes %d > its limit %d", owner, oi.bytes, lim.MaxResultBytes)
+		}
+		if len(oi.tasks) > lim.MaxTasks {
+			return fmt.Errorf("owner %q: %d tasks retained > its limit %d", owner, len(oi.tasks), lim.MaxTasks)
+		}
+		if oi.running > lim.MaxRunning {
+			return fmt.Errorf("owner %q: %d tasks running > its limit %d", owner, oi.running, lim.MaxRunning)
+		}
+		finished += oi.finished.Len()
+		bytes += oi.bytes
 	}
-	if n := len(e.running) + e.finished.Len(); indexed != n {
+	if finished != e.finished {
+		return fmt.Errorf("finished tasks: counted %d, %d in owners' LRUs", e.finished, finished)
+	}
+	if bytes != e.bytes {
+		return fmt.Errorf("result bytes: counted %d, sum of finished %d", e.bytes, bytes)
+	}
+	if e.bytes > e.cfg.MaxResultBytes {
+		return fmt.Errorf("result bytes %d > MaxResultBytes %d", e.bytes, e.cfg.MaxResultBytes)
+	}
+	if n := len(e.running) + e.finished; n > e.cfg.MaxTasks {
+		return fmt.Errorf("%d tasks retained, MaxTasks %d", n, e.cfg.MaxTasks)
+	}
+	if n := len(e.running) + e.finished; indexed != n {
 		return fmt.Errorf("%d tasks in owner indexes, %d in the store", indexed, n)
 	}
 	for i, t := range e.expiry {

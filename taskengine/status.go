@@ -48,9 +48,13 @@ var (
 	ErrTerminal = errors.New("taskengine: task already terminal")
 	// ErrBadCursor: a List cursor that this engine did not issue to this owner.
 	ErrBadCursor = errors.New("taskengine: invalid cursor")
-	// ErrFull: every retained task is still running; nothing can be evicted.
-	ErrFull = errors.New("taskengine: task store full of running tasks")
-	// ErrOwnerLimit: the owner already has MaxRunningPerOwner running tasks.
+	// ErrFull: the engine holds Config.MaxTasks tasks and the submitting
+	// owner has no finished task of its own to give up; other owners'
+	// tasks are never evicted to make room.
+	ErrFull = errors.New("taskengine: task store full")
+	// ErrOwnerLimit: the owner already has its MaxRunning running tasks, or
+	// holds its MaxTasks tasks and all of them are running (see
+	// [OwnerLimits]).
 	ErrOwnerLimit = errors.New("taskengine: too many running tasks for owner")
 	// ErrClosed: the engine has been closed.
 	ErrClosed = errors.New("taskengine: engine closed")
@@ -66,9 +70,12 @@ var (
 	ErrCancelled = errors.New("taskengine: task cancelled")
 	// ErrPanic wraps the value of a panic in work; such a task fails.
 	ErrPanic = errors.New("taskengine: work panicked")
-	// ErrTooLarge is the Outcome.Err of a task whose outcome Size alone
-	// exceeds MaxResultBytes; the value is dropped and the task fails.
-	ErrTooLarge = errors.New("taskengine: result larger than MaxResultBytes")
+	// ErrTooLarge is the Outcome.Err of a task whose outcome the engine
+	// cannot keep: its Size alone exceeds the owner's MaxResultBytes or the
+	// engine's, or other owners' results leave too little of the engine's
+	// MaxResultBytes (the server's result store is full). The value is
+	// dropped and the task fails.
+	ErrTooLarge = errors.New("taskengine: result too large to keep")
 	// ErrTooManyInputs: RequestInput while MaxPendingInputs are pending.
 	ErrTooManyInputs = errors.New("taskengine: too many pending input requests")
 	// ErrTooManyWatchers: Watch while MaxWatchersPerTask subscriptions exist.

@@ -7,10 +7,44 @@ import (
 	"time"
 )
 
-// Retention: running tasks live in Engine.running, finished ones in the
-// Engine.finished LRU. Expiry is lazy: every engine call first drops the
-// finished tasks whose TTL has passed (expireLocked), using a heap ordered by
-// expiry time, so no sweeper goroutine is needed.
+// Retention: running tasks live in Engine.running, finished ones in their
+// owner's LRU (ownerIndex.finished). Room is made only by evicting the
+// owner's own finished tasks, least recently used first: at Submit
+// (makeRoomLocked) for the task counts, and when work returns
+// (workReturned) for the result bytes. Expiry is lazy: every engine call
+// first drops the finished tasks whose TTL has passed (expireLocked), using
+// a heap ordered by expiry time, so no sweeper goroutine is needed.
+
+// makeRoomLocked makes room for one more task of owner, whose bounds are
+// lim: it fails with ErrOwnerLimit if owner has lim.MaxRunning running
+// tasks, or holds lim.MaxTasks tasks and too few of them are finished to
+// evict; with ErrFull if the engine holds MaxTasks tasks and owner has too
+// few finished ones to give up. Otherwise it evicts as many of owner's own
+// least recently used finished tasks as both bounds need (usually none or
+// one), and only then, so a failed Submit evicts nothing.
+func (e *Engine) makeRoomLocked(owner string, lim OwnerLimits) error {
+	oi := e.owners[owner]
+	var retained, running, finished int
+	if oi != nil {
+		retained, running, finished = len(oi.tasks), oi.running, oi.finished.Len()
+	}
+	if running >= lim.MaxRunning {
+		return ErrOwnerLimit
+	}
+	own := retained + 1 - lim.MaxTasks                         // evictions the owner's bound needs
+	global := len(e.running) + e.finished + 1 - e.cfg.MaxTasks // evictions the engine's bound needs
+	switch {
+	case own > finished:
+		return ErrOwnerLimit
+	case global > finished:
+		return ErrFull
+	}
+	for range max(own, global) { // a negative count runs no iteration
+		_, oldest, _ := oi.finished.GetOldest()
+		e.dropLocked(oldest)
+	}
+	return nil
+}
 
 // expireLocked drops every finished task whose TTL has passed by now. An
 // expired task whose work is still running stays until the work returns
@@ -26,7 +60,10 @@ func (e *Engine) expireLocked(now time.Time) {
 
 // dropLocked removes a finished task from the store.
 func (e *Engine) dropLocked(t *task) {
-	e.finished.Remove(t.key)
+	oi := e.owners[t.key.owner]
+	oi.finished.Remove(t.key.id)
+	oi.bytes -= t.outcome.Size
+	e.finished--
 	e.bytes -= t.outcome.Size
 	e.forgetLocked(t)
 }
