@@ -199,13 +199,20 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("host: starting the Wasm runtime: %w", err)
 	}
-	engine, err := taskengine.New(cfg.Tasks)
+	var s *Server
+	tasks := cfg.Tasks
+	if cfg.TenantsFile != "" && tasks.Limits == nil {
+		// Each tenant's task quotas, from the tenant file in force. The
+		// engine calls this only once s is made (at the first Submit).
+		tasks.Limits = func(owner string) taskengine.OwnerLimits { return s.ownerLimits(owner) }
+	}
+	engine, err := taskengine.New(tasks)
 	if err != nil {
 		rt.Close(ctx)
 		return nil, fmt.Errorf("host: %w", err)
 	}
 	budget, budgetSrc := cfg.Policy.memoryBudget(machineMemory)
-	s := &Server{
+	s = &Server{
 		cfg:       cfg,
 		log:       cfg.Logger,
 		rt:        rt,

@@ -24,6 +24,7 @@ import (
 
 	"github.com/wasmtask/wasmtask/host/internal/mcpserver"
 	"github.com/wasmtask/wasmtask/plugins"
+	"github.com/wasmtask/wasmtask/taskengine"
 )
 
 // Tenants is the operator's tenant file: who may use the server over HTTP,
@@ -76,6 +77,15 @@ type Tenant struct {
 	// 0: no bound.
 	RequestsPerSecond float64 `json:"requestsPerSecond,omitempty"`
 	Burst             int     `json:"burst,omitempty"`
+	// MaxTasks bounds the tenant's tasks running or queued, all its
+	// sessions together; past it tools/call with a task is refused.
+	// RetainedTasks and RetainedResultMiB bound what it keeps, running
+	// and finished: past them its own least recently used finished
+	// results are dropped, never another tenant's. 0: the server's
+	// per-client settings.
+	MaxTasks          int `json:"maxTasks,omitempty"`
+	RetainedTasks     int `json:"retainedTasks,omitempty"`
+	RetainedResultMiB int `json:"retainedResultMiB,omitempty"`
 }
 
 // JWTAuth verifies JSON Web Tokens: signed by a key of the JWKS (a file,
@@ -180,8 +190,8 @@ func (t *Tenants) validate() error {
 			}
 			owner[d] = name
 		}
-		if tn.MaxInstances < 0 || tn.RequestsPerSecond < 0 || tn.Burst < 0 {
-			return fmt.Errorf("tenants.%s: maxInstances, requestsPerSecond and burst may not be negative", name)
+		if tn.MaxInstances < 0 || tn.RequestsPerSecond < 0 || tn.Burst < 0 || tn.MaxTasks < 0 || tn.RetainedTasks < 0 || tn.RetainedResultMiB < 0 {
+			return fmt.Errorf("tenants.%s: quotas may not be negative", name)
 		}
 		for _, p := range slices.Concat(tn.Tools, tn.Modules) {
 			if _, err := path.Match(p, ""); err != nil {
@@ -477,4 +487,21 @@ func (s *Server) requestRateFunc() func(string) (float64, int) {
 		return nil
 	}
 	return s.requestRate
+}
+
+// ownerLimits is the task engine's Limits: the task quotas the tenant
+// file in force gives the tenant an owner stands for; zero (the engine's
+// defaults) for anyone else. The engine calls it under its lock: one
+// atomic load and a map lookup.
+func (s *Server) ownerLimits(owner string) taskengine.OwnerLimits {
+	tenant, ok := mcpserver.TenantOf(owner)
+	if !ok {
+		return taskengine.OwnerLimits{}
+	}
+	a := s.tenants.Load()
+	if a == nil {
+		return taskengine.OwnerLimits{}
+	}
+	tn := a.file.Tenants[tenant]
+	return taskengine.OwnerLimits{MaxRunning: tn.MaxTasks, MaxTasks: tn.RetainedTasks, MaxResultBytes: int64(tn.RetainedResultMiB) << 20}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/wasmtask/wasmtask/host/hosttest"
+	"github.com/wasmtask/wasmtask/taskengine"
 )
 
 func TestParseTenants(t *testing.T) {
@@ -326,5 +327,74 @@ func TestTenantRequestRate(t *testing.T) {
 		if code, _, body := post(t, url, "free", initializeMsg); code != http.StatusOK {
 			t.Fatalf("a tenant without a rate: %d %s", code, body)
 		}
+	}
+}
+
+// TestTenantTaskQuotas: a tenant's maxTasks refuses its next task call at
+// once while its tasks run; its retainedTasks drops its own oldest
+// results, never another tenant's.
+func TestTenantTaskQuotas(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "tenants.json")
+	doc := fmt.Sprintf(`{"tenants":{"busy":{"tokens":[%q],"maxTasks":1,"retainedTasks":2},"other":{"tokens":[%q]}}}`, HashToken("busy"), HashToken("other"))
+	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A store of 3 tasks: a flood that evicted by age across tenants
+	// would take other's result.
+	s, err := New(context.Background(), Config{ToolsFS: fstest.MapFS{"m.wasm": {Data: verModule(t, "ver", "v1")}}, CacheDir: testCacheDir,
+		TenantsFile: file, Tasks: taskengine.Config{MaxTasks: 3, MaxTasksPerOwner: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	client := func(token string) *hosttest.HTTPClient {
+		h := hosttest.NewHTTPClient(t, srv.URL+HTTPPath)
+		h.HC = srv.Client()
+		h.Header.Set("Authorization", "Bearer "+token)
+		h.Initialize(nil)
+		return h
+	}
+	busy, other := client("busy"), client("other")
+	start := func(h *hosttest.HTTPClient, args map[string]any) hosttest.Message {
+		return h.Call("tools/call", map[string]any{"name": "ver", "arguments": args, "task": map[string]any{}})
+	}
+	taskID := func(m hosttest.Message) string {
+		t.Helper()
+		var r hosttest.ToolResult
+		if err := m.Decode(&r); err != nil || r.Task == nil {
+			t.Fatalf("task call: %s (%v), want a task", m.Raw, err)
+		}
+		return r.Task.TaskID
+	}
+	kept := taskID(start(other, map[string]any{}))
+	if r := other.Call("tasks/result", map[string]any{"taskId": kept}); r.Error != nil {
+		t.Fatalf("other's result: %s", r.Raw)
+	}
+
+	long := taskID(start(busy, map[string]any{"ms": 60000}))
+	if r := start(busy, map[string]any{}); r.Error == nil || !strings.Contains(r.Error.Message, "too many tasks") {
+		t.Errorf("busy's second task while its first runs: %s, want refused: too many tasks", r.Raw)
+	}
+	if r := busy.Call("tasks/cancel", map[string]any{"taskId": long}); r.Error != nil {
+		t.Fatalf("cancel: %s", r.Raw)
+	}
+	var done []string
+	for range 5 { // far more than busy may keep
+		id := taskID(start(busy, map[string]any{}))
+		if r := busy.Call("tasks/result", map[string]any{"taskId": id}); r.Error != nil {
+			t.Fatalf("busy's result: %s", r.Raw)
+		}
+		done = append(done, id)
+	}
+	if r := busy.Call("tasks/get", map[string]any{"taskId": done[0]}); r.Error == nil {
+		t.Errorf("busy's oldest result is still kept past its retainedTasks of 2: %s", r.Raw)
+	}
+	if r := busy.Call("tasks/get", map[string]any{"taskId": done[4]}); r.Error != nil {
+		t.Errorf("busy's newest result: %s, want kept", r.Raw)
+	}
+	if r := other.Call("tasks/get", map[string]any{"taskId": kept}); r.Error != nil {
+		t.Errorf("other's result after busy's flood: %s, want kept", r.Raw)
 	}
 }

@@ -43,7 +43,11 @@ func runServe(args []string) error {
 	interp := fs.Bool("interpreter", false, "run guests in wazero's interpreter instead of its compiler")
 	maxTTL := fs.Duration("max-ttl", 0, "maximum task TTL (default 24h)")
 	defTTL := fs.Duration("default-ttl", 0, "task TTL when the client asks none (default 1h)")
-	perClient := fs.Int("max-tasks-per-client", 0, "running tasks per session or user (default 32)")
+	perClient := fs.Int("max-tasks-per-client", 0, "tasks running or queued per session or tenant; past it tools/call with a task is refused (default 32)")
+	retained := fs.Int("retained-tasks", 0, "tasks kept, running and finished, all clients together (default 10000)")
+	retainedPerClient := fs.Int("retained-tasks-per-client", 0, "tasks one session or tenant keeps; past it its own oldest finished results go, never another's (default a quarter of --retained-tasks)")
+	retainedMiB := fs.Int("retained-result-mib", 0, "bytes of finished task results kept, in `MiB`, all clients together (default 256)")
+	retainedMiBPerClient := fs.Int("retained-result-mib-per-client", 0, "bytes of results one session or tenant keeps, in `MiB` (default a quarter of --retained-result-mib)")
 	drain := fs.Duration("drain-timeout", 30*time.Second, "on SIGINT or SIGTERM, how long running calls and tasks may take to finish before they are cancelled (a second signal cancels them at once)")
 	cancelRemoved := fs.Bool("cancel-removed", false, "cancel calls and tasks running on a module that is removed or replaced")
 	verbose := fs.Bool("v", false, "log debug messages")
@@ -107,6 +111,10 @@ func runServe(args []string) error {
 	cfg.Tasks.MaxTTL = *maxTTL
 	cfg.Tasks.DefaultTTL = *defTTL
 	cfg.Tasks.MaxRunningPerOwner = *perClient
+	cfg.Tasks.MaxTasks = *retained
+	cfg.Tasks.MaxTasksPerOwner = *retainedPerClient
+	cfg.Tasks.MaxResultBytes = int64(*retainedMiB) << 20
+	cfg.Tasks.MaxResultBytesPerOwner = int64(*retainedMiBPerClient) << 20
 	if *policyFile != "" {
 		p, err := host.LoadPolicy(*policyFile)
 		if err != nil {

@@ -126,7 +126,7 @@ func failureText(tool string, err error) string {
 		case errors.Is(err, taskengine.ErrClosed):
 			f = &Failure{Kind: FailShutdown}
 		case errors.Is(err, taskengine.ErrTooLarge):
-			f = &Failure{Kind: FailOutputTooLarge, Detail: "more than the server keeps for one task result"}
+			f = &Failure{Kind: FailOutputTooLarge, Detail: "more than the server can keep for this task's result (its own limit, or the result store is full)"}
 		default:
 			f = &Failure{Kind: FailInternal}
 		}
@@ -199,9 +199,9 @@ func engineError(err error, id string) error {
 	case errors.Is(err, taskengine.ErrBadCursor):
 		return rpcError(jsonrpc.CodeInvalidParams, "invalid cursor")
 	case errors.Is(err, taskengine.ErrOwnerLimit):
-		return rpcError(codeLimit, "too many running tasks for this requestor; wait for one to finish or cancel one")
+		return rpcError(codeLimit, "too many tasks running or queued for this client; wait for one to finish or cancel one")
 	case errors.Is(err, taskengine.ErrFull):
-		return rpcError(codeLimit, "the server's task store is full of running tasks; try again later")
+		return rpcError(codeLimit, "the server holds as many tasks as it may; try again later")
 	case errors.Is(err, taskengine.ErrClosed):
 		return rpcError(jsonrpc.CodeInternalError, "the server is shutting down")
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"reflect"
 	"runtime/debug"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -98,11 +99,21 @@ type requestor struct {
 	user string
 }
 
+// TenantOf names the authenticated tenant an owner of tasks (as the task
+// engine sees it) stands for, or reports that it stands for none (a
+// session without authentication).
+func TenantOf(owner string) (string, bool) {
+	return strings.CutPrefix(owner, userPrefix)
+}
+
+// userPrefix marks the owner of an authenticated user's tasks.
+const userPrefix = "user:"
+
 // owner is the taskengine owner of tasks this requestor creates and sees:
 // the auth user when known (tasks then survive a reconnect), else the session.
 func (r requestor) owner() string {
 	if r.user != "" {
-		return "user:" + r.user
+		return userPrefix + r.user
 	}
 	return r.sess.owner
 }
