@@ -19,8 +19,8 @@ import (
 //   - the server's memory budget: the sum of the reservations of the
 //     running calls (see reservation).
 //
-// A fifth bound is the caller's tenant's share of the instances, when the
-// operator gives it one (caller.slots).
+// A fifth bound is the caller's tenant's share of the instances and of the
+// memory budget, when the operator gives it one (caller.slots, .memory).
 //
 // A plain call that cannot start at once waits, within three queue bounds
 // (its tool's maxQueue, queuePerSlot × the module's slots, queuePerSlot ×
@@ -76,8 +76,10 @@ type admission struct {
 // tenantShare is one tenant's calls in the admission.
 type tenantShare struct {
 	name             string
-	slots            int // the tenant's share of the instances; 0: none of its own
+	slots            int    // the tenant's share of the instances; 0: none of its own
+	memory           uint64 // the tenant's share of the memory budget, bytes; 0: none of its own
 	running, waiting int
+	reserved         uint64 // bytes reserved by the tenant's running calls
 }
 
 // caller is who makes a call: its tenant ("" for none), and for a task's
@@ -86,6 +88,7 @@ type tenantShare struct {
 type caller struct {
 	tenant string
 	slots  int             // the tenant's share of the instances; 0: none of its own
+	memory uint64          // the tenant's share of the memory budget, bytes; 0: none of its own
 	queued func(ahead int) // ahead < 0: admitted
 }
 
@@ -154,8 +157,8 @@ func (a *admission) forget(ts *tenantShare) {
 }
 
 // tenantFits reports whether ts may start one more call.
-func (a *admission) tenantFits(ts *tenantShare) bool {
-	return ts.slots <= 0 || ts.running < ts.slots
+func (a *admission) tenantFits(ts *tenantShare, bytes uint64) bool {
+	return (ts.slots <= 0 || ts.running < ts.slots) && (ts.memory == 0 || ts.reserved+bytes <= ts.memory)
 }
 
 // unlock releases mu, then makes the queue reports gathered under it.
@@ -210,12 +213,19 @@ func (e *busyError) detail() string {
 
 // budgetError is the refusal of a call that could never fit the memory
 // budget; it wraps ErrMemoryBudget.
-type budgetError struct{ need, budget uint64 }
+type budgetError struct {
+	need, budget uint64
+	tenant       bool // the budget is the caller's tenant's share
+}
 
 func (e *budgetError) Error() string { return fmt.Sprintf("%v: %s", ErrMemoryBudget, e.detail()) }
 func (e *budgetError) Unwrap() error { return ErrMemoryBudget }
 func (e *budgetError) detail() string {
-	return fmt.Sprintf("one call reserves %d MiB, more than the server's memory budget of %d MiB", mib(e.need), mib(e.budget))
+	whose := "the server's memory budget"
+	if e.tenant {
+		whose = "this tenant's share of the memory budget"
+	}
+	return fmt.Sprintf("one call reserves %d MiB, more than %s of %d MiB", mib(e.need), whose, mib(e.budget))
 }
 
 func mib(b uint64) uint64 { return (b + 1<<20 - 1) >> 20 }
@@ -234,14 +244,14 @@ func (a *admission) enterAs(ctx context.Context, t *toolSlot, bytes uint64, c ca
 	a.mu.Lock()
 	ts := a.share(c.tenant)
 	if ts != a.anon {
-		ts.slots = c.slots // the tenant file in force when the call came
+		ts.slots, ts.memory = c.slots, c.memory // the tenant file in force when the call came
 	}
 	if !a.stalled && a.fits(t, ts, bytes) {
 		a.take(t, ts, bytes)
 		a.unlock()
 		return nil
 	}
-	if err := a.refusal(t, bytes, c.queued != nil); err != nil {
+	if err := a.refusal(t, ts, bytes, c.queued != nil); err != nil {
 		a.forget(ts)
 		a.unlock()
 		return err
@@ -296,7 +306,7 @@ func (a *admission) leaveAs(t *toolSlot, bytes uint64, tenant string) {
 // fits reports whether a call of t reserving bytes may start now, by every
 // bound.
 func (a *admission) fits(t *toolSlot, ts *tenantShare, bytes uint64) bool {
-	return t.running < t.slots && t.mod.running < t.mod.slots && a.tenantFits(ts) && a.serverFits(bytes)
+	return t.running < t.slots && t.mod.running < t.mod.slots && a.tenantFits(ts, bytes) && a.serverFits(bytes)
 }
 
 func (a *admission) serverFits(bytes uint64) bool {
@@ -307,6 +317,7 @@ func (a *admission) take(t *toolSlot, ts *tenantShare, bytes uint64) {
 	t.running++
 	t.mod.running++
 	ts.running++
+	ts.reserved += bytes
 	a.running++
 	a.reserved += bytes
 }
@@ -315,17 +326,20 @@ func (a *admission) release(t *toolSlot, ts *tenantShare, bytes uint64) {
 	t.running--
 	t.mod.running--
 	ts.running--
+	ts.reserved -= bytes
 	a.running--
 	a.reserved -= bytes
 }
 
 // refusal is why a call that cannot start now may not wait either, or nil.
 // A task's call (waits) is refused only when it could never fit.
-func (a *admission) refusal(t *toolSlot, bytes uint64, waits bool) error {
+func (a *admission) refusal(t *toolSlot, ts *tenantShare, bytes uint64, waits bool) error {
 	m := t.mod
 	switch {
 	case bytes > a.budget:
 		return &budgetError{need: bytes, budget: a.budget}
+	case ts.memory > 0 && bytes > ts.memory:
+		return &budgetError{need: bytes, budget: ts.memory, tenant: true}
 	case waits:
 		return nil
 	case t.waiting >= t.queue:
@@ -440,7 +454,7 @@ func (a *admission) next() *waiter {
 			continue
 		}
 		for _, w := range m.waiters {
-			if w.tool.running >= w.tool.slots || !a.tenantFits(w.tenant) {
+			if w.tool.running >= w.tool.slots || !a.tenantFits(w.tenant, w.bytes) {
 				continue
 			}
 			if best == nil || before(w, best) {

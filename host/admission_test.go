@@ -546,3 +546,32 @@ func TestTasksQueueInsteadOfFailingBusy(t *testing.T) {
 		}
 	}
 }
+
+// A tenant's share of the memory budget holds while the server has room,
+// and a call that could never fit it fails at once.
+func TestAdmissionTenantMemory(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := newAdmission(8, 1<<30)
+		tool := a.newTool(a.newModule("m", 8), 8, 8)
+		small := caller{tenant: "user:small", memory: 100}
+		s1 := enterAsAsync(a, "s1", tool, 60, small)
+		synctest.Wait()
+		s2 := enterAsAsync(a, "s2", tool, 60, small)
+		other := enterAsAsync(a, "other", tool, 60, caller{tenant: "user:other"})
+		synctest.Wait()
+		if names, _ := admitted(s1, s2, other); !slices.Equal(names, []string{"s1", "other"}) {
+			t.Fatalf("admitted %v, want [s1 other]: small's second call waits for its memory share", names)
+		}
+		if err := a.enterAs(context.Background(), tool, 101, small); !errors.Is(err, ErrMemoryBudget) || !strings.Contains(err.Error(), "tenant's share") {
+			t.Errorf("a call larger than the tenant's share: %v, want ErrMemoryBudget naming the share", err)
+		}
+		a.leaveAs(tool, 60, "user:small")
+		synctest.Wait()
+		if names, _ := admitted(s2); len(names) != 1 {
+			t.Fatal("small's second call did not start when its first ended")
+		}
+		a.leaveAs(tool, 60, "user:small")
+		a.leaveAs(tool, 60, "user:other")
+		checkIdle(t, a, 0)
+	})
+}

@@ -29,7 +29,8 @@ func (s *Server) call(ctx context.Context, c *catalog, name string, args json.Ra
 	defer func() { s.metrics.observeCall(name, res, err, start) }()
 	var who caller
 	if m := mcpserver.CallMetaFrom(ctx); m != nil {
-		who = caller{tenant: m.Tenant, slots: s.tenantInstances(m.User), queued: m.Queued}
+		slots, memory := s.tenantShare(m.User)
+		who = caller{tenant: m.Tenant, slots: slots, memory: memory, queued: m.Queued}
 	}
 	run := func(ctx context.Context, ev abi.Events) (*abi.Result, error) {
 		entered := time.Now()

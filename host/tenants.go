@@ -71,6 +71,11 @@ type Tenant struct {
 	// has. 0: no share of its own (the server's and the tools' bounds,
 	// and fair turns between tenants, still apply).
 	MaxInstances int `json:"maxInstances,omitempty"`
+	// MaxMemoryMiB is the tenant's share of the server's memory budget:
+	// its running calls together reserve at most this much (a call of a
+	// tool whose reservation alone passes it fails at once). 0: no share
+	// of its own.
+	MaxMemoryMiB int `json:"maxMemoryMiB,omitempty"`
 	// RequestsPerSecond bounds the tenant's HTTP requests, all its
 	// sessions together, on average, with bursts of Burst (default twice
 	// the rate, at least 1); past it a request gets 429 with Retry-After.
@@ -190,7 +195,7 @@ func (t *Tenants) validate() error {
 			}
 			owner[d] = name
 		}
-		if tn.MaxInstances < 0 || tn.RequestsPerSecond < 0 || tn.Burst < 0 || tn.MaxTasks < 0 || tn.RetainedTasks < 0 || tn.RetainedResultMiB < 0 {
+		if tn.MaxInstances < 0 || tn.MaxMemoryMiB < 0 || tn.RequestsPerSecond < 0 || tn.Burst < 0 || tn.MaxTasks < 0 || tn.RetainedTasks < 0 || tn.RetainedResultMiB < 0 {
 			return fmt.Errorf("tenants.%s: quotas may not be negative", name)
 		}
 		for _, p := range slices.Concat(tn.Tools, tn.Modules) {
@@ -468,17 +473,19 @@ func (s *Server) visibleFunc() func(tenant, tool, module string) bool {
 	}
 }
 
-// tenantInstances is the share of the instances the tenant file gives
-// tenant (0: none of its own, or no such tenant).
-func (s *Server) tenantInstances(tenant string) int {
+// tenantShare is the share of the instances and of the memory budget
+// (bytes) the tenant file gives tenant (0: none of its own, or no such
+// tenant).
+func (s *Server) tenantShare(tenant string) (slots int, memory uint64) {
 	if tenant == "" {
-		return 0
+		return 0, 0
 	}
 	a := s.tenants.Load()
 	if a == nil {
-		return 0
+		return 0, 0
 	}
-	return a.file.Tenants[tenant].MaxInstances
+	tn := a.file.Tenants[tenant]
+	return tn.MaxInstances, uint64(tn.MaxMemoryMiB) << 20
 }
 
 // requestRateFunc is requestRate with a tenant file, nil without one.
