@@ -38,7 +38,8 @@ var rules = []rule{
 	{dir: "host", allow: []string{module + "/abi", module + "/taskengine", module + "/plugins", module + "/host", "github.com/google/jsonschema-go",
 		"github.com/prometheus/client_golang", "github.com/golang-jwt/jwt/v5", "github.com/MicahParks/keyfunc/v3", "go.yaml.in/yaml/v3"},
 		// wazero in tests only: the raw baseline of BenchmarkCallPath.
-		tests: []string{"github.com/google/go-cmp", "github.com/tetratelabs/wazero", "github.com/prometheus/client_model"}},
+		// go-sdk's client in tests only: a real client of the server.
+		tests: []string{"github.com/google/go-cmp", "github.com/tetratelabs/wazero", "github.com/prometheus/client_model", "github.com/modelcontextprotocol/go-sdk"}},
 	{dir: "cmd", allow: []string{module + "/host", module + "/abi"}, tests: []string{module + "/host/hosttest"}},
 	{dir: "examples", allow: []string{module + "/abi"}, tests: []string{module + "/host"}},
 	{dir: "sandbox_test", allow: []string{module + "/host", module + "/abi", module + "/sandbox_test"}, tests: []string{"github.com/modelcontextprotocol/go-sdk", "github.com/google/go-cmp"}},

@@ -398,3 +398,32 @@ func TestTenantTaskQuotas(t *testing.T) {
 		t.Errorf("other's result after busy's flood: %s, want kept", r.Raw)
 	}
 }
+
+// TestTenantsJWKSURL: keys fetched from a JWKS URL verify a JWT.
+func TestTenantsJWKSURL(t *testing.T) {
+	iss := newJWTIssuer(t, "url-key")
+	keys := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(iss.jwks)
+	}))
+	defer keys.Close()
+	file := filepath.Join(t.TempDir(), "tenants.json")
+	doc := fmt.Sprintf(`{"tenants":{"carol":{}},"jwt":{"issuer":"https://issuer.test","audience":"wasmtask","jwksURL":%q}}`, keys.URL)
+	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(context.Background(), Config{ToolsFS: fstest.MapFS{"add.wasm": {Data: addModule(t)}}, CacheDir: testCacheDir, TenantsFile: file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	token := iss.sign(t, jwt.MapClaims{"iss": "https://issuer.test", "aud": "wasmtask", "exp": time.Now().Add(time.Hour).Unix(), "tenant": "carol"})
+	if code, _, body := post(t, srv.URL+HTTPPath, token, initializeMsg); code != http.StatusOK {
+		t.Errorf("a JWT signed by a key of the JWKS URL: %d %s, want 200", code, body)
+	}
+	if code, _, _ := post(t, srv.URL+HTTPPath, newJWTIssuer(t, "url-key").sign(t, jwt.MapClaims{"iss": "https://issuer.test", "aud": "wasmtask", "exp": time.Now().Add(time.Hour).Unix(), "tenant": "carol"}), initializeMsg); code != http.StatusUnauthorized {
+		t.Errorf("a JWT signed by another key: %d, want 401", code)
+	}
+}

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
+
 	"github.com/wasmtask/wasmtask/taskengine"
 )
 
@@ -238,5 +240,68 @@ func TestHTTPRequestRate(t *testing.T) {
 		if m := bob.call(10+i, "tools/list", nil); m["error"] != nil {
 			t.Fatalf("bob's request %d: %v", i, m)
 		}
+	}
+}
+
+// bearerServer serves ts behind bearer-token auth whose token is the
+// user's name (as authClients does) and returns its endpoint URL.
+func bearerServer(t *testing.T, ts *testServer) string {
+	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+		if token == "" {
+			return nil, auth.ErrInvalidToken
+		}
+		return &auth.TokenInfo{UserID: token, Expiration: time.Now().Add(time.Hour)}, nil
+	}
+	srv := httptest.NewServer(auth.RequireBearerToken(verify, nil)(ts.HTTPHandler()))
+	t.Cleanup(srv.Close)
+	return srv.URL + HTTPPath
+}
+
+// TestHTTPSessionsPerTenant: past MaxSessionsPerTenant a tenant's new
+// session gets 429 with Retry-After; another tenant still opens one.
+func TestHTTPSessionsPerTenant(t *testing.T) {
+	ts := newTestServerWith(t, taskengine.Config{}, func(c *Config) { c.MaxSessionsPerTenant = 2 })
+	url := bearerServer(t, ts)
+	open := func(user string) (int, http.Header) {
+		code, hdr, _ := rawPost(t, context.Background(), url, map[string]string{"Authorization": "Bearer " + user}, strings.NewReader(initBody))
+		return code, hdr
+	}
+	for i := range 2 {
+		if code, _ := open("alice"); code != http.StatusOK {
+			t.Fatalf("alice's session %d: %d", i+1, code)
+		}
+	}
+	if code, hdr := open("alice"); code != http.StatusTooManyRequests || hdr.Get("Retry-After") == "" {
+		t.Errorf("alice's third session: %d (Retry-After %q), want 429 with Retry-After", code, hdr.Get("Retry-After"))
+	}
+	if code, _ := open("bob"); code != http.StatusOK {
+		t.Errorf("bob's first session: %d, want 200", code)
+	}
+}
+
+// TestHTTPRequestsInFlight: past MaxRequestsPerSession requests in flight
+// on one session, the next gets 429; it fits again once one ends.
+func TestHTTPRequestsInFlight(t *testing.T) {
+	ts := newTestServerWith(t, taskengine.Config{}, func(c *Config) { c.MaxRequestsPerSession = 1 })
+	srv := ts.httpServer(t)
+	c := newHTTPClient(t, srv)
+	c.initialize()
+	hdr := map[string]string{"Mcp-Session-Id": c.hc.SessionID, "Mcp-Protocol-Version": "2025-11-25"}
+	done := make(chan int, 1)
+	go func() {
+		code, _, _ := rawPost(t, context.Background(), c.hc.URL, hdr, strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow","arguments":{}}}`))
+		done <- code
+	}()
+	<-ts.tools.started // the slow call is in flight
+	code, rh, _ := rawPost(t, context.Background(), c.hc.URL, hdr, strings.NewReader(`{"jsonrpc":"2.0","id":8,"method":"tools/list"}`))
+	if code != http.StatusTooManyRequests || rh.Get("Retry-After") == "" {
+		t.Errorf("a second request in flight: %d (Retry-After %q), want 429", code, rh.Get("Retry-After"))
+	}
+	ts.tools.release <- struct{}{}
+	if code := <-done; code != http.StatusOK {
+		t.Fatalf("the slow call: %d", code)
+	}
+	if m := c.call(9, "tools/list", nil); m["error"] != nil {
+		t.Errorf("a request once the first ended: %v", m)
 	}
 }
