@@ -108,6 +108,11 @@ type Config struct {
 	// (defaults 1024 and 64); MaxRequestsPerSession one session's
 	// requests in flight (default 64).
 	MaxConnections, MaxSessions, MaxSessionsPerTenant, MaxRequestsPerSession int
+	// ReadTimeout bounds reading a request's headers and body on the
+	// listeners of [Server.Serve] (default 30s; headers alone 10s at
+	// most); IdleTimeout closes a keep-alive connection idle that long
+	// (default 2m). Neither ends a response stream.
+	ReadTimeout, IdleTimeout time.Duration
 
 	// wrapLoader, set by tests of this package, wraps the loader that
 	// compiles modules, to hold a load back.
@@ -500,16 +505,17 @@ func (s *Server) notReady() string {
 // down or closed; it then returns ErrServerClosed. Serve closes l.
 //
 // Each connection must send its request headers within 10 s and its body
-// within 30 s, and is closed after 2 minutes idle; a response stream has
-// no time limit as long as the client reads it (each write must complete
-// within 30 s). At most MaxConnections are open at once.
+// within ReadTimeout, and is closed after IdleTimeout idle; a response
+// stream has no time limit as long as the client reads it (each write must
+// complete within 30 s). At most MaxConnections are open at once.
 func (s *Server) Serve(l net.Listener) error {
 	l = limitConnections(l, cmp.Or(s.cfg.MaxConnections, DefaultMaxConnections))
+	read := cmp.Or(s.cfg.ReadTimeout, 30*time.Second)
 	hs := &http.Server{
 		Handler:           s.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second, // cleared once a POST's body is read: see mcpserver
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: min(read, 10*time.Second),
+		ReadTimeout:       read, // net/http clears it once the body is read: streams outlive it
+		IdleTimeout:       cmp.Or(s.cfg.IdleTimeout, 2*time.Minute),
 		MaxHeaderBytes:    64 << 10,
 	}
 	s.mu.Lock()

@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -89,8 +88,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		defer done()
 	}
+	// The server's ReadTimeout bounds reading the body; net/http clears
+	// the read deadline once the body is read, so it never ends the
+	// answer's stream (TestHTTPTimeouts holds it to that).
 	w = newDeadlineWriter(w, s.cfg.WriteTimeout)
-	rc := http.NewResponseController(w)
 	switch r.Method {
 	case http.MethodPost:
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(s.cfg.MaxMessageBytes)))
@@ -103,10 +104,6 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "failed to read body", http.StatusBadRequest)
 			return
 		}
-		// The body is read: the server's read timeout bounded that, and
-		// must not end the answer's stream (a tasks/result may wait for
-		// hours), which it would by cancelling the request's context.
-		_ = rc.SetReadDeadline(time.Time{})
 		token := rand.Text()
 		s.bindPost(token, r.Context())
 		defer s.unbindPost(token)
@@ -114,8 +111,6 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
 		w = &errorRewriter{ResponseWriter: w}
-	case http.MethodGet:
-		_ = rc.SetReadDeadline(time.Time{}) // a stream of notifications: no body to read
 	case http.MethodDelete:
 		// go-sdk closes the session while holding the DELETE, and closing
 		// waits for in-flight requests: release our blocked ones first —
