@@ -26,9 +26,11 @@ func (s *Server) call(ctx context.Context, c *catalog, name string, args json.Ra
 		return nil, fmt.Errorf("%w: %q", ErrUnknownTool, name)
 	}
 	start := time.Now()
-	defer func() { s.metrics.observeCall(name, res, err, start) }()
 	var who caller
+	var user string
+	defer func() { s.metrics.observeCall(name, user, res, err, start) }()
 	if m := mcpserver.CallMetaFrom(ctx); m != nil {
+		user = m.User
 		slots, memory := s.tenantShare(m.User)
 		who = caller{tenant: m.Tenant, slots: slots, memory: memory, queued: m.Queued}
 	}

@@ -25,17 +25,21 @@ import (
 type metrics struct {
 	reg      *prometheus.Registry
 	calls    *prometheus.CounterVec   // tool, outcome
+	tenants  *prometheus.CounterVec   // tenant, outcome
+	denied   *prometheus.CounterVec   // status
 	duration *prometheus.HistogramVec // tool
 	wait     prometheus.Histogram     // time calls spent in admission
 	tools    toolLabels
+	tenantLs toolLabels // tenant label values, bounded the same way
 }
 
-// maxToolLabels bounds the distinct tool label values: tool names come
-// from modules, and a directory of hostile modules must not grow the
-// series without bound. Calls of tools past the bound count as "other".
+// maxToolLabels bounds the distinct tool (and tenant) label values: tool
+// names come from modules, and a directory of hostile modules must not
+// grow the series without bound; tenant names come from the operator's
+// file, which reloads may rename. Values past the bound count as "other".
 const maxToolLabels = 256
 
-// toolLabels hands out tool label values, at most maxToolLabels of them.
+// toolLabels hands out label values, at most maxToolLabels of them.
 type toolLabels struct {
 	mu   sync.Mutex
 	seen map[string]bool
@@ -61,6 +65,14 @@ func newMetrics(s *Server) *metrics {
 			Name: "wasmtask_tool_calls_total",
 			Help: "Tool calls that ended, plain and task, by tool and outcome (ok, tool_error, or why the call failed).",
 		}, []string{"tool", "outcome"}),
+		tenants: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wasmtask_tenant_calls_total",
+			Help: "Tool calls that ended, by authenticated tenant (\"anonymous\" without one) and outcome.",
+		}, []string{"tenant", "outcome"}),
+		denied: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wasmtask_requests_denied_total",
+			Help: "HTTP requests refused before MCP (authentication, rate, Origin, Host, caps), by status code.",
+		}, []string{"status"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "wasmtask_tool_call_duration_seconds",
 			Help:    "Time from a call's admission request to its result, by tool (cache hits included).",
@@ -71,7 +83,8 @@ func newMetrics(s *Server) *metrics {
 			Help:    "Time calls spent in admission before their guest started (near zero unless slots or memory ran short).",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10),
 		}),
-		tools: toolLabels{seen: map[string]bool{}},
+		tools:    toolLabels{seen: map[string]bool{}},
+		tenantLs: toolLabels{seen: map[string]bool{}},
 	}
 	cache := func(f func(st resultcache.Stats) float64) func() float64 {
 		return func() float64 { return f(s.results.Stats()) }
@@ -90,7 +103,8 @@ func newMetrics(s *Server) *metrics {
 		return func() float64 { return f(s.catalog.Load()) }
 	}
 	m.reg.MustRegister(
-		m.calls, m.duration, m.wait,
+		m.calls, m.tenants, m.denied, m.duration, m.wait,
+		taskStates{s.engine},
 		counterFunc("wasmtask_reloads_total", "Catalogs built from the tool directory (the first, each rescan, and each batch of modules that finished loading).",
 			served(func(c *catalog) float64 { return float64(c.gen.Seq()) })),
 		counterFunc("wasmtask_result_cache_hits_total", "Calls answered from the result cache.", cache(func(st resultcache.Stats) float64 { return float64(st.Hits) })),
@@ -133,12 +147,32 @@ func gaugeFunc(name, help string, f func() float64) prometheus.Collector {
 	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
 }
 
-// observeCall counts one call of a served tool that ended with res or
-// err, started at start.
-func (m *metrics) observeCall(tool string, res *abi.Result, err error, start time.Time) {
-	label := m.tools.of(tool)
-	m.calls.WithLabelValues(label, callOutcome(res, err)).Inc()
+// observeCall counts one call of a served tool by tenant ("" without
+// authentication) that ended with res or err, started at start.
+func (m *metrics) observeCall(tool, tenant string, res *abi.Result, err error, start time.Time) {
+	label, outcome := m.tools.of(tool), callOutcome(res, err)
+	m.calls.WithLabelValues(label, outcome).Inc()
+	if tenant == "" {
+		tenant = "anonymous"
+	} else {
+		tenant = m.tenantLs.of(tenant)
+	}
+	m.tenants.WithLabelValues(tenant, outcome).Inc()
 	m.duration.WithLabelValues(label).Observe(time.Since(start).Seconds())
+}
+
+// taskStates collects the retained tasks by status, from the engine at
+// scrape time.
+type taskStates struct{ e *taskengine.Engine }
+
+var taskStatesDesc = prometheus.NewDesc("wasmtask_tasks", "Retained tasks by status.", []string{"status"}, nil)
+
+func (taskStates) Describe(ch chan<- *prometheus.Desc) { ch <- taskStatesDesc }
+
+func (c taskStates) Collect(ch chan<- prometheus.Metric) {
+	for st, n := range c.e.StatusCounts() {
+		ch <- prometheus.MustNewConstMetric(taskStatesDesc, prometheus.GaugeValue, float64(n), string(st))
+	}
 }
 
 // callOutcome is the outcome label: "ok", "tool_error" when the tool
@@ -159,8 +193,9 @@ func callOutcome(res *abi.Result, err error) string {
 
 // MetricsHandler serves the server's Prometheus metrics (text exposition
 // format): calls by tool and outcome, durations, admission waits,
-// instances and memory, tasks, the result cache, tools, load problems and
-// reloads, and the Go runtime's own. Serve it on an address operators
+// instances and memory, tasks by status, calls by tenant, requests denied,
+// the result cache, tools, load problems and reloads, and the Go
+// runtime's own. Serve it on an address operators
 // reach, apart from the MCP endpoint.
 func (s *Server) MetricsHandler() http.Handler {
 	return promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{Registry: s.metrics.reg})

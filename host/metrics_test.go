@@ -74,6 +74,8 @@ func TestMetricsCountCallsAndCache(t *testing.T) {
 		{"wasmtask_result_cache_hits_total", nil, 1},
 		{"wasmtask_result_cache_misses_total", nil, 3},
 		{"wasmtask_result_cache_entries", nil, 2},
+		{"wasmtask_tenant_calls_total", map[string]string{"tenant": "anonymous", "outcome": "ok"}, 3},
+		{"wasmtask_tasks", map[string]string{"status": "working"}, 0},
 		{"wasmtask_tools", nil, 1},
 		{"wasmtask_instances_running", nil, 0},
 	} {

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -261,6 +262,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		Auth:                  auth,
 		Visible:               s.visibleFunc(),
 		RequestRate:           s.requestRateFunc(),
+		OnDenied:              func(status int) { s.metrics.denied.WithLabelValues(strconv.Itoa(status)).Inc() },
 		AllowedHosts:          cfg.AllowedHosts,
 		AllowedOrigins:        cfg.AllowedOrigins,
 		MaxSessions:           cfg.MaxSessions,

@@ -178,6 +178,9 @@ func TestTenantsOverHTTP(t *testing.T) {
 			t.Errorf("%s: %d %q, want 401 invalid token", name, code, body)
 		}
 	}
+	if n, _ := metric(t, s, "wasmtask_requests_denied_total", map[string]string{"status": "401"}); n != 7 {
+		t.Errorf("requests denied with 401: metric %v, want 7", n)
+	}
 	logs.await("audit", "request.denied", "no bearer token")
 	logs.await("audit", "request.denied", "not a token of any tenant")
 	logs.await("audit", "request.denied", `tenant "dave"`)
@@ -217,6 +220,15 @@ func TestTenantsOverHTTP(t *testing.T) {
 	}
 	if r := alice.Call("tools/call", map[string]any{"name": "ver", "arguments": map[string]any{}}); r.Code() != -32602 {
 		t.Errorf("alice calling a tool she does not see = %s, want -32602 unknown tool", r.Raw)
+	}
+	if n, _ := metric(t, s, "wasmtask_tenant_calls_total", map[string]string{"tenant": "alice", "outcome": "ok"}); n != 0 {
+		t.Errorf("alice's calls counted %v before she made one", n)
+	}
+	if r := alice.Call("tools/call", map[string]any{"name": "add", "arguments": map[string]any{"a": 1, "b": 1}}); r.Error != nil {
+		t.Fatalf("alice's add: %s", r.Raw)
+	}
+	if n, _ := metric(t, s, "wasmtask_tenant_calls_total", map[string]string{"tenant": "alice", "outcome": "ok"}); n != 1 {
+		t.Errorf("alice's calls: metric %v, want 1", n)
 	}
 
 	// Tasks belong to the tenant: another session of bob reaches it,

@@ -66,6 +66,22 @@ type Stats struct {
 	Owners      int   // owners with at least one retained task
 }
 
+// StatusCounts returns how many retained tasks are in each status. It
+// visits every retained task (O(n), at most Config.MaxTasks): meant for a
+// metrics scrape, not a hot path.
+func (e *Engine) StatusCounts() map[Status]int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.expireLocked(time.Now())
+	counts := map[Status]int{StatusWorking: 0, StatusInputRequired: 0, StatusCompleted: 0, StatusFailed: 0, StatusCancelled: 0}
+	for _, oi := range e.owners {
+		for _, t := range oi.tasks {
+			counts[t.status]++
+		}
+	}
+	return counts
+}
+
 // Engine runs work as tasks and keeps their state and outcomes. All methods
 // are safe for concurrent use. The owner that creates an Engine must call
 // Close, which stops all work and waits for every goroutine of the engine.

@@ -1,6 +1,7 @@
 package taskengine
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -292,4 +293,34 @@ func TestLimitsLowered(t *testing.T) {
 	if s := e.Stats(); s.Tasks != 2 || s.ResultBytes != 20 {
 		t.Errorf("stats %+v: want 2 tasks of 20 bytes", s)
 	}
+}
+
+func TestStatusCounts(t *testing.T) {
+	e, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	release := make(chan struct{})
+	if _, err := e.Submit("a", SubmitOptions{}, func(ctx context.Context, _ *Run) Outcome {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return Outcome{}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	done, err := e.Submit("b", SubmitOptions{}, func(context.Context, *Run) Outcome { return Outcome{Failed: true} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.Wait(context.Background(), "b", done.ID); err != nil {
+		t.Fatal(err)
+	}
+	got := e.StatusCounts()
+	if got[StatusWorking] != 1 || got[StatusFailed] != 1 || got[StatusCompleted] != 0 || len(got) != 5 {
+		t.Errorf("StatusCounts = %v, want 1 working, 1 failed, every status present", got)
+	}
+	close(release)
 }

@@ -80,6 +80,9 @@ func toolAttrs(cat Catalog, tool string) []slog.Attr {
 // front of MCP refused (authentication, rate, origin, host, caps): who
 // asked, when known, and why.
 func (s *Server) AuditDenied(r *http.Request, tenant string, status int, reason string) {
+	if s.cfg.OnDenied != nil {
+		s.cfg.OnDenied(status)
+	}
 	s.audit(auditDenied, tenant, slog.String("method", r.Method), slog.String("path", r.URL.Path),
 		slog.Int("status", status), slog.String("reason", reason))
 }

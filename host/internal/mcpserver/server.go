@@ -84,6 +84,9 @@ type Config struct {
 	// more gets 503 or 429. MaxRequestsPerSession bounds one session's
 	// requests in flight (429 past it). Defaults 1024, 64 and 64.
 	MaxSessions, MaxSessionsPerTenant, MaxRequestsPerSession int
+	// OnDenied is told the status of each HTTP request refused before MCP
+	// (for metrics); it must be quick. Nil: nobody.
+	OnDenied func(status int)
 	// RequestRate is an authenticated tenant's request rate: perSecond
 	// requests a second on average, bursts of burst; past it a request
 	// gets 429 with Retry-After. perSecond 0: no limit. Nil: none.
