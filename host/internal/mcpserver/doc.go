@@ -67,6 +67,20 @@
 // TTL and the running tasks per requestor come from the engine's Config;
 // exceeding the latter gives JSON-RPC error -32000 with a clear message.
 //
+// # The HTTP front
+//
+// Before anything reads a request's body, the front checks its method,
+// Host (Config.AllowedHosts), Origin (the endpoint's own or
+// Config.AllowedOrigins), content type and, with Config.Auth, its bearer
+// token (go-sdk's auth middleware; the tenant becomes the TokenInfo's
+// UserID and so the owner of its tasks); then the tenant's request rate,
+// the caps on sessions (total, per tenant) and on requests in flight per
+// session. A refusal is a status code and one line, an audit line, and
+// changes nothing. Each write of a response has its own deadline
+// (Config.WriteTimeout), so a stream lives as long as its client reads it.
+// A tools/call or tasks/result ends when the POST that carried it does
+// (the private _meta key io.wasmtask/http-request ties them).
+//
 // # Robustness
 //
 // Every request goes through a middleware that recovers panics (-32603).
