@@ -98,31 +98,58 @@ func (s *Server) originAllowed(origin, host string) bool {
 }
 
 // admitSession checks, for a request that would open a session (a POST
-// without a session ID), the caps on sessions in total and per tenant. It
-// returns false when it refused the request.
-func (s *Server) admitSession(w http.ResponseWriter, r *http.Request) bool {
+// without a session ID), the caps on sessions in total and per tenant. A
+// request let through holds a place until it ends (release), by which time
+// the session it opened, if any, is counted among the sessions: parallel
+// requests cannot pass the caps together. It returns false when it refused
+// the request.
+func (s *Server) admitSession(w http.ResponseWriter, r *http.Request) (release func(), ok bool) {
 	var user string
 	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
 		user = ti.UserID
 	}
 	s.mu.Lock()
 	s.sweepLocked() // count live sessions only
-	total, mine := len(s.sessions), 0
+	total, mine := len(s.sessions)+s.opening[""], s.opening[user]
 	for _, sess := range s.sessions {
 		if user != "" && sess.user == user {
 			mine++
 		}
 	}
-	s.mu.Unlock()
+	refuse := ""
 	switch {
 	case total >= s.cfg.MaxSessions:
-		s.refuse(w, r, http.StatusServiceUnavailable, fmt.Sprintf("too many sessions: the server holds its maximum of %d; try again later", s.cfg.MaxSessions))
-		return false
+		refuse = "total"
 	case user != "" && mine >= s.cfg.MaxSessionsPerTenant:
-		s.refuse(w, r, http.StatusTooManyRequests, fmt.Sprintf("too many sessions: this tenant holds its maximum of %d; close one (DELETE) or let one expire", s.cfg.MaxSessionsPerTenant))
-		return false
+		refuse = "tenant"
+	default:
+		s.opening[""]++
+		if user != "" {
+			s.opening[user]++
+		}
 	}
-	return true
+	s.mu.Unlock()
+	switch refuse {
+	case "total":
+		s.refuse(w, r, http.StatusServiceUnavailable, fmt.Sprintf("too many sessions: the server holds its maximum of %d; try again later", s.cfg.MaxSessions))
+		return nil, false
+	case "tenant":
+		s.refuse(w, r, http.StatusTooManyRequests, fmt.Sprintf("too many sessions: this tenant holds its maximum of %d; close one (DELETE) or let one expire", s.cfg.MaxSessionsPerTenant))
+		return nil, false
+	}
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		dec := func(k string) {
+			if s.opening[k]--; s.opening[k] <= 0 {
+				delete(s.opening, k)
+			}
+		}
+		dec("")
+		if user != "" {
+			dec(user)
+		}
+	}, true
 }
 
 // enterRequest counts a request of session id in flight, refusing it past

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -304,4 +305,92 @@ func TestHTTPRequestsInFlight(t *testing.T) {
 	if m := c.call(9, "tools/list", nil); m["error"] != nil {
 		t.Errorf("a request once the first ended: %v", m)
 	}
+}
+
+// TestHTTPSessionCapsUnderParallelOpens: many initialize requests at once
+// cannot open more sessions than the cap between them.
+func TestHTTPSessionCapsUnderParallelOpens(t *testing.T) {
+	ts := newTestServerWith(t, taskengine.Config{}, func(c *Config) { c.MaxSessionsPerTenant = 2 })
+	url := bearerServer(t, ts)
+	codes := make(chan int, 32)
+	var wg sync.WaitGroup
+	for range 32 {
+		wg.Go(func() {
+			code, _, _ := rawPost(t, context.Background(), url, map[string]string{"Authorization": "Bearer alice"}, strings.NewReader(initBody))
+			codes <- code
+		})
+	}
+	wg.Wait()
+	close(codes)
+	opened := 0
+	for c := range codes {
+		if c == http.StatusOK {
+			opened++
+		}
+	}
+	if opened > 2 {
+		t.Errorf("%d sessions opened at once under a cap of 2", opened)
+	}
+}
+
+// TestHTTPBodyWithTrailingData: a body that is not exactly one JSON value
+// is refused, so that no request reaches go-sdk unbound from its POST.
+func TestHTTPBodyWithTrailingData(t *testing.T) {
+	ts := newTestServer(t, taskengine.Config{})
+	srv := ts.httpServer(t)
+	c := newHTTPClient(t, srv)
+	c.initialize()
+	hdr := map[string]string{"Mcp-Session-Id": c.hc.SessionID, "Mcp-Protocol-Version": "2025-11-25"}
+	code, _, body := rawPost(t, context.Background(), c.hc.URL, hdr, strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"plain","arguments":{}}} x`))
+	if code != http.StatusBadRequest {
+		t.Errorf("trailing data: %d %q, want 400", code, body)
+	}
+}
+
+// TestLiftKeepsSize: rewriting a body does not escape <, > and &.
+func TestLiftKeepsSize(t *testing.T) {
+	in := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"s":"<<&&>>"},"task":{}}}`
+	out := liftBody([]byte(in), "tok")
+	if !strings.Contains(string(out), `"<<&&>>"`) {
+		t.Errorf("lifted body %s escapes HTML characters", out)
+	}
+}
+
+// TestHTTPDeleteBehindProxy: with AllowedHosts (a proxy on a loopback
+// address forwarding a public name), a DELETE releases the session's
+// blocked requests as it does without a proxy, instead of hanging.
+func TestHTTPDeleteBehindProxy(t *testing.T) {
+	ts := newTestServerWith(t, taskengine.Config{}, func(c *Config) { c.AllowedHosts = []string{"tools.example.com"} })
+	srv := ts.httpServer(t)
+	url := srv.URL + HTTPPath
+	host := map[string]string{"Host": "tools.example.com"}
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(initBody))
+	req.Host = "tools.example.com"
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("initialize through the proxy name: %v %v", resp, err)
+	}
+	sid := resp.Header.Get("Mcp-Session-Id")
+	resp.Body.Close()
+	hdr := map[string]string{"Host": "tools.example.com", "Mcp-Session-Id": sid, "Mcp-Protocol-Version": "2025-11-25"}
+	rawPost(t, context.Background(), url, hdr, strings.NewReader(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+	blocked := make(chan struct{})
+	go func() {
+		defer close(blocked)
+		rawPost(t, context.Background(), url, hdr, strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow","arguments":{}}}`))
+	}()
+	<-ts.tools.started
+	del, _ := http.NewRequest(http.MethodDelete, url, nil)
+	del.Host = host["Host"]
+	del.Header.Set("Mcp-Session-Id", sid)
+	resp, err = http.DefaultClient.Do(del) // a hang fails the test by its deadline
+	if err != nil || resp.StatusCode/100 != 2 {
+		t.Errorf("DELETE through the proxy name: %v %v, want success", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	<-blocked
+	<-ts.tools.cancelled
 }

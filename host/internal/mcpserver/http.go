@@ -78,8 +78,12 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.Header.Get(sessionIDHeader)
-	if id == "" && r.Method == http.MethodPost && !s.admitSession(w, r) {
-		return
+	if id == "" && r.Method == http.MethodPost {
+		release, ok := s.admitSession(w, r)
+		if !ok {
+			return
+		}
+		defer release()
 	}
 	if id != "" {
 		done, ok := s.enterRequest(w, r, id)
@@ -104,6 +108,13 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "failed to read body", http.StatusBadRequest)
 			return
 		}
+		// The body is rewritten below with encoding/json, which (unlike
+		// go-sdk's decoder) refuses trailing data: a body it cannot read
+		// whole would reach go-sdk unrewritten, detached from this POST.
+		if !json.Valid(body) {
+			http.Error(w, "request body is not one JSON value", http.StatusBadRequest)
+			return
+		}
 		token := rand.Text()
 		s.bindPost(token, r.Context())
 		defer s.unbindPost(token)
@@ -116,7 +127,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		// waits for in-flight requests: release our blocked ones first —
 		// only for the user the session belongs to, and only when go-sdk
 		// will accept the DELETE, so that a refused one changes nothing.
-		if id != "" && s.sessionUserMatches(id, r) && deleteAccepted(r) {
+		if id != "" && s.sessionUserMatches(id, r) && s.deleteAccepted(r) {
 			s.releaseSession(id)
 		}
 	}
@@ -129,9 +140,11 @@ var knownVersions = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-
 
 // deleteAccepted reports whether go-sdk's handler lets a DELETE through
 // its checks before the session lookup: the loopback Host rule (DNS
-// rebinding protection) and the protocol version header.
-func deleteAccepted(r *http.Request) bool {
-	if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil && isLoopback(la.String()) && !isLoopback(r.Host) {
+// rebinding protection, off when AllowedHosts is set: see HTTPHandler) and
+// the protocol version header.
+func (s *Server) deleteAccepted(r *http.Request) bool {
+	if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil &&
+		len(s.cfg.AllowedHosts) == 0 && isLoopback(la.String()) && !isLoopback(r.Host) {
 		return false
 	}
 	v := r.Header.Get("Mcp-Protocol-Version")

@@ -70,19 +70,19 @@ func liftTaskParams(params json.RawMessage, reqID any) json.RawMessage {
 		}
 		meta[liftedTaskKey] = task
 		if reqID != nil {
-			if b, err := json.Marshal(reqID); err == nil {
+			if b, err := marshal(reqID); err == nil {
 				meta[requestIDKey] = b
 			}
 		}
 	}
 	if meta != nil {
-		b, err := json.Marshal(meta)
+		b, err := marshal(meta)
 		if err != nil {
 			return params
 		}
 		fields["_meta"] = b
 	}
-	out, err := json.Marshal(fields)
+	out, err := marshal(fields)
 	if err != nil {
 		return params
 	}
@@ -121,7 +121,7 @@ func liftMessage(raw json.RawMessage, token string) (json.RawMessage, bool) {
 		return raw, false
 	}
 	fields["params"] = lifted
-	out, err := json.Marshal(fields)
+	out, err := marshal(fields)
 	if err != nil {
 		return raw, false
 	}
@@ -142,14 +142,14 @@ func withMeta(params json.RawMessage, key, value string) json.RawMessage {
 			return params
 		}
 	}
-	v, _ := json.Marshal(value)
+	v, _ := marshal(value)
 	meta[key] = v
-	b, err := json.Marshal(meta)
+	b, err := marshal(meta)
 	if err != nil {
 		return params
 	}
 	fields["_meta"] = b
-	out, err := json.Marshal(fields)
+	out, err := marshal(fields)
 	if err != nil {
 		return params
 	}
@@ -182,9 +182,22 @@ func liftBody(body []byte, token string) []byte {
 	if !changed {
 		return body
 	}
-	out, err := json.Marshal(batch)
+	out, err := marshal(batch)
 	if err != nil {
 		return body
 	}
 	return out
+}
+
+// marshal is json.Marshal without HTML escaping: a rewritten message keeps
+// the size the client sent (json.Marshal would spell each <, > and & as six
+// bytes, and could push an accepted body past the limits behind it).
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }

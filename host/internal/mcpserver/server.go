@@ -134,6 +134,7 @@ type Server struct {
 	inflight map[string]bool            // task ID + input ID being delivered
 	inFlight map[string]int             // HTTP requests in flight, by session ID
 	posts    map[string]context.Context // the POSTs in flight, by their httpRequestKey token
+	opening  map[string]int             // requests that may open a session, in flight: "" all, else by user
 
 	rates rateLimits
 
@@ -268,6 +269,7 @@ func New(cfg Config) (*Server, error) {
 		inflight: make(map[string]bool),
 		inFlight: make(map[string]int),
 		posts:    make(map[string]context.Context),
+		opening:  make(map[string]int),
 	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: cfg.Name, Version: cfg.Version}, &mcp.ServerOptions{
 		Instructions: cfg.Instructions,

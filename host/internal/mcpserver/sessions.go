@@ -153,11 +153,14 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if p := req.GetParams(); rq.sess.stdio == nil && !isNil(p) && (method == methodCallTool || method == methodTasksResult) {
 			// A call or a wait ends when the POST that carried it does:
 			// its client went away.
-			if post := s.postContext(p.GetMeta()); post != nil {
-				var stop func()
-				ctx, stop = withDone(ctx, post)
-				defer stop()
+			post := s.postContext(p.GetMeta())
+			if post == nil {
+				// serveHTTP binds every such request it lets through.
+				return nil, rpcError(jsonrpc.CodeInvalidRequest, "%s: the request was not received whole", method)
 			}
+			var stop func()
+			ctx, stop = withDone(ctx, post)
+			defer stop()
 		}
 		switch method {
 		case methodInitialize:
