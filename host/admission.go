@@ -23,9 +23,11 @@ import (
 // memory budget, when the operator gives it one (caller.slots, .memory).
 //
 // A plain call that cannot start at once waits, within three queue bounds
-// (its tool's maxQueue, queuePerSlot × the module's slots, queuePerSlot ×
-// the server's slots), until a slot frees or its context ends; a call
-// beyond a bound is refused at once with a *busyError, and a call that
+// on the plain calls waiting (its tool's maxQueue, queuePerSlot × the
+// module's slots, queuePerSlot × the server's slots), until a slot frees
+// or its context ends; a call beyond a bound is refused at once with a
+// *busyError (queued tasks do not count: one tenant's tasks must not make
+// another's plain calls busy), and a call that
 // could never fit the memory budget with a *budgetError. A task's call is
 // never refused for being busy: the task was accepted, and its tenant's
 // quota of running tasks (the task engine's) bounds how many wait. It
@@ -60,6 +62,7 @@ type admission struct {
 	running  int
 	reserved uint64 // bytes reserved by the running calls
 	waiting  int
+	plain    int           // plain calls among the waiting: what the queue bounds count
 	modules  []*moduleSlot // the modules with waiting calls
 	stalled  bool          // the next call to admit waits for server slots or memory
 	seq      uint64        // arrival order of waiters
@@ -70,7 +73,8 @@ type admission struct {
 	tenants map[string]*tenantShare
 	anon    *tenantShare
 
-	notes []queueNote // position reports to make once mu is released
+	notes   []queueNote // position reports to make once mu is released
+	notesMu sync.Mutex  // taken before mu is released: reports go out in the order made
 }
 
 // tenantShare is one tenant's calls in the admission.
@@ -106,7 +110,8 @@ type toolSlot struct {
 	mod          *moduleSlot
 	slots, queue int // guarded by admission.mu, as the counts are
 	running      int
-	waiting      int
+	waiting      int // calls waiting, plain and tasks'
+	plain        int // plain calls waiting: what the queue bound counts
 }
 
 // moduleSlot is one module's share of the admission, carried over by
@@ -116,6 +121,7 @@ type moduleSlot struct {
 	slots, queue int
 	running      int
 	waiters      []*waiter // in arrival order
+	plain        int       // plain calls among waiters
 	listed       bool      // in admission.modules
 }
 
@@ -165,7 +171,17 @@ func (a *admission) tenantFits(ts *tenantShare, bytes uint64) bool {
 func (a *admission) unlock() {
 	notes := a.notes
 	a.notes = nil
+	if len(notes) == 0 {
+		a.mu.Unlock()
+		return
+	}
+	// notesMu is taken before mu is let go, so two goroutines deliver
+	// their reports in the order they were made (a task never ends up
+	// showing "queued" once it runs). The reports run outside mu: they
+	// take the task engine's lock, which never calls back in here.
+	a.notesMu.Lock()
 	a.mu.Unlock()
+	defer a.notesMu.Unlock()
 	for _, n := range notes {
 		n.f(n.ahead)
 	}
@@ -342,12 +358,12 @@ func (a *admission) refusal(t *toolSlot, ts *tenantShare, bytes uint64, waits bo
 		return &budgetError{need: bytes, budget: ts.memory, tenant: true}
 	case waits:
 		return nil
-	case t.waiting >= t.queue:
-		return &busyError{running: t.running, queued: t.waiting}
-	case len(m.waiters) >= m.queue:
-		return &busyError{scope: fmt.Sprintf("module %q instance limit: ", m.name), running: m.running, queued: len(m.waiters)}
-	case a.waiting >= a.queue:
-		return &busyError{scope: "server-wide instance limit: ", running: a.running, queued: a.waiting}
+	case t.plain >= t.queue:
+		return &busyError{running: t.running, queued: t.plain}
+	case m.plain >= m.queue:
+		return &busyError{scope: fmt.Sprintf("module %q instance limit: ", m.name), running: m.running, queued: m.plain}
+	case a.plain >= a.queue:
+		return &busyError{scope: "server-wide instance limit: ", running: a.running, queued: a.plain}
 	}
 	return nil
 }
@@ -359,6 +375,11 @@ func (a *admission) push(w *waiter) {
 	w.tool.waiting++
 	w.tenant.waiting++
 	a.waiting++
+	if w.queued == nil {
+		w.tool.plain++
+		m.plain++
+		a.plain++
+	}
 	if !m.listed {
 		m.listed = true
 		a.modules = append(a.modules, m)
@@ -372,6 +393,11 @@ func (a *admission) pull(w *waiter) {
 	w.tool.waiting--
 	w.tenant.waiting--
 	a.waiting--
+	if w.queued == nil {
+		w.tool.plain--
+		m.plain--
+		a.plain--
+	}
 	if len(m.waiters) == 0 {
 		m.listed = false
 		a.modules = slices.DeleteFunc(a.modules, func(x *moduleSlot) bool { return x == m })

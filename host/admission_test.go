@@ -529,7 +529,22 @@ func TestTasksQueueInsteadOfFailingBusy(t *testing.T) {
 	queued(first, "queued: 0 calls waiting ahead")
 	second := c.StartTask("ver", map[string]any{}, 0).TaskID
 	queued(second, "queued: 1 calls waiting ahead")
-	if text, failed := outcome(t, c.Call("tools/call", map[string]any{"name": "ver", "arguments": map[string]any{}})); !failed || !strings.Contains(text, "busy") {
+	// The queued tasks leave the plain queue (bound 1) to plain calls: of
+	// two more, one waits and the other is refused as busy at once.
+	p1 := c.Request("tools/call", map[string]any{"name": "ver", "arguments": map[string]any{}})
+	p2 := c.Request("tools/call", map[string]any{"name": "ver", "arguments": map[string]any{}})
+	var refused hosttest.Message
+	var waiting int64
+	for refused.ID == nil {
+		m := c.Next()
+		switch id := m.ID; {
+		case m.IsResponse() && fmt.Sprint(id) == fmt.Sprint(p1):
+			refused, waiting = m, p2
+		case m.IsResponse() && fmt.Sprint(id) == fmt.Sprint(p2):
+			refused, waiting = m, p1
+		}
+	}
+	if text, failed := outcome(t, refused); !failed || !strings.Contains(text, "busy") {
 		t.Errorf("a plain call beyond the queue bound: %q (failed %v), want a busy error", text, failed)
 	}
 	if st := c.GetTask(second); st.Status != "working" {
@@ -537,8 +552,10 @@ func TestTasksQueueInsteadOfFailingBusy(t *testing.T) {
 	}
 
 	c.Send(map[string]any{"jsonrpc": "2.0", "id": ask.ID, "result": map[string]any{"action": "accept", "content": map[string]any{"ok": true}}})
-	if text, failed := outcome(t, c.Await(plain, nil)); failed || text != "v1" {
-		t.Fatalf("the plain call: %q (failed %v), want v1", text, failed)
+	for _, id := range []int64{plain, waiting} {
+		if text, failed := outcome(t, c.Await(id, nil)); failed || text != "v1" {
+			t.Fatalf("plain call %d: %q (failed %v), want v1", id, text, failed)
+		}
 	}
 	for _, id := range []string{first, second} {
 		if res := c.TaskResult(id); res.IsError || res.Text() != "v1" {
@@ -572,6 +589,37 @@ func TestAdmissionTenantMemory(t *testing.T) {
 		}
 		a.leaveAs(tool, 60, "user:small")
 		a.leaveAs(tool, 60, "user:other")
+		checkIdle(t, a, 0)
+	})
+}
+
+// Queued tasks do not make other callers' plain calls busy: the queue
+// bounds count plain calls only.
+func TestAdmissionTasksDoNotFillThePlainQueue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := newAdmission(1, 1<<30)
+		tool := a.newTool(a.newModule("m", 1), 1, 1)
+		if err := a.enter(context.Background(), tool, 1); err != nil {
+			t.Fatal(err)
+		}
+		var tasks []*pending
+		for i := range 8 {
+			tasks = append(tasks, enterAsAsync(a, fmt.Sprintf("task%d", i), tool, 1, caller{tenant: "user:a", queued: func(int) {}}))
+		}
+		synctest.Wait()
+		plain := enterAsAsync(a, "plain", tool, 1, caller{tenant: "user:b"})
+		synctest.Wait()
+		if _, errs := admitted(plain); errs["plain"] != nil {
+			t.Fatalf("b's plain call behind a's 8 queued tasks: %v, want it waiting in its own queue place", errs["plain"])
+		}
+		if err := a.enter(context.Background(), tool, 1); !errors.Is(err, ErrBusy) {
+			t.Errorf("a second plain call past the bound of 1: %v, want ErrBusy", err)
+		}
+		for _, p := range append(tasks, plain) {
+			p.stop()
+		}
+		synctest.Wait()
+		a.leave(tool, 1)
 		checkIdle(t, a, 0)
 	})
 }

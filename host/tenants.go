@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -47,6 +49,10 @@ import (
 //	  audience: wasmtask
 //	  jwksURL: https://login.example.com/.well-known/jwks.json
 type Tenants struct {
+	// AuthorizationServers are the OAuth issuers clients may get tokens
+	// from, named by the Protected Resource Metadata document; default:
+	// the JWT issuer, when there is one.
+	AuthorizationServers []string `json:"authorizationServers,omitempty"`
 	// Tenants by name: letters, digits, '.', '_' and '-', at most 64.
 	Tenants map[string]Tenant `json:"tenants"`
 	// JWT, when set, also admits JSON Web Tokens.
@@ -116,6 +122,7 @@ type JWTAuth struct {
 var ErrTenants = errors.New("host: tenant file")
 
 const (
+	maxQuotaMiB        = 1 << 20
 	maxTenantFileBytes = 4 << 20
 	maxTokenBytes      = 16 << 10 // a bearer token longer than this is refused unread
 )
@@ -195,6 +202,9 @@ func (t *Tenants) validate() error {
 			}
 			owner[d] = name
 		}
+		if tn.MaxMemoryMiB > maxQuotaMiB || tn.RetainedResultMiB > maxQuotaMiB {
+			return fmt.Errorf("tenants.%s: a MiB quota over %d (1 TiB) is not a quota", name, maxQuotaMiB)
+		}
 		if tn.MaxInstances < 0 || tn.MaxMemoryMiB < 0 || tn.RequestsPerSecond < 0 || tn.Burst < 0 || tn.MaxTasks < 0 || tn.RetainedTasks < 0 || tn.RetainedResultMiB < 0 {
 			return fmt.Errorf("tenants.%s: quotas may not be negative", name)
 		}
@@ -211,8 +221,13 @@ func (t *Tenants) validate() error {
 		case (j.JWKSFile == "") == (j.JWKSURL == ""):
 			return errors.New("jwt: give exactly one of jwksFile and jwksURL")
 		}
-		if j.JWKSURL != "" && !strings.HasPrefix(j.JWKSURL, "https://") && !strings.HasPrefix(j.JWKSURL, "http://") {
-			return fmt.Errorf("jwt: jwksURL %q is not an http(s) URL", j.JWKSURL)
+		if j.JWKSURL != "" {
+			// Keys fetched in the clear could be swapped on the way and any
+			// tenant forged: https, except to this machine.
+			u, err := url.Parse(j.JWKSURL)
+			if err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && isLoopbackHost(u.Hostname()))) {
+				return fmt.Errorf("jwt: jwksURL %q must be an https URL (http only to a loopback address)", j.JWKSURL)
+			}
 		}
 		for _, a := range j.Algorithms {
 			if a == "none" || strings.HasPrefix(a, "HS") {
@@ -408,7 +423,8 @@ func (s *Server) startTenants() (*mcpserver.Auth, error) {
 			}
 			return a.verify(token)
 		},
-		Resource: s.cfg.PublicURL,
+		Resource:             s.cfg.PublicURL,
+		AuthorizationServers: t.authorizationServers(),
 	}, nil
 }
 
@@ -511,4 +527,22 @@ func (s *Server) ownerLimits(owner string) taskengine.OwnerLimits {
 	}
 	tn := a.file.Tenants[tenant]
 	return taskengine.OwnerLimits{MaxRunning: tn.MaxTasks, MaxTasks: tn.RetainedTasks, MaxResultBytes: int64(tn.RetainedResultMiB) << 20}
+}
+
+// isLoopbackHost reports whether host names this machine.
+func isLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// authorizationServers is what the metadata document names: the file's
+// list, else the JWT issuer.
+func (t *Tenants) authorizationServers() []string {
+	if len(t.AuthorizationServers) > 0 || t.JWT == nil {
+		return t.AuthorizationServers
+	}
+	return []string{t.JWT.Issuer}
 }

@@ -45,6 +45,8 @@ func TestParseTenants(t *testing.T) {
 		{"bad pattern", `{"tenants":{"a":{"tools":["[x"]}}}`, false, "pattern"},
 		{"jwt without audience", `{"tenants":{"a":{}},"jwt":{"issuer":"i","jwksURL":"https://k"}}`, false, "issuer and audience"},
 		{"jwt with two key sources", `{"tenants":{"a":{}},"jwt":{"issuer":"i","audience":"a","jwksURL":"https://k","jwksFile":"k.json"}}`, false, "exactly one"},
+		{"jwks over http", `{"tenants":{"a":{}},"jwt":{"issuer":"i","audience":"a","jwksURL":"http://keys.example.com/jwks"}}`, false, "must be an https URL"},
+		{"quota too large", `{"tenants":{"a":{"maxMemoryMiB":2000000}}}`, false, "not a quota"},
 		{"jwt with hmac", `{"tenants":{"a":{}},"jwt":{"issuer":"i","audience":"a","jwksURL":"https://k","algorithms":["HS256"]}}`, false, "refused"},
 		{"trailing", `{"tenants":{"a":{}}} {}`, false, "trailing"},
 	} {
@@ -193,10 +195,11 @@ func TestTenantsOverHTTP(t *testing.T) {
 	var meta struct {
 		Resource string   `json:"resource"`
 		Bearer   []string `json:"bearer_methods_supported"`
+		Servers  []string `json:"authorization_servers"`
 	}
 	json.NewDecoder(resp.Body).Decode(&meta)
 	resp.Body.Close()
-	if meta.Resource != endpoint || !slices.Equal(meta.Bearer, []string{"header"}) {
+	if meta.Resource != endpoint || !slices.Equal(meta.Bearer, []string{"header"}) || !slices.Equal(meta.Servers, []string{"https://issuer.test"}) {
 		t.Errorf("metadata document = %+v, want resource %s", meta, endpoint)
 	}
 

@@ -251,8 +251,23 @@ func TestMCPConcurrencyBounded(t *testing.T) {
 				t.Errorf("task %s: status %q, want input_required or working (queued)", id, st)
 			}
 		}
-		if text, isErr := c.tool("ask", nil); !isErr || !strings.Contains(text, `tool "ask" is busy`) {
-			t.Errorf("a plain call beyond the queue bound: %q (isError %v), want the busy reason", text, isErr)
+		// The queued tasks leave the plain queue (bound 1) to plain calls:
+		// one waits there, and the next is refused as busy at once.
+		// Of two sent together, the first answered is the refused one
+		// (the other waits for a slot).
+		p1 := c.Request("tools/call", map[string]any{"name": "ask", "arguments": map[string]any{}})
+		p2 := c.Request("tools/call", map[string]any{"name": "ask", "arguments": map[string]any{}})
+		for {
+			m := c.Next()
+			if !m.IsResponse() || (fmt.Sprint(m.ID) != fmt.Sprint(p1) && fmt.Sprint(m.ID) != fmt.Sprint(p2)) {
+				c.note(m)
+				continue
+			}
+			var r hosttest.ToolResult
+			if err := m.Decode(&r); err != nil || !r.IsError || !strings.Contains(r.Text(), `tool "ask" is busy`) {
+				t.Errorf("a plain call beyond the queue bound: %s (%v), want the busy reason", m.Raw, err)
+			}
+			break
 		}
 		// The server-wide bound: 2 instances of ask are alive; with
 		// MaxInstances 3 one more call of another module still runs.
