@@ -106,9 +106,10 @@ type Config struct {
 	// MaxConnections bounds the HTTP connections open at once on each
 	// listener of [Server.Serve] (default 1024); MaxSessions and
 	// MaxSessionsPerTenant the HTTP sessions in total and per tenant
-	// (defaults 1024 and 64); MaxRequestsPerSession one session's
-	// requests in flight (default 64).
-	MaxConnections, MaxSessions, MaxSessionsPerTenant, MaxRequestsPerSession int
+	// (defaults 1024 and 64); MaxRequestsPerSession and
+	// MaxRequestsPerTenant the requests in flight of one session and of
+	// one tenant over all its sessions (defaults 64 and 256).
+	MaxConnections, MaxSessions, MaxSessionsPerTenant, MaxRequestsPerSession, MaxRequestsPerTenant int
 	// ReadTimeout bounds reading a request's headers and body on the
 	// listeners of [Server.Serve] (default 30s; headers alone 10s at
 	// most); IdleTimeout closes a keep-alive connection idle that long
@@ -268,6 +269,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		MaxSessions:           cfg.MaxSessions,
 		MaxSessionsPerTenant:  cfg.MaxSessionsPerTenant,
 		MaxRequestsPerSession: cfg.MaxRequestsPerSession,
+		MaxRequestsPerTenant:  cfg.MaxRequestsPerTenant,
 	})
 	if err != nil {
 		s.closeParts()

@@ -25,6 +25,7 @@ const (
 	DefaultMaxSessions           = 1024
 	DefaultMaxSessionsPerTenant  = 64
 	DefaultMaxRequestsPerSession = 64
+	DefaultMaxRequestsPerTenant  = 256
 	DefaultWriteTimeout          = 30 * time.Second
 )
 
@@ -152,21 +153,45 @@ func (s *Server) admitSession(w http.ResponseWriter, r *http.Request) (release f
 	}, true
 }
 
-// enterRequest counts a request of session id in flight, refusing it past
-// Config.MaxRequestsPerSession; the returned func counts it out.
+// enterRequest counts a request in flight — of session id (when it names
+// one) and of its tenant (when authenticated) — refusing it past
+// Config.MaxRequestsPerSession or MaxRequestsPerTenant; the returned func
+// counts it out. The tenant's bound keeps one tenant's long-polls, over
+// all its sessions, from holding every connection.
 func (s *Server) enterRequest(w http.ResponseWriter, r *http.Request, id string) (func(), bool) {
+	var user string
+	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
+		user = ti.UserID
+	}
+	sessionKey, tenantKey := "s:"+id, "t:"+user
 	s.mu.Lock()
-	if s.inFlight[id] >= s.cfg.MaxRequestsPerSession {
+	switch {
+	case id != "" && s.inFlight[sessionKey] >= s.cfg.MaxRequestsPerSession:
 		s.mu.Unlock()
 		s.refuse(w, r, http.StatusTooManyRequests, fmt.Sprintf("too many requests in flight on this session (at most %d)", s.cfg.MaxRequestsPerSession))
 		return nil, false
+	case user != "" && s.inFlight[tenantKey] >= s.cfg.MaxRequestsPerTenant:
+		s.mu.Unlock()
+		s.refuse(w, r, http.StatusTooManyRequests, fmt.Sprintf("too many requests in flight for this tenant (at most %d)", s.cfg.MaxRequestsPerTenant))
+		return nil, false
 	}
-	s.inFlight[id]++
+	var keys []string
+	if id != "" {
+		keys = append(keys, sessionKey)
+	}
+	if user != "" {
+		keys = append(keys, tenantKey)
+	}
+	for _, k := range keys {
+		s.inFlight[k]++
+	}
 	s.mu.Unlock()
 	return func() {
 		s.mu.Lock()
-		if s.inFlight[id]--; s.inFlight[id] == 0 {
-			delete(s.inFlight, id)
+		for _, k := range keys {
+			if s.inFlight[k]--; s.inFlight[k] == 0 {
+				delete(s.inFlight, k)
+			}
 		}
 		s.mu.Unlock()
 	}, true

@@ -394,3 +394,33 @@ func TestHTTPDeleteBehindProxy(t *testing.T) {
 	<-blocked
 	<-ts.tools.cancelled
 }
+
+// TestHTTPRequestsInFlightPerTenant: a tenant's requests in flight over
+// all its sessions are bounded; another tenant is not affected.
+func TestHTTPRequestsInFlightPerTenant(t *testing.T) {
+	ts := newTestServerWith(t, taskengine.Config{}, func(c *Config) { c.MaxRequestsPerTenant = 1 })
+	url := bearerServer(t, ts)
+	session := func(user string) map[string]string {
+		code, hdr, body := rawPost(t, context.Background(), url, map[string]string{"Authorization": "Bearer " + user}, strings.NewReader(initBody))
+		if code != http.StatusOK {
+			t.Fatalf("%s: initialize: %d %s", user, code, body)
+		}
+		return map[string]string{"Authorization": "Bearer " + user, "Mcp-Session-Id": hdr.Get("Mcp-Session-Id"), "Mcp-Protocol-Version": "2025-11-25"}
+	}
+	a1, a2, b := session("alice"), session("alice"), session("bob")
+	done := make(chan int, 1)
+	go func() {
+		code, _, _ := rawPost(t, context.Background(), url, a1, strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow","arguments":{}}}`))
+		done <- code
+	}()
+	<-ts.tools.started
+	list := `{"jsonrpc":"2.0","id":8,"method":"tools/list"}`
+	if code, _, _ := rawPost(t, context.Background(), url, a2, strings.NewReader(list)); code != http.StatusTooManyRequests {
+		t.Errorf("alice's other session while one request is in flight: %d, want 429", code)
+	}
+	if code, _, body := rawPost(t, context.Background(), url, b, strings.NewReader(list)); code != http.StatusOK {
+		t.Errorf("bob meanwhile: %d %s, want 200", code, body)
+	}
+	ts.tools.release <- struct{}{}
+	<-done
+}

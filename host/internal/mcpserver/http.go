@@ -85,13 +85,11 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		defer release()
 	}
-	if id != "" {
-		done, ok := s.enterRequest(w, r, id)
-		if !ok {
-			return
-		}
-		defer done()
+	done, ok := s.enterRequest(w, r, id)
+	if !ok {
+		return
 	}
+	defer done()
 	// The server's ReadTimeout bounds reading the body; net/http clears
 	// the read deadline once the body is read, so it never ends the
 	// answer's stream (TestHTTPTimeouts holds it to that).

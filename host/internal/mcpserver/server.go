@@ -81,9 +81,10 @@ type Config struct {
 	AllowedOrigins []string
 	// MaxSessions bounds the open HTTP sessions, MaxSessionsPerTenant
 	// those of one authenticated tenant; a request that would open one
-	// more gets 503 or 429. MaxRequestsPerSession bounds one session's
-	// requests in flight (429 past it). Defaults 1024, 64 and 64.
-	MaxSessions, MaxSessionsPerTenant, MaxRequestsPerSession int
+	// more gets 503 or 429. MaxRequestsPerSession and MaxRequestsPerTenant
+	// bound the requests in flight of one session and of one tenant over
+	// all its sessions (429 past them). Defaults 1024, 64, 64 and 256.
+	MaxSessions, MaxSessionsPerTenant, MaxRequestsPerSession, MaxRequestsPerTenant int
 	// OnDenied is told the status of each HTTP request refused before MCP
 	// (for metrics); it must be quick. Nil: nobody.
 	OnDenied func(status int)
@@ -260,6 +261,7 @@ func New(cfg Config) (*Server, error) {
 	cfg.MaxSessions = cmp.Or(cfg.MaxSessions, DefaultMaxSessions)
 	cfg.MaxSessionsPerTenant = cmp.Or(cfg.MaxSessionsPerTenant, DefaultMaxSessionsPerTenant)
 	cfg.MaxRequestsPerSession = cmp.Or(cfg.MaxRequestsPerSession, DefaultMaxRequestsPerSession)
+	cfg.MaxRequestsPerTenant = cmp.Or(cfg.MaxRequestsPerTenant, DefaultMaxRequestsPerTenant)
 	cfg.WriteTimeout = cmp.Or(cfg.WriteTimeout, DefaultWriteTimeout)
 	s := &Server{
 		cfg:      cfg,
