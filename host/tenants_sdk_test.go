@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"testing/fstest"
@@ -27,22 +24,8 @@ func (t tokenTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // token, connects, lists the tools its tenant sees and calls one; with a
 // token of no tenant it cannot connect.
 func TestTenantsWithGoSDKClients(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "tenants.json")
 	doc := fmt.Sprintf(`{"tenants":{"alice":{"tokens":[%q],"tools":["add"]},"bob":{"tokens":[%q]}}}`, HashToken("alice-token"), HashToken("bob-token"))
-	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(context.Background(), Config{
-		ToolsFS:     fstest.MapFS{"add.wasm": {Data: addModule(t)}, "m.wasm": {Data: verModule(t, "ver", "v1")}},
-		CacheDir:    testCacheDir,
-		TenantsFile: file,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	srv := httptest.NewServer(s.Handler())
-	defer srv.Close()
+	_, srv := tenantHTTP(t, doc, Config{ToolsFS: fstest.MapFS{"add.wasm": {Data: addModule(t)}, "m.wasm": {Data: verModule(t, "ver", "v1")}}})
 	ctx := context.Background()
 	connect := func(token string) (*mcp.ClientSession, error) {
 		c := mcp.NewClient(&mcp.Implementation{Name: "sdk-test", Version: "1"}, nil)

@@ -273,6 +273,29 @@ func TestTenantsOverHTTP(t *testing.T) {
 	}
 }
 
+// tenantHTTP serves cfg (the add tool unless ToolsFS says otherwise) with
+// the tenant file doc over httptest, until the test ends.
+func tenantHTTP(t *testing.T, doc string, cfg Config) (*Server, *httptest.Server) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "tenants.json")
+	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg.TenantsFile = file
+	cfg.CacheDir = testCacheDir
+	if cfg.ToolsFS == nil {
+		cfg.ToolsFS = fstest.MapFS{"add.wasm": {Data: addModule(t)}}
+	}
+	s, err := New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	return s, srv
+}
+
 // TestTenantsFileWatched: writing the tenant file reloads it without a
 // call: the log says so, and the new token works.
 func TestTenantsFileWatched(t *testing.T) {
@@ -310,18 +333,8 @@ func TestTenantsFileWatched(t *testing.T) {
 // TestTenantRequestRate: the tenant file's request rate answers 429 with
 // Retry-After past the burst, per tenant.
 func TestTenantRequestRate(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "tenants.json")
 	doc := fmt.Sprintf(`{"tenants":{"slow":{"tokens":[%q],"requestsPerSecond":0.01,"burst":1},"free":{"tokens":[%q]}}}`, HashToken("slow"), HashToken("free"))
-	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(context.Background(), Config{ToolsFS: fstest.MapFS{"add.wasm": {Data: addModule(t)}}, CacheDir: testCacheDir, TenantsFile: file})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	srv := httptest.NewServer(s.Handler())
-	defer srv.Close()
+	_, srv := tenantHTTP(t, doc, Config{})
 	url := srv.URL + HTTPPath
 	if code, _, body := post(t, url, "slow", initializeMsg); code != http.StatusOK {
 		t.Fatalf("first request: %d %s", code, body)
@@ -349,21 +362,11 @@ func TestTenantRequestRate(t *testing.T) {
 // once while its tasks run; its retainedTasks drops its own oldest
 // results, never another tenant's.
 func TestTenantTaskQuotas(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "tenants.json")
 	doc := fmt.Sprintf(`{"tenants":{"busy":{"tokens":[%q],"maxTasks":1,"retainedTasks":2},"other":{"tokens":[%q]}}}`, HashToken("busy"), HashToken("other"))
-	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	// A store of 3 tasks: a flood that evicted by age across tenants
 	// would take other's result.
-	s, err := New(context.Background(), Config{ToolsFS: fstest.MapFS{"m.wasm": {Data: verModule(t, "ver", "v1")}}, CacheDir: testCacheDir,
-		TenantsFile: file, Tasks: taskengine.Config{MaxTasks: 3, MaxTasksPerOwner: 3}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	srv := httptest.NewServer(s.Handler())
-	defer srv.Close()
+	_, srv := tenantHTTP(t, doc, Config{ToolsFS: fstest.MapFS{"m.wasm": {Data: verModule(t, "ver", "v1")}},
+		Tasks: taskengine.Config{MaxTasks: 3, MaxTasksPerOwner: 3}})
 	client := func(token string) *hosttest.HTTPClient {
 		h := hosttest.NewHTTPClient(t, srv.URL+HTTPPath)
 		h.HC = srv.Client()
@@ -422,18 +425,8 @@ func TestTenantsJWKSURL(t *testing.T) {
 		w.Write(iss.jwks)
 	}))
 	defer keys.Close()
-	file := filepath.Join(t.TempDir(), "tenants.json")
 	doc := fmt.Sprintf(`{"tenants":{"carol":{}},"jwt":{"issuer":"https://issuer.test","audience":"wasmtask","jwksURL":%q}}`, keys.URL)
-	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(context.Background(), Config{ToolsFS: fstest.MapFS{"add.wasm": {Data: addModule(t)}}, CacheDir: testCacheDir, TenantsFile: file})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	srv := httptest.NewServer(s.Handler())
-	defer srv.Close()
+	_, srv := tenantHTTP(t, doc, Config{})
 	token := iss.sign(t, jwt.MapClaims{"iss": "https://issuer.test", "aud": "wasmtask", "exp": time.Now().Add(time.Hour).Unix(), "tenant": "carol"})
 	if code, _, body := post(t, srv.URL+HTTPPath, token, initializeMsg); code != http.StatusOK {
 		t.Errorf("a JWT signed by a key of the JWKS URL: %d %s, want 200", code, body)

@@ -1,14 +1,8 @@
 package mcpserver
 
 import (
-	"context"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/auth"
 
 	"github.com/wasmtask/wasmtask/taskengine"
 )
@@ -93,14 +87,7 @@ func TestCallMetaTenantAndCacheHit(t *testing.T) {
 // authClients serves ts over HTTP behind bearer-token auth whose token is
 // the user's name, and returns a maker of initialized clients per user.
 func authClients(t *testing.T, ts *testServer) func(user string) *httpClient {
-	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
-		if token == "" {
-			return nil, auth.ErrInvalidToken
-		}
-		return &auth.TokenInfo{UserID: token, Expiration: time.Now().Add(time.Hour)}, nil
-	}
-	srv := httptest.NewServer(auth.RequireBearerToken(verify, nil)(ts.HTTPHandler()))
-	t.Cleanup(srv.Close)
+	srv := bearerServer(t, ts)
 	return func(user string) *httpClient {
 		c := newHTTPClient(t, srv)
 		c.hc.Header.Set("Authorization", "Bearer "+user)

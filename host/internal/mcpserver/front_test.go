@@ -244,9 +244,9 @@ func TestHTTPRequestRate(t *testing.T) {
 	}
 }
 
-// bearerServer serves ts behind bearer-token auth whose token is the
-// user's name (as authClients does) and returns its endpoint URL.
-func bearerServer(t *testing.T, ts *testServer) string {
+// bearerServer serves ts over HTTP behind bearer-token auth whose token is
+// the user's name.
+func bearerServer(t *testing.T, ts *testServer) *httptest.Server {
 	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
 		if token == "" {
 			return nil, auth.ErrInvalidToken
@@ -255,14 +255,14 @@ func bearerServer(t *testing.T, ts *testServer) string {
 	}
 	srv := httptest.NewServer(auth.RequireBearerToken(verify, nil)(ts.HTTPHandler()))
 	t.Cleanup(srv.Close)
-	return srv.URL + HTTPPath
+	return srv
 }
 
 // TestHTTPSessionsPerTenant: past MaxSessionsPerTenant a tenant's new
 // session gets 429 with Retry-After; another tenant still opens one.
 func TestHTTPSessionsPerTenant(t *testing.T) {
 	ts := newTestServerWith(t, taskengine.Config{}, func(c *Config) { c.MaxSessionsPerTenant = 2 })
-	url := bearerServer(t, ts)
+	url := bearerServer(t, ts).URL + HTTPPath
 	open := func(user string) (int, http.Header) {
 		code, hdr, _ := rawPost(t, context.Background(), url, map[string]string{"Authorization": "Bearer " + user}, strings.NewReader(initBody))
 		return code, hdr
@@ -311,7 +311,7 @@ func TestHTTPRequestsInFlight(t *testing.T) {
 // cannot open more sessions than the cap between them.
 func TestHTTPSessionCapsUnderParallelOpens(t *testing.T) {
 	ts := newTestServerWith(t, taskengine.Config{}, func(c *Config) { c.MaxSessionsPerTenant = 2 })
-	url := bearerServer(t, ts)
+	url := bearerServer(t, ts).URL + HTTPPath
 	codes := make(chan int, 32)
 	var wg sync.WaitGroup
 	for range 32 {
@@ -399,7 +399,7 @@ func TestHTTPDeleteBehindProxy(t *testing.T) {
 // all its sessions are bounded; another tenant is not affected.
 func TestHTTPRequestsInFlightPerTenant(t *testing.T) {
 	ts := newTestServerWith(t, taskengine.Config{}, func(c *Config) { c.MaxRequestsPerTenant = 1 })
-	url := bearerServer(t, ts)
+	url := bearerServer(t, ts).URL + HTTPPath
 	session := func(user string) map[string]string {
 		code, hdr, body := rawPost(t, context.Background(), url, map[string]string{"Authorization": "Bearer " + user}, strings.NewReader(initBody))
 		if code != http.StatusOK {

@@ -75,18 +75,24 @@ func liftTaskParams(params json.RawMessage, reqID any) json.RawMessage {
 			}
 		}
 	}
+	if out, ok := encodeParams(fields, meta); ok {
+		return out
+	}
+	return params
+}
+
+// encodeParams encodes params from their fields, with meta (when not nil)
+// as their _meta; ok is false when either does not encode.
+func encodeParams(fields, meta map[string]json.RawMessage) (json.RawMessage, bool) {
 	if meta != nil {
 		b, err := marshal(meta)
 		if err != nil {
-			return params
+			return nil, false
 		}
 		fields["_meta"] = b
 	}
 	out, err := marshal(fields)
-	if err != nil {
-		return params
-	}
-	return out
+	return out, err == nil
 }
 
 func isNull(raw json.RawMessage) bool {
@@ -142,18 +148,11 @@ func withMeta(params json.RawMessage, key, value string) json.RawMessage {
 			return params
 		}
 	}
-	v, _ := marshal(value)
-	meta[key] = v
-	b, err := marshal(meta)
-	if err != nil {
-		return params
+	meta[key], _ = marshal(value)
+	if out, ok := encodeParams(fields, meta); ok {
+		return out
 	}
-	fields["_meta"] = b
-	out, err := marshal(fields)
-	if err != nil {
-		return params
-	}
-	return out
+	return params
 }
 
 // liftBody rewrites a Streamable HTTP POST body, a single message or a
