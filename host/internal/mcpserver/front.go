@@ -110,12 +110,10 @@ func (s *Server) admitSession(w http.ResponseWriter, r *http.Request) (release f
 		user = ti.UserID
 	}
 	s.mu.Lock()
-	s.sweepLocked() // count live sessions only
-	total, mine := len(s.sessions)+s.opening[""], s.opening[user]
-	for _, sess := range s.sessions {
-		if user != "" && sess.user == user {
-			mine++
-		}
+	total, mine := s.sessionCountsLocked(user)
+	if total >= s.cfg.MaxSessions || user != "" && mine >= s.cfg.MaxSessionsPerTenant {
+		s.sweepLocked() // at a cap: count live sessions only
+		total, mine = s.sessionCountsLocked(user)
 	}
 	refuse := ""
 	switch {
@@ -151,6 +149,21 @@ func (s *Server) admitSession(w http.ResponseWriter, r *http.Request) (release f
 			dec(user)
 		}
 	}, true
+}
+
+// sessionCountsLocked counts the sessions, open and being opened, in
+// total and of user ("" counts none). mu is held.
+func (s *Server) sessionCountsLocked(user string) (total, mine int) {
+	total, mine = len(s.sessions)+s.opening[""], s.opening[user]
+	if user == "" {
+		return total, 0
+	}
+	for _, sess := range s.sessions {
+		if sess.user == user {
+			mine++
+		}
+	}
+	return total, mine
 }
 
 // enterRequest counts a request in flight — of session id (when it names
@@ -195,6 +208,29 @@ func (s *Server) enterRequest(w http.ResponseWriter, r *http.Request, id string)
 		}
 		s.mu.Unlock()
 	}, true
+}
+
+// releaseOnAnswer calls release when the answer's header is written.
+type releaseOnAnswer struct {
+	http.ResponseWriter
+	release func()
+}
+
+func (w *releaseOnAnswer) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *releaseOnAnswer) WriteHeader(code int) {
+	w.release()
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *releaseOnAnswer) Write(b []byte) (int, error) {
+	w.release()
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *releaseOnAnswer) Flush() {
+	w.release()
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
 }
 
 // deadlineWriter gives every write of a response its own deadline: a

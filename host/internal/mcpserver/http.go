@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -83,7 +84,12 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		if !ok {
 			return
 		}
-		defer release()
+		// The place is given back when the answer starts (by then the
+		// session it opened is counted: a client's next request must not
+		// find it counted twice) or when the request ends without one.
+		rw := &releaseOnAnswer{ResponseWriter: w, release: sync.OnceFunc(release)}
+		defer rw.release()
+		w = rw
 	}
 	done, ok := s.enterRequest(w, r, id)
 	if !ok {
