@@ -8,6 +8,8 @@ import (
 	"io"
 	"reflect"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Version is the ABI version this package describes. A module declares the
@@ -32,7 +34,14 @@ const (
 	FuncLog      = "log"      // (level i32, msg_ptr i32, msg_len i32)
 	FuncElicit   = "elicit"   // (req_ptr i32, req_len i32) -> i32
 	FuncReply    = "reply"    // (buf_ptr i32, buf_cap i32) -> i32
+	// FuncElicitAll asks several questions at once (ABI 1.1).
+	FuncElicitAll = "elicit_all" // (req_ptr i32, req_len i32) -> i32
+	// FuncBeginTask makes a call with taskStart begin_task a task (ABI 1.1).
+	FuncBeginTask = "begin_task" // () -> i32
 )
+
+// MaxElicitAll bounds the questions one elicit_all call may ask.
+const MaxElicitAll = 4
 
 // ExportStart is the one export every ABI v1 module must have: it is a WASI
 // preview1 command and its entry point reads one [Request] from stdin.
@@ -65,6 +74,17 @@ const (
 	TaskRequired  = "required"
 )
 
+// When the task of a task-capable tool starts (ABI 1.1, [Tool.TaskStart]).
+const (
+	// TaskStartCall: the call is a task from its start (the default).
+	TaskStartCall = "call"
+	// TaskStartBegin: under MCP 2026-07-28 the call first runs as a plain
+	// request, whose questions the client answers by retrying the call
+	// (input_required results), and becomes a task when the tool calls
+	// the begin_task host function.
+	TaskStartBegin = "begin_task"
+)
+
 // Request is the single JSON document a module reads from stdin, followed by
 // end of file.
 type Request struct {
@@ -90,6 +110,7 @@ type Tool struct {
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"` // JSON Schema object, optional
 	Annotations  *Annotations    `json:"annotations,omitempty"`
 	TaskSupport  string          `json:"taskSupport,omitempty"` // forbidden (default), optional, required
+	TaskStart    string          `json:"taskStart,omitempty"`   // call (default) or begin_task (ABI 1.1)
 	Cache        *CacheHint      `json:"cache,omitempty"`
 	Grants       *Grants         `json:"grants,omitempty"` // sandbox grants the tool asks for
 }
@@ -132,6 +153,43 @@ type Result struct {
 	Content           []Content       `json:"content"`
 	StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
 	IsError           bool            `json:"isError,omitempty"`
+	// Error, when set, answers the call with this protocol (JSON-RPC)
+	// error instead of a result (ABI 1.1): a request the tool cannot
+	// serve at all, as opposed to a tool error (IsError). Content is
+	// then absent.
+	Error *ProtocolError `json:"error,omitempty"`
+}
+
+// ProtocolError is the JSON-RPC error a [Result] asks the host to answer
+// with. Code is -32602 (invalid params), -32603 (internal error) or an
+// application code outside the range JSON-RPC reserves (-32768 to -32000);
+// Message is one line of at most [MaxProtocolErrorBytes] bytes.
+type ProtocolError struct {
+	Code    int64  `json:"code"`
+	Message string `json:"message"`
+}
+
+// MaxProtocolErrorBytes bounds a [ProtocolError]'s message.
+const MaxProtocolErrorBytes = 1024
+
+// Check reports what is wrong with e, or nil.
+func (e *ProtocolError) Check() error {
+	switch {
+	case e.Code == -32602 || e.Code == -32603:
+	case e.Code >= -32768 && e.Code <= -32000:
+		return fmt.Errorf("error code %d is reserved by JSON-RPC and MCP (use -32602, -32603, or a code outside -32768..-32000)", e.Code)
+	}
+	switch {
+	case e.Message == "":
+		return errors.New("error message is empty")
+	case len(e.Message) > MaxProtocolErrorBytes:
+		return fmt.Errorf("error message is %d bytes, more than %d", len(e.Message), MaxProtocolErrorBytes)
+	case !utf8.ValidString(e.Message):
+		return errors.New("error message is not valid UTF-8")
+	case strings.ContainsFunc(e.Message, unicode.IsControl):
+		return errors.New("error message has control characters")
+	}
+	return nil
 }
 
 // Content is one content block of a [Result].
@@ -217,6 +275,17 @@ func DecodeManifest(b []byte) (*Manifest, error) {
 		default:
 			return nil, fmt.Errorf("%w: tool %q: taskSupport %q is not forbidden, optional or required", ErrManifest, t.Name, t.TaskSupport)
 		}
+		switch t.TaskStart {
+		case "":
+			t.TaskStart = TaskStartCall
+		case TaskStartCall:
+		case TaskStartBegin:
+			if t.TaskSupport == TaskForbidden {
+				return nil, fmt.Errorf("%w: tool %q: taskStart %q needs taskSupport optional or required", ErrManifest, t.Name, t.TaskStart)
+			}
+		default:
+			return nil, fmt.Errorf("%w: tool %q: taskStart %q is not call or begin_task", ErrManifest, t.Name, t.TaskStart)
+		}
 		if len(t.InputSchema) == 0 {
 			t.InputSchema = json.RawMessage(`{"type":"object"}`)
 		}
@@ -292,6 +361,15 @@ func DecodeResult(b []byte) (*Result, error) {
 	var r Result
 	if err := strictUnmarshal(b, &r); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrResult, err)
+	}
+	if r.Error != nil {
+		if len(r.Content) > 0 || r.StructuredContent != nil || r.IsError {
+			return nil, fmt.Errorf("%w: \"error\" comes alone: no content blocks, structuredContent or isError", ErrResult)
+		}
+		if err := r.Error.Check(); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrResult, err)
+		}
+		return &r, nil
 	}
 	if r.Content == nil {
 		return nil, fmt.Errorf("%w: missing \"content\" array", ErrResult)

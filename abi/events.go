@@ -25,3 +25,12 @@ type Events interface {
 	// answer.
 	Elicit(ctx context.Context, req ElicitRequest) (ElicitReply, error)
 }
+
+// TaskBeginner is implemented by the [Events] of calls that can become a
+// task when their tool calls the begin_task host function (ABI 1.1). Events
+// without it answer begin_task with 0: the call stays what it is.
+type TaskBeginner interface {
+	// BeginTask makes the call a task, if it can be one, and reports
+	// whether it now is one (true also when it already was).
+	BeginTask() bool
+}

@@ -187,6 +187,8 @@ func callOutcome(res *abi.Result, err error) string {
 		return "internal"
 	case res != nil && res.IsError:
 		return "tool_error"
+	case res != nil && res.Error != nil:
+		return "protocol_error"
 	}
 	return "ok"
 }

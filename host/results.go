@@ -99,7 +99,7 @@ func (s *Server) cachedCall(ctx context.Context, t *servedTool, name string, arg
 		w := &elicitWatch{Events: ev}
 		res, err := run(ctx, w)
 		return resultcache.Outcome{Value: res, Size: resultSize(res), TTL: t.cache.ttl, Err: err,
-			Cacheable: err == nil && res != nil && !res.IsError && !w.elicited.Load()}
+			Cacheable: err == nil && res != nil && !res.IsError && res.Error == nil && !w.elicited.Load()}
 	})
 	if hit && meta != nil {
 		meta.CacheHit = true

@@ -159,4 +159,82 @@ type host interface {
 	log(level int32, msg string) bool
 	// elicit returns the reply JSON, or a negative code and no reply.
 	elicit(req []byte) ([]byte, int32)
+	// elicitAll is elicit for a JSON array of requests (ABI 1.1).
+	elicitAll(req []byte) ([]byte, int32)
+	// beginTask is the begin_task import (ABI 1.1).
+	beginTask() bool
+}
+
+// BeginTask makes the call a task, for a tool whose TaskStart is
+// abi.TaskStartBegin: under MCP 2026-07-28 the client gets the task's
+// handle now and the handler goes on in the background. It reports
+// whether the call is a task (always true for a call that started as
+// one; false for a plain call, which simply goes on). Ask the questions
+// the work needs before it: a 2026-07-28 client answers questions asked
+// before BeginTask by calling the tool again, and the host runs the
+// handler again from the start with the answers, so nothing before
+// BeginTask should change the world.
+func (c *Call) BeginTask() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.host.beginTask()
+}
+
+// Question is one question of [Call.ElicitAll]: a message and a flat
+// requested schema as JSON text, as for [Call.Elicit].
+type Question struct {
+	Message string
+	Schema  string
+}
+
+// Answer is the user's answer to one [Question]: on [Accept], Content is
+// the answer's JSON object.
+type Answer struct {
+	Action  Action
+	Content json.RawMessage
+}
+
+// ElicitAll asks up to abi.MaxElicitAll questions at once (the client sees
+// them pending together) and waits until all are answered. It needs a host
+// with ABI 1.1 (the elicit_all import); its errors are those of
+// [Call.Elicit]. A question the client could not take is answered
+// [Cancel].
+func (c *Call) ElicitAll(questions ...Question) ([]Answer, error) {
+	reqs := make([]abi.ElicitRequest, len(questions))
+	for i, q := range questions {
+		if q.Schema == "" {
+			q.Schema = `{"type":"object","properties":{}}`
+		}
+		if !json.Valid([]byte(q.Schema)) {
+			return nil, fmt.Errorf("%w: the schema of question %d is not valid JSON", ErrElicitBadRequest, i)
+		}
+		reqs[i] = abi.ElicitRequest{Message: q.Message, RequestedSchema: json.RawMessage(q.Schema)}
+	}
+	req, err := json.Marshal(reqs)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrElicitBadRequest, err)
+	}
+	c.mu.Lock()
+	b, code := c.host.elicitAll(req)
+	c.mu.Unlock()
+	switch {
+	case code == abi.ElicitBadRequest:
+		return nil, fmt.Errorf("%w: the host refused it", ErrElicitBadRequest)
+	case code < 0:
+		return nil, ErrElicitUnsupported
+	}
+	var replies []abi.ElicitReply
+	if err := json.Unmarshal(b, &replies); err != nil || len(replies) != len(questions) {
+		return nil, fmt.Errorf("%w: not %d replies", ErrElicitReply, len(questions))
+	}
+	out := make([]Answer, len(replies))
+	for i, r := range replies {
+		switch a := Action(r.Action); a {
+		case Accept, Decline, Cancel:
+			out[i] = Answer{Action: a, Content: r.Content}
+		default:
+			return nil, fmt.Errorf("%w: unknown action %q", ErrElicitReply, r.Action)
+		}
+	}
+	return out, nil
 }

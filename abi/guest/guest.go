@@ -39,8 +39,12 @@ type Tool struct {
 
 	Annotations *abi.Annotations // MCP hints; nil for none
 	TaskSupport string           // abi.TaskForbidden (when empty), abi.TaskOptional or abi.TaskRequired
-	Cache       *abi.CacheHint   // nil: results are not reused
-	Grants      *abi.Grants      // sandbox grants the tool asks for; nil for none
+	// TaskStart is abi.TaskStartCall (when empty) or abi.TaskStartBegin:
+	// the call becomes a task only when the handler calls
+	// [Call.BeginTask], after asking its questions (ABI 1.1).
+	TaskStart string
+	Cache     *abi.CacheHint // nil: results are not reused
+	Grants    *abi.Grants    // sandbox grants the tool asks for; nil for none
 
 	Handler Handler
 }
@@ -72,6 +76,15 @@ type Result = abi.Result
 // Text returns a result with one text block.
 func Text(text string) Result {
 	return Result{Content: []abi.Content{{Type: "text", Text: text}}}
+}
+
+// ProtocolError returns a result that makes the host answer the call with
+// a JSON-RPC error (ABI 1.1) instead of a result: for a request the tool
+// cannot serve at all. A tool that ran and failed returns a tool error
+// (an error from the handler, or IsError) instead. code is -32602, -32603
+// or an application code outside -32768..-32000.
+func ProtocolError(code int64, message string) Result {
+	return Result{Error: &abi.ProtocolError{Code: code, Message: message}}
 }
 
 // Textf returns a result with one text block formatted as by fmt.Sprintf.
@@ -128,6 +141,7 @@ func Describe(tools ...Tool) ([]byte, error) {
 			Description: t.Description,
 			Annotations: t.Annotations,
 			TaskSupport: t.TaskSupport,
+			TaskStart:   t.TaskStart,
 			Cache:       t.Cache,
 			Grants:      t.Grants,
 		}

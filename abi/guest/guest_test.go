@@ -39,6 +39,9 @@ func (h *fakeHost) elicit(req []byte) ([]byte, int32) {
 	return []byte(h.reply), 0
 }
 
+func (h *fakeHost) elicitAll(req []byte) ([]byte, int32) { return h.elicit(req) }
+func (h *fakeHost) beginTask() bool                      { h.calls = append(h.calls, "begin_task"); return true }
+
 type wcArgs struct {
 	Text string `json:"text"`
 }

@@ -14,3 +14,5 @@ func (wasmHost) progress(done, total float64, msg string) {}
 func (wasmHost) status(msg string)                        {}
 func (wasmHost) log(level int32, msg string) bool         { return false }
 func (wasmHost) elicit(req []byte) ([]byte, int32)        { return nil, abi.ElicitUnsupported }
+func (wasmHost) elicitAll(req []byte) ([]byte, int32)     { return nil, abi.ElicitUnsupported }
+func (wasmHost) beginTask() bool                          { return false }

@@ -27,6 +27,13 @@ func hostElicit(req string) int32
 //go:noescape
 func hostReply(buf unsafe.Pointer, bufCap int32) int32
 
+//go:wasmimport wasmtask_v1 elicit_all
+//go:noescape
+func hostElicitAll(req string) int32
+
+//go:wasmimport wasmtask_v1 begin_task
+func hostBeginTask() int32
+
 // wasmHost calls the imports of the host.
 type wasmHost struct{}
 
@@ -35,7 +42,18 @@ func (wasmHost) status(msg string)                        { hostStatus(msg) }
 func (wasmHost) log(level int32, msg string) bool         { hostLog(level, msg); return true }
 
 func (wasmHost) elicit(req []byte) ([]byte, int32) {
-	n := hostElicit(unsafe.String(unsafe.SliceData(req), len(req)))
+	return fetchReply(hostElicit(unsafe.String(unsafe.SliceData(req), len(req))))
+}
+
+func (wasmHost) beginTask() bool { return hostBeginTask() == 1 }
+
+func (wasmHost) elicitAll(req []byte) ([]byte, int32) {
+	return fetchReply(hostElicitAll(unsafe.String(unsafe.SliceData(req), len(req))))
+}
+
+// fetchReply copies the reply of n bytes that elicit or elicit_all
+// announced, or passes a negative n on.
+func fetchReply(n int32) ([]byte, int32) {
 	if n < 0 {
 		return nil, n
 	}

@@ -93,7 +93,7 @@ func runCall(ctx context.Context, args []string, term terminal) error {
 	if err := enc.Encode(res); err != nil {
 		return err
 	}
-	if res.IsError {
+	if res.IsError || res.Error != nil {
 		return errToolError
 	}
 	return nil

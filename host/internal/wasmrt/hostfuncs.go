@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -39,6 +41,8 @@ type callState struct {
 	logLeft  int        // log budget left, bytes
 	logNoted bool       // the "log truncated" notice was sent
 	reply    []byte     // pending elicit reply
+
+	begun, isTask bool // begin_task was called, and what it answered
 
 	elicits     int       // elicitations asked so far
 	elicitReady time.Time // when the next elicitation past the burst may be asked
@@ -141,6 +145,9 @@ var hostFuncs = map[string]hostSignature{
 	abi.FuncLog:      {[]api.ValueType{i32, i32, i32}, nil},
 	abi.FuncElicit:   {[]api.ValueType{i32, i32}, []api.ValueType{i32}},
 	abi.FuncReply:    {[]api.ValueType{i32, i32}, []api.ValueType{i32}},
+	// ABI 1.1
+	abi.FuncElicitAll: {[]api.ValueType{i32, i32}, []api.ValueType{i32}},
+	abi.FuncBeginTask: {nil, []api.ValueType{i32}},
 }
 
 // instantiateHost defines abi.ImportModule in r. The functions read their
@@ -156,6 +163,8 @@ func instantiateHost(ctx context.Context, r wazero.Runtime) error {
 	def(abi.FuncLog, hostLog)
 	def(abi.FuncElicit, hostElicit)
 	def(abi.FuncReply, hostReply)
+	def(abi.FuncElicitAll, hostElicitAll)
+	def(abi.FuncBeginTask, hostBeginTask)
 	_, err := b.Instantiate(ctx)
 	return err
 }
@@ -263,6 +272,94 @@ func hostElicit(ctx context.Context, mod api.Module, stack []uint64) {
 	}
 	s.reply = b
 	stack[0] = api.EncodeI32(int32(len(b)))
+}
+
+// hostElicitAll asks up to abi.MaxElicitAll questions at once and blocks
+// until every one is answered: the client sees them all pending together
+// (a task's inputRequests). The reply is a JSON array of the replies, in
+// order; a question the client could not take is answered "cancel". It
+// returns -1 when nobody can answer any of them, and -2, asking nobody,
+// when the request is not an array of valid questions.
+func hostElicitAll(ctx context.Context, mod api.Module, stack []uint64) {
+	if ctx.Err() != nil {
+		exitOnDone(ctx)
+	}
+	ptr, n := api.DecodeU32(stack[0]), api.DecodeU32(stack[1])
+	raw := guestBytes(mod, abi.FuncElicitAll, ptr, n)
+	s := stateOf(ctx)
+	if s == nil || s.ev == nil {
+		stack[0] = api.EncodeI32(abi.ElicitUnsupported)
+		return
+	}
+	var reqs []abi.ElicitRequest
+	if len(raw) > maxElicitBytes || json.Unmarshal(raw, &reqs) != nil || len(reqs) == 0 || len(reqs) > abi.MaxElicitAll {
+		stack[0] = api.EncodeI32(abi.ElicitBadRequest)
+		return
+	}
+	for _, r := range reqs {
+		if checkElicitSchema(r.RequestedSchema) != nil {
+			stack[0] = api.EncodeI32(abi.ElicitBadRequest)
+			return
+		}
+	}
+	for range reqs { // each question counts against the call's bounds
+		if !s.mayElicit() {
+			stack[0] = api.EncodeI32(abi.ElicitUnsupported)
+			return
+		}
+	}
+	replies := make([]abi.ElicitReply, len(reqs))
+	failed := make([]bool, len(reqs))
+	var wg sync.WaitGroup
+	for i, r := range reqs {
+		wg.Go(func() {
+			reply, err := s.ev.Elicit(ctx, r)
+			if err != nil {
+				reply, failed[i] = abi.ElicitReply{Action: "cancel"}, true
+			}
+			replies[i] = reply
+		})
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		exitOnDone(ctx)
+	}
+	if !slices.Contains(failed, false) {
+		stack[0] = api.EncodeI32(abi.ElicitUnsupported)
+		return
+	}
+	b, err := json.Marshal(replies)
+	if err != nil || len(b) > math.MaxInt32 {
+		stack[0] = api.EncodeI32(abi.ElicitUnsupported)
+		return
+	}
+	s.reply = b
+	stack[0] = api.EncodeI32(int32(len(b)))
+}
+
+// hostBeginTask makes the call a task when its Events can (a call of a
+// tool with taskStart begin_task): 1 when the call is now a task, 0 when
+// it goes on as it was. Once per call: later calls return the first
+// answer.
+func hostBeginTask(ctx context.Context, _ api.Module, stack []uint64) {
+	if ctx.Err() != nil {
+		exitOnDone(ctx)
+	}
+	s := stateOf(ctx)
+	if s == nil || s.notes == nil {
+		stack[0] = 0
+		return
+	}
+	if !s.begun {
+		s.begun, s.isTask = true, s.notes.BeginTask()
+	}
+	if ctx.Err() != nil {
+		exitOnDone(ctx)
+	}
+	stack[0] = 0
+	if s.isTask {
+		stack[0] = 1
+	}
 }
 
 // hostReply copies the pending elicit reply into [buf, buf+cap) and returns

@@ -322,7 +322,7 @@ var timeNow = time.Now
 // declares one: unless the result is a tool error (isError), it must carry
 // structuredContent that the schema accepts.
 func checkOutput(out *schema, res *abi.Result) error {
-	if out == nil || res.IsError {
+	if out == nil || res.IsError || res.Error != nil {
 		return nil
 	}
 	if len(res.StructuredContent) == 0 {

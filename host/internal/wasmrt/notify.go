@@ -130,6 +130,13 @@ func (n *notifier) Elicit(ctx context.Context, req abi.ElicitRequest) (abi.Elici
 	return n.ev.Elicit(ctx, req)
 }
 
+// BeginTask passes begin_task on to the call's Events (false when they
+// cannot make the call a task).
+func (n *notifier) BeginTask() bool {
+	b, ok := n.ev.(abi.TaskBeginner)
+	return ok && b.BeginTask()
+}
+
 // finish sends the reports still waiting and says how many were dropped.
 // It is called once, when the guest has ended.
 func (n *notifier) finish() {
