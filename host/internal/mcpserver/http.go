@@ -36,7 +36,7 @@ func (s *Server) HTTPHandler() http.Handler {
 		if timeout < 0 {
 			timeout = 0
 		}
-		s.http = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
+		opts := mcp.StreamableHTTPOptions{
 			Logger:         s.log,
 			SessionTimeout: timeout,
 			// serveHTTP enforces MaxMessageBytes on what the client sent;
@@ -46,7 +46,13 @@ func (s *Server) HTTPHandler() http.Handler {
 			// With AllowedHosts the front checks the Host header itself,
 			// and a proxy on a loopback address may send a public name.
 			DisableLocalhostProtection: len(s.cfg.AllowedHosts) > 0,
-		})
+		}
+		s.http = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &opts)
+		// 2026-07-28 requests are stateless: each is served on its own,
+		// by the same server, and its handler ends when its POST does.
+		opts.Stateless = true
+		opts.PropagateRequestCancellation = true
+		s.modernHTTP = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &opts)
 	})
 	mux := http.NewServeMux()
 	var endpoint http.Handler = http.HandlerFunc(s.serveHTTP)
@@ -79,7 +85,11 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.Header.Get(sessionIDHeader)
-	if id == "" && r.Method == http.MethodPost {
+	// A POST that speaks 2026-07-28 (its header says so; go-sdk holds the
+	// body's _meta to the same version) opens no session: the stateless
+	// handler serves it. Everything else is a 2025-11-25 session's.
+	modern := r.Method == http.MethodPost && r.Header.Get(protocolVersionHeader) >= modernVersion
+	if id == "" && r.Method == http.MethodPost && !modern {
 		release, ok := s.admitSession(w, r)
 		if !ok {
 			return
@@ -90,6 +100,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		rw := &releaseOnAnswer{ResponseWriter: w, release: sync.OnceFunc(release)}
 		defer rw.release()
 		w = rw
+	}
+	if modern {
+		id = "" // no session to count it against: its tenant's bound applies
 	}
 	done, ok := s.enterRequest(w, r, id)
 	if !ok {
@@ -119,6 +132,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "request body is not one JSON value", http.StatusBadRequest)
 			return
 		}
+		if modern && !taskNameMatches(w, r, body) {
+			return
+		}
 		token := rand.Text()
 		s.bindPost(token, r.Context())
 		defer s.unbindPost(token)
@@ -135,7 +151,59 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			s.releaseSession(id)
 		}
 	}
+	if modern {
+		s.modernHTTP.ServeHTTP(w, r)
+		return
+	}
 	s.http.ServeHTTP(w, r)
+}
+
+const (
+	protocolVersionHeader = "Mcp-Protocol-Version"
+	nameHeader            = "Mcp-Name"
+)
+
+// taskNameMatches checks the Mcp-Name header of a 2026-07-28 tasks/get,
+// tasks/update or tasks/cancel against the body's params.taskId, as the
+// transport requires for routing (go-sdk checks it for tools/call only).
+// A missing or different name is answered with HTTP 400 and -32020.
+func taskNameMatches(w http.ResponseWriter, r *http.Request, body []byte) bool {
+	var msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params struct {
+			TaskID json.RawMessage `json:"taskId"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(body, &msg) != nil {
+		return true // a batch, or not a request: go-sdk answers it
+	}
+	switch msg.Method {
+	case methodTasksGet, methodTasksUpdate, methodTasksCancel:
+	default:
+		return true
+	}
+	var taskID string
+	_ = json.Unmarshal(msg.Params.TaskID, &taskID)
+	name, ok := r.Header[nameHeader]
+	var why string
+	switch {
+	case !ok || len(name) == 0:
+		why = fmt.Sprintf("missing required %s header for method %q", nameHeader, msg.Method)
+	case name[0] != taskID:
+		why = fmt.Sprintf("header mismatch: %s header value %q does not match the body's params.taskId %q", nameHeader, name[0], taskID)
+	default:
+		return true
+	}
+	id := msg.ID
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	out, _ := marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": jsonrpc.Error{Code: mcp.CodeHeaderMismatch, Message: why}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	_, _ = w.Write(out)
+	return false
 }
 
 // knownVersions are the protocol versions go-sdk's handler accepts in the
@@ -151,7 +219,7 @@ func (s *Server) deleteAccepted(r *http.Request) bool {
 		len(s.cfg.AllowedHosts) == 0 && isLoopback(la.String()) && !isLoopback(r.Host) {
 		return false
 	}
-	v := r.Header.Get("Mcp-Protocol-Version")
+	v := r.Header.Get(protocolVersionHeader)
 	return v == "" || slices.Contains(knownVersions, v) || v >= "2026-07-28"
 }
 

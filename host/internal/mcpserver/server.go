@@ -141,8 +141,9 @@ type Server struct {
 
 	waitHook func(began bool) // tests: called as each tasks/result starts and stops waiting
 
-	httpOnce sync.Once
-	http     *mcp.StreamableHTTPHandler
+	httpOnce   sync.Once
+	http       *mcp.StreamableHTTPHandler // 2025-11-25 sessions
+	modernHTTP *mcp.StreamableHTTPHandler // 2026-07-28 requests, stateless
 
 	wg sync.WaitGroup // status notifiers
 

@@ -97,6 +97,16 @@ type requestor struct {
 	sess *session
 	ss   *mcp.ServerSession
 	user string
+	era  // what the request's own _meta declares (2026-07-28)
+}
+
+// canElicit reports whether the client declared the elicitation
+// capability: in this request's _meta (2026-07-28), else at initialize.
+func (r requestor) canElicit() bool {
+	if r.modern {
+		return r.era.canElicit
+	}
+	return clientCanElicit(r.ss)
 }
 
 // TenantOf names the authenticated tenant an owner of tasks (as the task
@@ -110,12 +120,20 @@ func TenantOf(owner string) (string, bool) {
 const userPrefix = "user:"
 
 // owner is the taskengine owner of tasks this requestor creates and sees:
-// the auth user when known (tasks then survive a reconnect), else the session.
+// the auth user when known (tasks then survive a reconnect), else the session
+// (a modern request over HTTP has none: anonymousOwner).
 func (r requestor) owner() string {
 	if r.user != "" {
 		return userPrefix + r.user
 	}
 	return r.sess.owner
+}
+
+// requestSession is the session state of a 2026-07-28 request over
+// Streamable HTTP: it has no session, so nothing is recorded — the state
+// lives as long as the request.
+func requestSession(ctx context.Context) *session {
+	return &session{owner: anonymousOwner, ctx: ctx, cancel: func() {}}
 }
 
 type requestorKey struct{}
@@ -148,12 +166,21 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if ex := req.GetExtra(); ex != nil && ex.TokenInfo != nil {
 			user = ex.TokenInfo.UserID
 		}
-		rq := requestor{sess: s.sessionFor(ss, user), ss: ss, user: user}
+		var meta map[string]any
+		if p := req.GetParams(); !isNil(p) {
+			meta = p.GetMeta()
+		}
+		rq := requestor{ss: ss, user: user, era: eraOf(meta)}
+		if rq.modern && ss.ID() == "" {
+			rq.sess = requestSession(ctx) // stateless: nothing to remember
+		} else {
+			rq.sess = s.sessionFor(ss, user)
+		}
 		ctx = context.WithValue(ctx, requestorKey{}, rq)
-		if p := req.GetParams(); rq.sess.stdio == nil && !isNil(p) && (method == methodCallTool || method == methodTasksResult) {
+		if rq.sess.stdio == nil && meta != nil && (method == methodCallTool || method == methodTasksResult) {
 			// A call or a wait ends when the POST that carried it does:
 			// its client went away.
-			post := s.postContext(p.GetMeta())
+			post := s.postContext(meta)
 			if post == nil {
 				// serveHTTP binds every such request it lets through.
 				return nil, rpcError(jsonrpc.CodeInvalidRequest, "%s: the request was not received whole", method)
@@ -161,6 +188,12 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			var stop func()
 			ctx, stop = withDone(ctx, post)
 			defer stop()
+		}
+		if rq.modern {
+			return s.modernRequest(ctx, rq, method, req, next)
+		}
+		if method == methodTasksUpdate {
+			return nil, errMethodNotFound("method %q is not part of protocol version %s: it belongs to the tasks extension of %s", method, ss.InitializeParams().ProtocolVersion, modernVersion)
 		}
 		switch method {
 		case methodInitialize:
@@ -173,14 +206,48 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			defer release()
 			return listTools(cat, s.visible(user, cat)), nil
 		case methodCallTool:
-			creq, ok := req.(*mcp.CallToolRequest)
-			if !ok {
-				return nil, rpcError(jsonrpc.CodeInternalError, "internal error: unexpected tools/call request type %T", req)
-			}
-			return s.callTool(ctx, rq, creq.Params)
+			return s.dispatchCall(ctx, rq, req)
 		}
 		return next(ctx, method, req)
 	}
+}
+
+func (s *Server) dispatchCall(ctx context.Context, rq requestor, req mcp.Request) (mcp.Result, error) {
+	creq, ok := req.(*mcp.CallToolRequest)
+	if !ok {
+		return nil, rpcError(jsonrpc.CodeInternalError, "internal error: unexpected tools/call request type %T", req)
+	}
+	return s.callTool(ctx, rq, creq.Params)
+}
+
+// modernRequest answers a 2026-07-28 request: the same catalog and engine,
+// the extension's words.
+func (s *Server) modernRequest(ctx context.Context, rq requestor, method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
+	switch method {
+	case methodDiscover:
+		res, err := next(ctx, method, req)
+		if err != nil {
+			return nil, err
+		}
+		return discover(res), nil
+	case methodListTools:
+		cat, release, err := s.cfg.Catalog(ctx, "")
+		if err != nil {
+			return nil, err
+		}
+		defer release()
+		return listModernTools(cat, s.visible(rq.user, cat), s.cfg.Visible != nil && rq.user != ""), nil
+	case methodCallTool:
+		return s.dispatchCall(ctx, rq, req)
+	case methodTasksResult, methodTasksList:
+		return nil, errMethodNotFound("method %q is not part of protocol version %s (the tasks extension has tasks/get, tasks/update and tasks/cancel)", method, modernVersion)
+	case methodTasksGet, methodTasksUpdate, methodTasksCancel:
+		if !rq.optedIn {
+			return nil, errTasksNotDeclared(method)
+		}
+		return s.modernTaskMethod(ctx, rq, method, req)
+	}
+	return next(ctx, method, req)
 }
 
 // initializeResult is go-sdk's InitializeResult with the tasks capability.

@@ -99,6 +99,10 @@ func (s *Server) registerTaskMethods() error {
 		mcp.AddReceivingCustomMethod(s.mcp, methodTasksResult, s.tasksResult),
 		mcp.AddReceivingCustomMethod(s.mcp, methodTasksList, s.tasksList),
 		mcp.AddReceivingCustomMethod(s.mcp, methodTasksCancel, s.tasksCancel),
+		// Answered by the middleware (2026-07-28) or refused there.
+		mcp.AddReceivingCustomMethod(s.mcp, methodTasksUpdate, func(context.Context, *mcp.ServerSession, *taskUpdateParams) (*ackResult, error) {
+			return nil, errMethodNotFound("method %q is not available", methodTasksUpdate)
+		}),
 	)
 }
 

@@ -110,6 +110,7 @@ const listChangedPlaceholder = "io.wasmtask.list-changed"
 // callToolResult is an MCP CallToolResult.
 type callToolResult struct {
 	mcp.ResultBase
+	ResultType        string          `json:"resultType,omitempty"` // 2026-07-28: "complete"
 	Content           contentList     `json:"content"`
 	StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
 	IsError           bool            `json:"isError,omitempty"`
@@ -191,29 +192,58 @@ func (s *Server) callTool(ctx context.Context, rq requestor, p *mcp.CallToolPara
 	if err := s.checkArgs(p.Arguments); err != nil {
 		return nil, err
 	}
-	switch support := tool.TaskSupport; {
-	case isTask && support == abi.TaskForbidden:
-		return nil, errMethodNotFound("tool %q does not support task-augmented calls (execution.taskSupport is forbidden)", p.Name)
-	case !isTask && support == abi.TaskRequired:
-		return nil, errMethodNotFound("tool %q must be called as a task (execution.taskSupport is required)", p.Name)
+	if rq.modern {
+		// The server decides: a tool that may run as a task does so for
+		// every request that declares the extension (params.task is not
+		// part of this protocol and was dropped above).
+		switch tool.TaskSupport {
+		case abi.TaskRequired:
+			if !rq.optedIn {
+				return nil, errTasksNotDeclared(fmt.Sprintf("tool %q runs only as a task: it", p.Name))
+			}
+			isTask = true
+		case abi.TaskOptional:
+			isTask = rq.optedIn
+		default:
+			isTask = false
+		}
+	} else {
+		switch support := tool.TaskSupport; {
+		case isTask && support == abi.TaskForbidden:
+			return nil, errMethodNotFound("tool %q does not support task-augmented calls (execution.taskSupport is forbidden)", p.Name)
+		case !isTask && support == abi.TaskRequired:
+			return nil, errMethodNotFound("tool %q must be called as a task (execution.taskSupport is required)", p.Name)
+		}
 	}
 	token := p.GetProgressToken()
 	if err := s.beginWork(); err != nil {
 		return nil, err
 	}
+	if rq.modern && (isTask && tool.TaskStart == abi.TaskStartBegin || !isTask && rq.canElicit()) {
+		// A call that may ask questions (input_required rounds) or
+		// become a task only when its tool says so.
+		handedOver = true
+		return s.callStaged(ctx, rq, cat, release, tool.Name, p, isTask)
+	}
 	if !isTask {
 		defer s.endWork()
 		ctx, stop := withDone(ctx, rq.sess.ctx)
 		defer stop()
-		ev := &callEvents{s: s, sess: rq.sess, ss: rq.ss, ctx: ctx, token: token, tool: tool.Name}
+		ev := &callEvents{s: s, rq: rq, ctx: ctx, token: token, tool: tool.Name}
 		res, err := s.execute(ctx, &CallMeta{Tenant: rq.owner(), User: rq.user}, cat, tool.Name, p.Arguments, ev)
 		s.audit(auditCall, rq.owner(), append(toolAttrs(cat, tool.Name), outcomeAttr(res, err))...)
+		if res != nil && rq.modern {
+			res.ResultType = resultComplete
+		}
 		return res, err
 	}
-	ttl, err := parseTaskParams(taskMeta)
-	if err != nil {
-		s.endWork()
-		return nil, err
+	var ttl time.Duration
+	if !rq.modern {
+		// A 2026-07-28 client cannot ask for a TTL: the engine's default.
+		if ttl, err = parseTaskParams(taskMeta); err != nil {
+			s.endWork()
+			return nil, err
+		}
 	}
 	res, err := s.createTask(rq, cat, release, tool.Name, p.Arguments, token, ttl, reqID)
 	handedOver = err == nil
@@ -269,6 +299,9 @@ func (s *Server) execute(ctx context.Context, meta *CallMeta, cat Catalog, tool 
 	case res == nil:
 		s.log.Error("tool call returned no result", "tool", tool)
 		return toolError(failureText(tool, errors.New("no result"))), nil
+	case res.Error != nil:
+		// The tool asks for a protocol error (checked by abi.DecodeResult).
+		return nil, &jsonrpc.Error{Code: res.Error.Code, Message: res.Error.Message}
 	}
 	out := renderResult(res)
 	if meta.CacheHit {
@@ -316,6 +349,10 @@ func (s *Server) createTask(rq requestor, cat Catalog, release func(), tool stri
 		return nil, engineError(err, "")
 	}
 	s.audit(auditTaskCreate, owner, append(taskAttrs(t), slog.String("outcome", "created"), slog.Duration("ttl", t.TTL))...)
+	if rq.modern {
+		// Submit has returned: a tasks/get for this ID resolves.
+		return &modernTaskResult{modernTask: modernTaskOf(t, nil, resultTask)}, nil
+	}
 	if c := rq.sess.stdio; c != nil {
 		if reqID != nil {
 			c.expectTask(reqID, t.ID) // before the response is written

@@ -1,0 +1,351 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"maps"
+	"strconv"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wasmtask/wasmtask/abi"
+	"github.com/wasmtask/wasmtask/taskengine"
+)
+
+// This file renders the task engine for MCP 2026-07-28 with the tasks
+// extension (io.modelcontextprotocol/tasks): a stateless wire where every
+// request says its protocol version and capabilities in its own _meta, a
+// tools/call result that is either a CallToolResult or a flat
+// CreateTaskResult, tasks/get with the task's input requests, result or
+// error inline, tasks/update for answers, and an idempotent tasks/cancel.
+// The engine, the catalog and the call path are the ones 2025-11-25 uses;
+// only the words on the wire differ.
+
+const (
+	// modernVersion is the first protocol version whose requests carry
+	// their own _meta and whose tasks are the extension's.
+	modernVersion = "2026-07-28"
+	// tasksExtension names the tasks extension in capabilities.
+	tasksExtension = "io.modelcontextprotocol/tasks"
+
+	methodTasksUpdate = "tasks/update"
+	methodDiscover    = "server/discover"
+
+	// anonymousOwner owns the tasks of modern requests over HTTP without
+	// authentication: such a request has no session, and the task ID
+	// (130 random bits) is the bearer handle. Only a loopback listener or
+	// an operator's explicit --insecure-no-auth serves them.
+	anonymousOwner = "anonymous"
+
+	resultComplete      = "complete"
+	resultTask          = "task"
+	resultInputRequired = "input_required"
+)
+
+// era is what a request's own _meta says about the protocol it speaks.
+type era struct {
+	modern    bool // protocolVersion ≥ 2026-07-28: stateless, the tasks extension's wire
+	optedIn   bool // this request declares the tasks extension
+	canElicit bool // this request declares the elicitation capability
+}
+
+// eraOf reads a request's _meta. Nothing is inferred from earlier
+// requests: a modern request stands alone.
+func eraOf(meta map[string]any) era {
+	v, _ := meta[mcp.MetaKeyProtocolVersion].(string)
+	if v < modernVersion {
+		return era{}
+	}
+	e := era{modern: true}
+	caps, _ := meta[mcp.MetaKeyClientCapabilities].(map[string]any)
+	if ext, ok := caps["extensions"].(map[string]any); ok {
+		_, e.optedIn = ext[tasksExtension]
+	}
+	_, e.canElicit = caps["elicitation"]
+	return e
+}
+
+// errTasksNotDeclared answers a modern request that needs the tasks
+// extension without declaring it (-32021, HTTP 400).
+func errTasksNotDeclared(what string) error {
+	data, _ := json.Marshal(map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{tasksExtension: map[string]any{}}}})
+	return &jsonrpc.Error{
+		Code:    mcp.CodeMissingRequiredClientCapabilities,
+		Message: what + " needs the tasks extension (" + tasksExtension + "), which this request does not declare in its client capabilities",
+		Data:    data,
+	}
+}
+
+// modernTask is a Task of the extension: flat, with ttlMs and
+// pollIntervalMs.
+type modernTask struct {
+	ResultType     string `json:"resultType"`
+	TaskID         string `json:"taskId"`
+	Status         string `json:"status"`
+	StatusMessage  string `json:"statusMessage,omitempty"`
+	CreatedAt      string `json:"createdAt"`
+	LastUpdatedAt  string `json:"lastUpdatedAt"`
+	TTLMs          *int64 `json:"ttlMs"` // null = unlimited
+	PollIntervalMs int64  `json:"pollIntervalMs,omitempty"`
+}
+
+// modernTaskResult is a CreateTaskResult (resultType "task") or a
+// GetTaskResult (resultType "complete", with the payload of its status).
+type modernTaskResult struct {
+	mcp.ResultBase
+	modernTask
+	InputRequests map[string]inputRequest `json:"inputRequests,omitempty"`
+	Result        *callToolResult         `json:"result,omitempty"`
+	Error         *jsonrpc.Error          `json:"error,omitempty"`
+}
+
+// inputRequest is one entry of inputRequests: the request a 2025-11-25
+// server would have sent the client.
+type inputRequest struct {
+	Method string       `json:"method"`
+	Params elicitParams `json:"params"`
+}
+
+type elicitParams struct {
+	Mode            string          `json:"mode"`
+	Message         string          `json:"message"`
+	RequestedSchema json.RawMessage `json:"requestedSchema,omitempty"`
+}
+
+// ackResult answers tasks/update and tasks/cancel.
+type ackResult struct {
+	mcp.ResultBase
+	ResultType string `json:"resultType"`
+}
+
+// modernTaskOf renders a task's fields. The status is the one the
+// extension defines: a tool that returned a result with isError ran to
+// completion (the engine's 2025-11-25 reading calls that failed).
+func modernTaskOf(t taskengine.Task, out *taskengine.Outcome, resultType string) modernTask {
+	w := wireTaskOf(t)
+	m := modernTask{
+		ResultType:     resultType,
+		TaskID:         w.TaskID,
+		Status:         w.Status,
+		StatusMessage:  w.StatusMessage,
+		CreatedAt:      w.CreatedAt,
+		LastUpdatedAt:  w.LastUpdatedAt,
+		TTLMs:          w.TTL,
+		PollIntervalMs: w.PollInterval,
+	}
+	if out != nil && t.Status == taskengine.StatusFailed {
+		if v, _ := out.Value.(*callToolResult); v != nil {
+			m.Status = string(taskengine.StatusCompleted)
+		}
+	}
+	return m
+}
+
+// renderModernTask is tasks/get's answer: the task and the payload of its
+// status — the input requests pending, the result, or the error.
+func (s *Server) renderModernTask(ctx context.Context, owner string, t taskengine.Task) (*modernTaskResult, error) {
+	e := s.cfg.Engine
+	switch {
+	case t.Status == taskengine.StatusInputRequired:
+		reqs, err := e.PendingInput(owner, t.ID)
+		if err != nil {
+			return nil, engineError(err, t.ID)
+		}
+		out := &modernTaskResult{modernTask: modernTaskOf(t, nil, resultComplete)}
+		if len(reqs) > 0 {
+			out.InputRequests = make(map[string]inputRequest, len(reqs))
+		}
+		for _, r := range reqs {
+			req, _ := r.Payload.(abi.ElicitRequest)
+			out.InputRequests[r.ID] = inputRequest{Method: "elicitation/create", Params: elicitParams{Mode: "form", Message: req.Message, RequestedSchema: req.RequestedSchema}}
+		}
+		return out, nil
+	case !t.Status.Terminal():
+		return &modernTaskResult{modernTask: modernTaskOf(t, nil, resultComplete)}, nil
+	}
+	t, outcome, err := e.Wait(ctx, owner, t.ID) // terminal: returns at once
+	if err != nil {
+		return nil, engineError(err, t.ID)
+	}
+	out := &modernTaskResult{modernTask: modernTaskOf(t, &outcome, resultComplete)}
+	if t.Status == taskengine.StatusCancelled {
+		return out, nil
+	}
+	var rpc *jsonrpc.Error
+	switch v, _ := outcome.Value.(*callToolResult); {
+	case v != nil:
+		out.Result = v
+	case errors.As(outcome.Err, &rpc):
+		out.Error = rpc
+	default:
+		// The engine ended it (run time, TTL, shutdown) or the work
+		// failed without a result: an internal error, worded as the
+		// status message is.
+		out.Status = string(taskengine.StatusFailed)
+		out.Error = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: out.StatusMessage}
+		if out.Error.Message == "" {
+			out.Error.Message = "the task failed"
+		}
+	}
+	return out, nil
+}
+
+// modernTaskMethod answers tasks/get, tasks/update and tasks/cancel of a
+// modern request that declared the extension.
+func (s *Server) modernTaskMethod(ctx context.Context, rq requestor, method string, req mcp.Request) (mcp.Result, error) {
+	owner := rq.owner()
+	switch method {
+	case methodTasksGet:
+		p, _ := req.GetParams().(*taskIDParams)
+		_, id, err := taskTarget(ctx, method, p)
+		if err != nil {
+			return nil, err
+		}
+		t, err := s.cfg.Engine.Get(owner, id)
+		if err != nil {
+			return nil, engineError(err, id)
+		}
+		return s.renderModernTask(ctx, owner, t)
+	case methodTasksCancel:
+		p, _ := req.GetParams().(*taskIDParams)
+		_, id, err := taskTarget(ctx, method, p)
+		if err != nil {
+			return nil, err
+		}
+		t, err := s.cfg.Engine.Cancel(owner, id)
+		switch {
+		case errors.Is(err, taskengine.ErrTerminal):
+			// The extension's cancel is idempotent: a task already
+			// ended is acknowledged as it is.
+		case err != nil:
+			return nil, engineError(err, id)
+		default:
+			s.audit(auditTaskCancel, owner, append(taskAttrs(t), slog.String("outcome", string(t.Status)))...)
+		}
+		return &ackResult{ResultType: resultComplete}, nil
+	case methodTasksUpdate:
+		p, _ := req.GetParams().(*taskUpdateParams)
+		var id string
+		if p != nil {
+			id = p.TaskID
+		}
+		if id == "" {
+			return nil, rpcError(jsonrpc.CodeInvalidParams, "%s: missing params.taskId", method)
+		}
+		if err := s.answerInputs(owner, id, p.InputResponses); err != nil {
+			return nil, err
+		}
+		return &ackResult{ResultType: resultComplete}, nil
+	}
+	return nil, errMethodNotFound("method %q is not part of protocol version %s", method, modernVersion)
+}
+
+// taskUpdateParams are the params of tasks/update. The responses stay raw:
+// one is decoded only when it answers a pending request.
+type taskUpdateParams struct {
+	mcp.ParamsBase
+	TaskID         string                     `json:"taskId"`
+	InputResponses map[string]json.RawMessage `json:"inputResponses,omitempty"`
+}
+
+// answerInputs hands each response that answers a pending input request of
+// the task to the work waiting for it. Keys that answer nothing (never
+// asked, already answered, withdrawn) are ignored without being decoded.
+func (s *Server) answerInputs(owner, id string, responses map[string]json.RawMessage) error {
+	pending, err := s.cfg.Engine.PendingInput(owner, id)
+	if err != nil {
+		return engineError(err, id)
+	}
+	for _, r := range pending {
+		raw, ok := responses[r.ID]
+		if !ok {
+			continue
+		}
+		reply, err := decodeElicitResult(raw)
+		if err != nil {
+			return rpcError(jsonrpc.CodeInvalidParams, "inputResponses[%s]: %v", strconv.Quote(r.ID), err)
+		}
+		// A request withdrawn in the meantime answers nothing: ignored.
+		_ = s.cfg.Engine.Answer(owner, id, r.ID, elicitAnswer{reply: reply})
+	}
+	return nil
+}
+
+// decodeElicitResult reads an ElicitResult answering an elicitation/create.
+func decodeElicitResult(raw json.RawMessage) (abi.ElicitReply, error) {
+	var r struct {
+		Action  string          `json:"action"`
+		Content json.RawMessage `json:"content"`
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return abi.ElicitReply{}, errors.New("not an elicitation result object")
+	}
+	switch r.Action {
+	case "accept", "decline", "cancel":
+	default:
+		return abi.ElicitReply{}, errors.New(`"action" must be "accept", "decline" or "cancel"`)
+	}
+	reply := abi.ElicitReply{Action: r.Action}
+	if c := r.Content; len(c) > 0 && !isNull(c) {
+		if c[0] != '{' {
+			return abi.ElicitReply{}, errors.New(`"content" must be an object`)
+		}
+		reply.Content = c
+	}
+	return reply, nil
+}
+
+// discover adds the tasks extension to server/discover's capabilities.
+// The 2025-11-25 capabilities.tasks is never advertised here, nor is
+// logging: modern requests get no log notifications.
+func discover(res mcp.Result) mcp.Result {
+	dr, ok := res.(*mcp.DiscoverResult)
+	if !ok || dr.Capabilities == nil {
+		return res
+	}
+	c := *dr.Capabilities
+	caps := &c
+	caps.Extensions = maps.Clone(caps.Extensions)
+	//lint:ignore SA1019 cleared, not used: 2026-07-28 clients get no log notifications.
+	caps.Logging = nil
+	caps.AddExtension(tasksExtension, map[string]any{})
+	out := *dr
+	out.Capabilities = caps
+	return &out
+}
+
+// modernTool is a Tool of 2026-07-28: task support is the server's policy,
+// not part of the tool.
+type modernTool struct {
+	Name         string           `json:"name"`
+	Title        string           `json:"title,omitempty"`
+	Description  string           `json:"description,omitempty"`
+	InputSchema  json.RawMessage  `json:"inputSchema"`
+	OutputSchema json.RawMessage  `json:"outputSchema,omitempty"`
+	Annotations  *abi.Annotations `json:"annotations,omitempty"`
+}
+
+type modernListTools struct {
+	mcp.ResultBase
+	ResultType string       `json:"resultType"`
+	Tools      []modernTool `json:"tools"`
+	// The list changes on every reload: clients should not cache it, and
+	// what one tenant sees is its own.
+	TTLMs      int    `json:"ttlMs"`
+	CacheScope string `json:"cacheScope"`
+}
+
+func listModernTools(c Catalog, visible func(string) bool, private bool) *modernListTools {
+	legacy := listTools(c, visible)
+	out := &modernListTools{ResultType: resultComplete, Tools: make([]modernTool, len(legacy.Tools)), CacheScope: "public"}
+	if private {
+		out.CacheScope = "private"
+	}
+	for i, t := range legacy.Tools {
+		out.Tools[i] = modernTool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema, OutputSchema: t.OutputSchema, Annotations: t.Annotations}
+	}
+	return out
+}

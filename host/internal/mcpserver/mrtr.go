@@ -1,0 +1,275 @@
+package mcpserver
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wasmtask/wasmtask/abi"
+	"github.com/wasmtask/wasmtask/taskengine"
+)
+
+// A 2026-07-28 server sends its client no requests: a plain call that
+// needs input answers with an input_required result listing its
+// questions, and the client calls again with the answers
+// (inputResponses). wasmtask keeps nothing between the rounds: each round
+// runs the tool in a fresh instance, as every call does, and answers its
+// questions, in order, from the round's inputResponses; the first
+// question without an answer ends the round. A question's key names its
+// place and its text, so an answer never reaches another question.
+//
+// A tool with taskStart begin_task runs this way until it calls
+// begin_task, when the call becomes a task (for a client that declared the
+// tasks extension): the task is created then, the client gets its handle,
+// and the instance goes on as the task's work.
+
+// inputRequiredResult is a round's answer: the questions still open.
+type inputRequiredResult struct {
+	mcp.ResultBase
+	ResultType    string                  `json:"resultType"`
+	InputRequests map[string]inputRequest `json:"inputRequests"`
+}
+
+// errNeedsInput ends a round's guest at its first unanswered question.
+var errNeedsInput = errors.New("the question waits for the client's next round")
+
+// questionKey names the n-th question of a round: its place and a digest
+// of its text, the same in every round that asks it.
+func questionKey(n int, req abi.ElicitRequest) string {
+	h := sha256.New()
+	h.Write([]byte(req.Message))
+	h.Write([]byte{0})
+	h.Write(req.RequestedSchema)
+	return fmt.Sprintf("q%d-%x", n, h.Sum(nil)[:6])
+}
+
+// staged is one round of a 2026-07-28 call that may ask questions, and
+// may become a task, before it ends.
+type staged struct {
+	s       *Server
+	rq      requestor
+	tool    string
+	answers map[string]abi.ElicitReply // this round's inputResponses
+	mayTask bool                       // begin_task may make it a task
+	plain   abi.Events                 // progress before the task begins
+	cancel  context.CancelFunc         // ends the guest
+	begin   func() (taskengine.Task, error)
+
+	mu      sync.Mutex
+	asked   int                     // questions asked this round
+	missing map[string]inputRequest // questions without an answer
+	task    *taskEvents             // once a task
+	begun   chan taskengine.Task    // the task, once begin_task made one
+	refused error                   // why the engine did not take the task
+}
+
+func (c *staged) Progress(p, total float64, msg string) {
+	if ev := c.taskEvents(); ev != nil {
+		ev.Progress(p, total, msg)
+		return
+	}
+	c.plain.Progress(p, total, msg)
+}
+
+func (c *staged) Status(msg string) {
+	if ev := c.taskEvents(); ev != nil {
+		ev.Status(msg)
+	}
+}
+
+func (c *staged) Log(level int32, msg string) {
+	c.s.log.Info("tool log", "tool", c.tool, "level", logLevel(level), "msg", msg)
+}
+
+func (c *staged) taskEvents() *taskEvents {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.task
+}
+
+// Elicit answers from the round's inputResponses; a question without an
+// answer ends the round (the guest is stopped: it is asked again in the
+// next one). Once the call is a task, questions go to tasks/get.
+func (c *staged) Elicit(ctx context.Context, req abi.ElicitRequest) (abi.ElicitReply, error) {
+	c.mu.Lock()
+	if ev := c.task; ev != nil {
+		c.mu.Unlock()
+		return ev.Elicit(ctx, req)
+	}
+	if !c.rq.canElicit() {
+		c.mu.Unlock()
+		return abi.ElicitReply{}, errElicitUnsupported
+	}
+	c.asked++
+	key := questionKey(c.asked, req)
+	if a, ok := c.answers[key]; ok {
+		c.mu.Unlock()
+		return a, nil
+	}
+	if c.missing == nil {
+		c.missing = make(map[string]inputRequest)
+	}
+	if len(c.missing) < abi.MaxElicitAll {
+		c.missing[key] = elicitInput(req)
+	}
+	c.mu.Unlock()
+	c.cancel()
+	return abi.ElicitReply{}, errNeedsInput
+}
+
+// BeginTask makes the call a task when the tool may be one for this
+// client and no question of the round is open.
+func (c *staged) BeginTask() bool {
+	c.mu.Lock()
+	if c.task != nil {
+		c.mu.Unlock()
+		return true
+	}
+	if !c.mayTask || len(c.missing) > 0 {
+		c.mu.Unlock()
+		return false
+	}
+	c.mu.Unlock()
+	t, err := c.begin()
+	if err != nil {
+		// The engine holds all it may for this client: the call ends
+		// with that error rather than run on unseen.
+		c.mu.Lock()
+		c.refused = err
+		c.mu.Unlock()
+		c.cancel()
+		return false
+	}
+	c.begun <- t // capacity 1, sent once
+	return true
+}
+
+// openQuestions returns the round's unanswered questions, nil if none.
+func (c *staged) openQuestions() map[string]inputRequest {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.missing
+}
+
+// elicitInput is the input request a question becomes on the wire.
+func elicitInput(req abi.ElicitRequest) inputRequest {
+	return inputRequest{Method: "elicitation/create", Params: elicitParams{Mode: "form", Message: req.Message, RequestedSchema: req.RequestedSchema}}
+}
+
+// answersOf reads a round's inputResponses: elicitation results only (the
+// only questions a tool asks); others answer nothing.
+func answersOf(m mcp.InputResponseMap) map[string]abi.ElicitReply {
+	out := make(map[string]abi.ElicitReply, len(m))
+	for k, v := range m {
+		r, ok := v.(*mcp.ElicitResult)
+		if !ok {
+			continue
+		}
+		reply := abi.ElicitReply{Action: r.Action}
+		if r.Content != nil {
+			if b, err := json.Marshal(r.Content); err == nil {
+				reply.Content = b
+			}
+		}
+		out[k] = reply
+	}
+	return out
+}
+
+// callStaged runs one round of a 2026-07-28 call: to its result, to its
+// first unanswered question (input_required), or — when the tool calls
+// begin_task and mayTask — to a task, whose handle it returns while the
+// instance goes on as the task's work. The caller counted the call in
+// (beginWork) and hands over release: both end with the instance.
+func (s *Server) callStaged(ctx context.Context, rq requestor, cat Catalog, release func(), tool string, p *mcp.CallToolParamsRaw, mayTask bool) (mcp.Result, error) {
+	owner := rq.owner()
+	ctx, stop := withDone(ctx, rq.sess.ctx)
+	defer stop()
+	// The instance outlives the request once it is a task: its context
+	// is its own, ended by the request until then, by the task after.
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stopWithRequest := context.AfterFunc(ctx, cancel)
+	c := &staged{
+		s: s, rq: rq, tool: tool, answers: answersOf(p.InputResponses), mayTask: mayTask,
+		plain:  &callEvents{s: s, rq: rq, ctx: ctx, token: p.GetProgressToken(), tool: tool},
+		cancel: cancel,
+		begun:  make(chan taskengine.Task, 1),
+	}
+	type ending struct {
+		res *callToolResult
+		err error
+	}
+	ended := make(chan ending, 1)   // the instance's end, for the round
+	outcome := make(chan ending, 1) // the same, for the task's work
+	info := &taskInfo{tool: tool, attrs: toolAttrs(cat, tool)}
+	c.begin = func() (taskengine.Task, error) {
+		started := make(chan struct{})
+		work := func(tctx context.Context, run *taskengine.Run) taskengine.Outcome {
+			c.mu.Lock()
+			c.task = &taskEvents{s: s, rq: rq, run: run, id: run.ID(), tool: tool}
+			c.mu.Unlock()
+			close(started)
+			stop := context.AfterFunc(tctx, cancel) // a cancelled task stops the instance
+			defer stop()
+			e := <-outcome
+			s.audit(auditTaskFinish, owner, append(append(slices.Clip(info.attrs), slog.String("task", run.ID())), outcomeAttr(e.res, e.err))...)
+			if e.err != nil {
+				return taskengine.Outcome{Err: e.err}
+			}
+			if e.res.IsError {
+				run.SetStatusMessage(firstText(e.res, "the tool reported an error"))
+			}
+			return taskengine.Outcome{Value: e.res, Failed: e.res.IsError, Size: e.res.size()}
+		}
+		t, err := s.cfg.Engine.Submit(owner, taskengine.SubmitOptions{Meta: info}, work)
+		if err != nil {
+			s.audit(auditTaskCreate, owner, append(slices.Clip(info.attrs), slog.String("outcome", "refused"), slog.String("reason", err.Error()))...)
+			return taskengine.Task{}, err
+		}
+		<-started
+		// From here the request no longer ends the instance: the task does.
+		stopWithRequest()
+		s.audit(auditTaskCreate, owner, append(taskAttrs(t), slog.String("outcome", "created"), slog.Duration("ttl", t.TTL))...)
+		return t, nil
+	}
+	go func() {
+		defer s.endWork()
+		defer release()
+		defer cancel()
+		res, err := s.execute(runCtx, &CallMeta{Tenant: owner, User: rq.user}, cat, tool, p.Arguments, c)
+		outcome <- ending{res, err}
+		ended <- ending{res, err}
+	}()
+
+	select {
+	case t := <-c.begun:
+		return &modernTaskResult{modernTask: modernTaskOf(t, nil, resultTask)}, nil
+	case e := <-ended:
+		select {
+		case t := <-c.begun: // it began, then ended at once
+			return &modernTaskResult{modernTask: modernTaskOf(t, nil, resultTask)}, nil
+		default:
+		}
+		c.mu.Lock()
+		refused := c.refused
+		c.mu.Unlock()
+		if refused != nil {
+			return nil, engineError(refused, "")
+		}
+		if open := c.openQuestions(); open != nil {
+			return &inputRequiredResult{ResultType: resultInputRequired, InputRequests: open}, nil
+		}
+		s.audit(auditCall, owner, append(toolAttrs(cat, tool), outcomeAttr(e.res, e.err))...)
+		if e.res != nil {
+			e.res.ResultType = resultComplete
+		}
+		return e.res, e.err
+	}
+}
