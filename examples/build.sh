@@ -30,6 +30,13 @@ build_go() {
 		go build -trimpath -buildvcs=false -ldflags=-buildid= -o "$out/demo.wasm" ./examples/go/demo)
 }
 
+# The tools the MCP conformance suite calls (not part of the default tools):
+#   examples/build.sh -o examples/conformance/tools conformance
+build_conformance() {
+	(cd "$root" && env GOOS=wasip1 GOARCH=wasm CGO_ENABLED=0 GOFLAGS= GOWASM= GOTOOLCHAIN=local \
+		go build -trimpath -buildvcs=false -ldflags=-buildid= -o "$out/conformance.wasm" ./examples/conformance)
+}
+
 build_c() {
 	# -nodefaultlibs -lc: link wasi-libc without compiler-rt's wasm32
 	# builtins, which Debian ships in a separate package; the tool needs none.
@@ -48,6 +55,7 @@ for lang in "${langs[@]}"; do
 	go) build_go ;;
 	c) build_c ;;
 	wat) build_wat ;;
+	conformance) build_conformance ;;
 	*) echo "$0: unknown language $lang (want go, c or wat)" >&2; exit 2 ;;
 	esac
 done
