@@ -22,7 +22,7 @@ import (
 )
 
 func main() {
-	guest.Run(greet, slowCompute, failingJob, protocolErrorJob, confirmDelete, multiInput, toolWithTask)
+	guest.Run(append([]guest.Tool{greet, slowCompute, failingJob, protocolErrorJob, confirmDelete, multiInput, toolWithTask}, coreTools...)...)
 }
 
 // sleep waits d in short steps: each wake-up is a point where a cancelled
