@@ -35,7 +35,9 @@ type servedProcess struct {
 func startServe(t *testing.T, args ...string) *servedProcess {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "wasmtask")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Env = userGoEnv()
+	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	p := &servedProcess{t: t, cmd: exec.Command(bin, append([]string{"serve"}, args...)...), more: make(chan struct{})}
