@@ -155,7 +155,7 @@ func runServe(args []string) error {
 	defer srv.Close()
 	// Load problems are logged by the server as the tools load, in the
 	// background: it answers clients meanwhile.
-	logger.Info("serving", "dir", cfg.ToolsDir, "http", set.httpAddr) // "tools reloaded" lines count the tools as they load
+	logger.Info("serving", "version", version, "dir", cfg.ToolsDir, "http", set.httpAddr) // "tools reloaded" lines count the tools as they load
 
 	stopSignals := shutdownOnSignal(srv, logger, set.drain)
 	defer stopSignals()

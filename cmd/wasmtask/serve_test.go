@@ -134,6 +134,9 @@ func TestServeOperations(t *testing.T) {
 		"--tools", tools, "--policy", policy, "--cache-dir", "")
 	metricsURL := p.await(regexp.MustCompile(`wasmtask: metrics on (http://\S+/metrics)`))[1]
 	base := strings.TrimSuffix(p.await(regexp.MustCompile(`wasmtask: listening on (http://\S+)`))[1], "/mcp")
+	// Start-up says what it does: compiling, then how much it loaded.
+	p.await(regexp.MustCompile(`^\{.*"msg":"compiling 1 module in the background \(no compile cache: every start compiles them\)"`))
+	p.await(regexp.MustCompile(`^\{.*"msg":"loaded 1 tool from 1 module in [^"]+","tools":1,"modules":1,"problems":0,"took":`))
 	// The log is JSON, one object per line; the tools have loaded once a
 	// reload reports nothing loading.
 	loaded := p.await(regexp.MustCompile(`^\{.*"msg":"tools reloaded".*"loading":0.*\}$`))[0]
