@@ -37,10 +37,9 @@ const modulePath = "github.com/wasmtask/wasmtask"
 // through a file proxy holding the working tree as installVersion, and its
 // dependencies from the module cache's downloads, without the network.
 type goEnv struct {
-	env    []string
-	gobin  string // where go install writes
-	proxy  string // the proxy directory
-	goroot string
+	env   []string
+	gobin string // where go install writes
+	proxy string // the proxy directory
 }
 
 // needInstallTools skips t without git (it lists the module's files) or
