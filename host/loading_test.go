@@ -3,9 +3,13 @@ package host
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http/httptest"
+	"regexp"
 	"slices"
+	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/wasmtask/wasmtask/abi"
 	"github.com/wasmtask/wasmtask/host/hosttest"
@@ -128,4 +132,76 @@ func TestCloseWhileLoading(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-done // Close releases whoever waits for the loads
+}
+
+// TestStartupSaysWhatItDoes: a start that compiles modules says so at once,
+// naming the compile cache, and says how many tools it loaded, and in how
+// long, once the last module found at start has loaded. A held load stands
+// in for a slow compile.
+func TestStartupSaysWhatItDoes(t *testing.T) {
+	dir := t.TempDir()
+	put(t, dir, "a.wasm", verModule(t, "alpha", "alpha-1"))
+	put(t, dir, "b.wasm", verModule(t, "beta", "beta-1"))
+	gate := make(chan struct{})
+	logs := newLogSink()
+	s, err := New(context.Background(), Config{ToolsDir: dir, ReloadDebounce: testDebounce, CacheDir: testCacheDir, Logger: slog.New(logs),
+		wrapLoader: holding(map[string]chan struct{}{"b": gate})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	find := func(prefix string) []string {
+		logs.mu.Lock()
+		defer logs.mu.Unlock()
+		var out []string
+		for _, l := range logs.lines {
+			if strings.HasPrefix(l, prefix) {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	// New has read the directory: the first line is written.
+	want := "INFO compiling 2 modules in the background (a first run fills the compile cache at " + testCacheDir + "; later starts read it)"
+	if got := find("INFO compiling"); len(got) != 1 || !strings.HasPrefix(got[0], want+" modules=2 cacheDir="+testCacheDir) {
+		t.Errorf("start-up lines %q, want one starting %q", got, want)
+	}
+	if got := find("INFO loaded"); len(got) != 0 {
+		t.Errorf("%q logged while b.wasm still loads", got)
+	}
+
+	close(gate)
+	_ = s.Tools() // returns once the modules found at start have loaded
+	got := find("INFO loaded")
+	if len(got) != 1 || !regexp.MustCompile(`^INFO loaded 2 tools from 2 modules in \S+ tools=2 modules=2 problems=0 took=\S+$`).MatchString(got[0]) {
+		t.Errorf("lines once loaded %q, want one saying 2 tools from 2 modules, and how long", got)
+	}
+
+	// A reload later compiles too, and says nothing of the kind.
+	put(t, dir, "c.wasm", verModule(t, "gamma", "gamma-1"))
+	await(s, func(c *catalog) bool { _, ok := c.tool("gamma"); return ok })
+	if got := find("INFO compiling"); len(got) != 1 {
+		t.Errorf("start-up lines after a reload %q, want the one of the start", got)
+	}
+	if got := find("INFO loaded"); len(got) != 1 {
+		t.Errorf("loaded lines after a reload %q, want the one of the start", got)
+	}
+}
+
+// Without a compile cache the first line says every start compiles.
+func TestStartupWithoutCache(t *testing.T) {
+	logs := newLogSink()
+	s, err := New(context.Background(), Config{ToolsFS: fstest.MapFS{"a.wasm": {Data: verModule(t, "alpha", "alpha-1")}}, Logger: slog.New(logs)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.Tools()
+	logs.mu.Lock()
+	defer logs.mu.Unlock()
+	if !slices.ContainsFunc(logs.lines, func(l string) bool {
+		return strings.HasPrefix(l, "INFO compiling 1 module in the background (no compile cache: every start compiles them)")
+	}) {
+		t.Errorf("log %q lacks the start-up line without a cache", logs.lines)
+	}
 }

@@ -153,6 +153,7 @@ type Server struct {
 	watcher  *plugins.Watcher               // nil when serving a fixed set of modules
 	loads    *plugins.Loads[*wasmrt.Module] // compiles in the background; reload takes what has loaded
 	started  chan struct{}                  // closed once the first modules have all loaded or failed
+	begun    time.Time                      // when New began, for the start-up log line
 	reloadMu sync.Mutex                     // one reload at a time
 	stop     context.CancelFunc
 	wg       sync.WaitGroup
@@ -232,6 +233,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		swapped:   make(chan struct{}),
 		loads:     plugins.NewLoads(cfg.loader(rt), plugins.LoadConfig{Timeout: cfg.Policy.loadTimeout()}),
 		started:   make(chan struct{}),
+		begun:     time.Now(),
 	}
 	s.metrics = newMetrics(s)
 	var auth *mcpserver.Auth
@@ -718,8 +720,17 @@ func (s *Server) rebuild(ctx context.Context, snap *plugins.Snapshot) {
 	s.dropCachedResults(prev, next)
 	s.publish(next)
 	s.logResultCache("reload")
+	if prev == nil && gen.Loading() > 0 {
+		s.logLoading(gen.Loading())
+	}
 	if gen.Loading() == 0 {
-		s.startOnce.Do(func() { close(s.started) })
+		s.startOnce.Do(func() {
+			// Before the close: whoever waited for the start finds the
+			// line written.
+			s.log.Info(fmt.Sprintf("loaded %s from %s in %v", plural(len(next.list), "tool"), plural(len(gen.Modules()), "module"), time.Since(s.begun).Round(time.Millisecond)),
+				"tools", len(next.list), "modules", len(gen.Modules()), "problems", len(next.problems), "took", time.Since(s.begun))
+			close(s.started)
+		})
 	}
 	if s.mcp != nil && prev != nil && prev.listing != next.listing {
 		s.mcp.ToolsChanged()
@@ -746,6 +757,27 @@ func (s *Server) rebuild(ctx context.Context, snap *plugins.Snapshot) {
 	}
 	s.log.Info("tools reloaded", "generation", gen.Seq(), "modules", len(gen.Modules()),
 		"tools", len(next.list), "loading", gen.Loading(), "released", len(released), "took", time.Since(start))
+}
+
+// logLoading says, once at start, that n modules are loading and why that
+// may take a while: a module compiles to native code before it serves (a
+// large Go module about a second), unless the compile cache holds it.
+// Together with the "loaded" line written when they are done, it is what
+// an operator sees of a slow first start.
+func (s *Server) logLoading(n int) {
+	why := "no compile cache: every start compiles them"
+	if s.cfg.CacheDir != "" {
+		why = "a first run fills the compile cache at " + s.cfg.CacheDir + "; later starts read it"
+	}
+	s.log.Info(fmt.Sprintf("compiling %s in the background (%s)", plural(n, "module"), why), "modules", n, "cacheDir", s.cfg.CacheDir)
+}
+
+// plural is "1 module", "2 modules".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // publish swaps c in and wakes those waiting for a swap.

@@ -21,6 +21,27 @@
 //		})
 //	}
 //
+// # In your module
+//
+// The SDK is part of the module github.com/wasmtask/wasmtask; a tool's
+// module requires it and needs no replace directive:
+//
+//	go mod init example.com/mytool
+//	go get github.com/wasmtask/wasmtask@latest
+//
+// which leaves a go.mod such as
+//
+//	module example.com/mytool
+//
+//	go 1.26.0
+//
+//	require github.com/wasmtask/wasmtask v0.1.0 // the release go get chose
+//
+// The host's own dependencies (wazero, the MCP SDK, …) stay out of the
+// tool's go.sum and build: the module graph is pruned at wasmtask, and
+// this package imports only the standard library and
+// github.com/wasmtask/wasmtask/abi.
+//
 // # What it owns
 //
 // The package reads the one request on stdin, answers "describe" with the

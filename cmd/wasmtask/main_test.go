@@ -5,6 +5,10 @@ import (
 	"testing"
 )
 
+// userCacheHome is XDG_CACHE_HOME as the tests found it, and whether it
+// was set: the go commands the tests run use the user's build cache.
+var userCacheHome, userCacheHomeSet = os.LookupEnv("XDG_CACHE_HOME")
+
 // TestMain points the default compile cache at a temporary directory, so
 // the tests share compiled code (the Go demo module compiles once) without
 // touching the user's cache.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -28,9 +29,21 @@ Serves MCP on stdio (default) or Streamable HTTP (--http), with the tools of
 Flags:
 `
 
-// runServe is `wasmtask serve`.
-func runServe(args []string) error {
+// serveSetup is what serve's flags ask for, checked.
+type serveSetup struct {
+	cfg                     host.Config // Logger writes to the stderr given to parseServe
+	logger                  *slog.Logger
+	httpAddr, metricsAddr   string
+	policyFile, tenantsFile string
+	drain                   time.Duration
+}
+
+// parseServe parses and checks serve's flags: their values, that an HTTP
+// address off loopback has authentication and the Host names clients use,
+// and the policy file. It listens on nothing and creates no directory.
+func parseServe(args []string, stderr io.Writer) (*serveSetup, error) {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(fs.Output(), serveUsage); fs.PrintDefaults() }
 	httpAddr := fs.String("http", "", "serve Streamable HTTP on `ADDR` (endpoint "+host.HTTPPath+`); a bare ":PORT" binds 127.0.0.1`)
 	toolsDir := fs.String("tools", "", "serve the `DIR`ectory of .wasm tool modules, reloading on change (default: the embedded tools)")
@@ -62,10 +75,10 @@ func runServe(args []string) error {
 	logFormat := fs.String("log-format", "text", "log `FORMAT` on stderr: text or json")
 	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics at /metrics on `ADDR`, apart from the MCP endpoint; a bare \":PORT\" binds 127.0.0.1 (default: no metrics endpoint)")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return nil, err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("serve: unexpected argument %q", fs.Arg(0))
+		return nil, fmt.Errorf("serve: unexpected argument %q", fs.Arg(0))
 	}
 	level := slog.LevelInfo
 	if *verbose {
@@ -75,11 +88,11 @@ func runServe(args []string) error {
 	var logger *slog.Logger
 	switch opts := (&slog.HandlerOptions{Level: level}); *logFormat {
 	case "text":
-		logger = slog.New(slog.NewTextHandler(os.Stderr, opts))
+		logger = slog.New(slog.NewTextHandler(stderr, opts))
 	case "json":
-		logger = slog.New(slog.NewJSONHandler(os.Stderr, opts))
+		logger = slog.New(slog.NewJSONHandler(stderr, opts))
 	default:
-		return fmt.Errorf("serve: --log-format is text or json, not %q", *logFormat)
+		return nil, fmt.Errorf("serve: --log-format is text or json, not %q", *logFormat)
 	}
 
 	cfg := host.Config{
@@ -104,7 +117,7 @@ func runServe(args []string) error {
 	if *httpAddr != "" {
 		hosts, err := checkHTTPExposure(loopbackDefault(*httpAddr), *tenantsFile != "", *insecure, cfg.AllowedHosts, *publicURL)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		cfg.AllowedHosts = hosts
 	}
@@ -118,10 +131,21 @@ func runServe(args []string) error {
 	if *policyFile != "" {
 		p, err := host.LoadPolicy(*policyFile)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		cfg.Policy = p
 	}
+	return &serveSetup{cfg: cfg, logger: logger, httpAddr: *httpAddr, metricsAddr: *metricsAddr,
+		policyFile: *policyFile, tenantsFile: *tenantsFile, drain: *drain}, nil
+}
+
+// runServe is `wasmtask serve`.
+func runServe(args []string) error {
+	set, err := parseServe(args, os.Stderr)
+	if err != nil {
+		return err
+	}
+	cfg, logger := set.cfg, set.logger
 	cfg.CacheDir = usableCacheDir(cfg.CacheDir)
 
 	srv, err := host.New(context.Background(), cfg)
@@ -131,27 +155,27 @@ func runServe(args []string) error {
 	defer srv.Close()
 	// Load problems are logged by the server as the tools load, in the
 	// background: it answers clients meanwhile.
-	logger.Info("serving", "dir", cfg.ToolsDir, "http", *httpAddr) // "tools reloaded" lines count the tools as they load
+	logger.Info("serving", "version", version, "dir", cfg.ToolsDir, "http", set.httpAddr) // "tools reloaded" lines count the tools as they load
 
-	stopSignals := shutdownOnSignal(srv, logger, *drain)
+	stopSignals := shutdownOnSignal(srv, logger, set.drain)
 	defer stopSignals()
-	stopHangup := reloadOnHangup(srv, logger, *policyFile, *tenantsFile)
+	stopHangup := reloadOnHangup(srv, logger, set.policyFile, set.tenantsFile)
 	defer stopHangup()
-	if *metricsAddr != "" {
-		stopMetrics, err := serveMetrics(srv, logger, *metricsAddr)
+	if set.metricsAddr != "" {
+		stopMetrics, err := serveMetrics(srv, logger, set.metricsAddr)
 		if err != nil {
 			return err
 		}
 		defer stopMetrics()
 	}
-	if *httpAddr == "" {
+	if set.httpAddr == "" {
 		err := srv.ServeStdio(context.Background(), os.Stdin, os.Stdout)
 		if errors.Is(err, host.ErrServerClosed) {
 			return nil
 		}
 		return err
 	}
-	l, err := net.Listen("tcp", loopbackDefault(*httpAddr))
+	l, err := net.Listen("tcp", loopbackDefault(set.httpAddr))
 	if err != nil {
 		return err
 	}

@@ -35,7 +35,9 @@ type servedProcess struct {
 func startServe(t *testing.T, args ...string) *servedProcess {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "wasmtask")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Env = userGoEnv()
+	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	p := &servedProcess{t: t, cmd: exec.Command(bin, append([]string{"serve"}, args...)...), more: make(chan struct{})}
@@ -132,6 +134,9 @@ func TestServeOperations(t *testing.T) {
 		"--tools", tools, "--policy", policy, "--cache-dir", "")
 	metricsURL := p.await(regexp.MustCompile(`wasmtask: metrics on (http://\S+/metrics)`))[1]
 	base := strings.TrimSuffix(p.await(regexp.MustCompile(`wasmtask: listening on (http://\S+)`))[1], "/mcp")
+	// Start-up says what it does: compiling, then how much it loaded.
+	p.await(regexp.MustCompile(`^\{.*"msg":"compiling 1 module in the background \(no compile cache: every start compiles them\)"`))
+	p.await(regexp.MustCompile(`^\{.*"msg":"loaded 1 tool from 1 module in [^"]+","tools":1,"modules":1,"problems":0,"took":`))
 	// The log is JSON, one object per line; the tools have loaded once a
 	// reload reports nothing loading.
 	loaded := p.await(regexp.MustCompile(`^\{.*"msg":"tools reloaded".*"loading":0.*\}$`))[0]
