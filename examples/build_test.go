@@ -34,7 +34,7 @@ var examples = []example{
 		install: "apt-get install clang lld wasi-libc"},
 	{lang: "wat", module: "add.wasm", embedded: true, tools: []string{"wat2wasm"}, install: "apt-get install wabt"},
 	{lang: "rust", module: "wordfreq.wasm", tools: []string{"cargo", "rustc"}, probe: rustWASIStd,
-		install: "apt-get install rustc cargo libstd-rust-dev-wasm32"},
+		install: "apt-get install rustc cargo libstd-rust-dev-wasm32, with Debian's rustc first on PATH"},
 	{lang: "assemblyscript", module: "caesar.wasm", tools: []string{"node", "npx"},
 		files:   []string{"assemblyscript/node_modules/.bin/asc", "assemblyscript/node_modules/@assemblyscript/wasi-shim/asconfig.json"},
 		install: "Node.js 20 or later with npm, then npm ci in examples/assemblyscript"},
