@@ -2,31 +2,49 @@ package examples_test
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/wasmtask/wasmtask/host/hosttest"
 )
 
-// TestABIMarkdownCTool builds the complete C tool printed in abi/ABI.md and
-// calls it through the host over MCP: the specification's own example
-// works.
-func TestABIMarkdownCTool(t *testing.T) {
+// abiMD returns abi/ABI.md.
+func abiMD(t *testing.T) string {
+	t.Helper()
 	doc, err := os.ReadFile("../abi/ABI.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	block := codeBlock(t, string(doc), "## 10. ", "```c\n")
+	return string(doc)
+}
+
+// TestABIMarkdownCTool builds the complete C tool printed in abi/ABI.md
+// with the C command of ABI.md's build table and calls it through the host
+// over MCP: the specification's own example and command work.
+func TestABIMarkdownCTool(t *testing.T) {
+	doc := abiMD(t)
+	block := codeBlock(t, doc, "## 10. ", "```c\n")
 	if !strings.Contains(block, "int main(void)") {
 		t.Fatalf("the C block of section 10 is not a program:\n%s", block)
 	}
-	src := filepath.Join(t.TempDir(), "hello.c")
-	if err := os.WriteFile(src, []byte(block), 0o644); err != nil {
+	_, command := buildRow(t, doc, "C")
+	needToolchain(t, exampleFor(t, "c"))
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "tool.c"), []byte(block), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	cmd := exec.CommandContext(t.Context(), "bash", "-euc", command)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("ABI.md's C command %q: %v\n%s", command, err, out)
+	}
+	wasm, err := os.ReadFile(filepath.Join(dir, "tool.wasm"))
+	if err != nil {
+		t.Fatalf("ABI.md's C command %q wrote no tool.wasm: %v", command, err)
+	}
 
-	s := serveMCP(t, serveModule(t, "hello.wasm", hosttest.Wasm(t, src)))
+	s := serveMCP(t, serveModule(t, "hello.wasm", wasm))
 	if got := s.toolSupport(); len(got) != 1 || got["hello"] != "forbidden" {
 		t.Errorf("tools/list: got %v, want hello (forbidden)", got)
 	}
@@ -37,6 +55,79 @@ func TestABIMarkdownCTool(t *testing.T) {
 	if len(s.progress("hello")) == 0 {
 		t.Error("hello: no progress notification")
 	}
+}
+
+// TestABIMarkdownBuildCommands checks that what ABI.md's build table says
+// is what CI does: build.sh, which builds the Rust and AssemblyScript
+// examples for the tests, runs those languages' commands verbatim, and
+// .ci/run installs every Debian package the table names for C and Rust.
+// (The C command is run by TestABIMarkdownCTool.)
+func TestABIMarkdownBuildCommands(t *testing.T) {
+	doc := abiMD(t)
+	buildSh, err := os.ReadFile("build.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ciRun, err := os.ReadFile("../.ci/run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// .ci/run collects what apt-get installs in lines pkgs+=(…).
+	installed := map[string]bool{}
+	for _, m := range regexp.MustCompile(`pkgs\+=\(([^)]*)\)`).FindAllSubmatch(ciRun, -1) {
+		for _, p := range strings.Fields(string(m[1])) {
+			installed[p] = true
+		}
+	}
+	for _, lang := range []string{"C", "Rust", "AssemblyScript"} {
+		packages, command := buildRow(t, doc, lang)
+		if lang != "C" && !strings.Contains(string(buildSh), command) {
+			t.Errorf("ABI.md's %s command %q is not what examples/build.sh runs", lang, command)
+		}
+		if lang == "AssemblyScript" {
+			continue // Node comes with the machine, like the interop tests'; npm ci installs the rest
+		}
+		if len(packages) == 0 {
+			t.Errorf("ABI.md's %s row names no Debian package", lang)
+		}
+		for _, p := range packages {
+			if !installed[p] {
+				t.Errorf("ABI.md names the Debian package %s for %s, which .ci/run does not install", p, lang)
+			}
+		}
+	}
+}
+
+// buildRow returns the Debian packages (the words of the first code span
+// of the second cell) and the build command (the first code span of the
+// third cell) of lang's row in ABI.md's build table.
+func buildRow(t *testing.T, doc, lang string) (packages []string, command string) {
+	t.Helper()
+	for _, line := range strings.Split(doc, "\n") {
+		cells := strings.Split(line, " | ")
+		if len(cells) != 3 || cells[0] != "| "+lang {
+			continue
+		}
+		if p := codeSpan(cells[1]); p != "" {
+			packages = strings.Fields(p)
+		}
+		if command = codeSpan(cells[2]); command == "" {
+			t.Fatalf("ABI.md's build table: the %s row has no command: %s", lang, line)
+		}
+		return packages, command
+	}
+	t.Fatalf("ABI.md's build table has no %s row", lang)
+	return nil, ""
+}
+
+// codeSpan returns the text of the first `code span` in s, or "".
+func codeSpan(s string) string {
+	_, rest, ok := strings.Cut(s, "`")
+	if !ok {
+		return ""
+	}
+	span, _, _ := strings.Cut(rest, "`")
+	return span
 }
 
 // codeBlock returns the first fenced block opening with fence after the

@@ -2,18 +2,24 @@
 # Builds the example tool modules, reproducibly, into host/defaulttools (the
 # server's embedded default tool set) or into the directory given with -o.
 #
-#   examples/build.sh                 # all languages into host/defaulttools
+#   examples/build.sh                 # the embedded ones into host/defaulttools
 #   examples/build.sh -o /tmp/x go c  # some languages into /tmp/x
 #
-# Languages: go (demo.wasm), c (sha256.wasm), wat (add.wasm).
-# The same toolchain versions give the same bytes: build_test.go rebuilds
-# every module and compares it with the checked-in one.
+# Languages: go (demo.wasm), c (sha256.wasm), wat (add.wasm), embedded in
+# the server; rust (wordfreq.wasm) and assemblyscript (caesar.wasm), built
+# and tested but not embedded, so need -o. The same toolchain versions give
+# the same bytes: build_test.go rebuilds every embedded module and compares
+# it with the checked-in one.
+#
+# The Rust and AssemblyScript builds run the very commands abi/ABI.md gives
+# (abimd_test.go checks that this file contains them), in the example's own
+# directory as a plugin author would, then copy the module to the output.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="$root/host/defaulttools"
 if [[ "${1:-}" == "-o" ]]; then
-	[[ $# -ge 2 ]] || { echo "usage: $0 [-o outdir] [go|c|wat ...]" >&2; exit 2; }
+	[[ $# -ge 2 ]] || { echo "usage: $0 [-o outdir] [go|c|wat|rust|assemblyscript ...]" >&2; exit 2; }
 	out="$2"
 	shift 2
 fi
@@ -50,13 +56,30 @@ build_wat() {
 	(cd "$root/examples/wat" && wat2wasm add.wat -o "$out/add.wasm")
 }
 
+build_rust() {
+	# --offline --locked: the crates are the workspace's own (no crates.io),
+	# and Cargo.lock is checked in.
+	(cd "$root/examples/rust" && cargo build --offline --locked --release --target wasm32-wasi &&
+		cp target/wasm32-wasi/release/wordfreq.wasm "$out/wordfreq.wasm")
+}
+
+build_assemblyscript() {
+	# Needs node_modules from npm ci in examples/assemblyscript (.ci/run does it).
+	(cd "$root/examples/assemblyscript" && npx asc assembly/index.ts --config node_modules/@assemblyscript/wasi-shim/asconfig.json -O3 -o tool.wasm &&
+		mv tool.wasm "$out/caesar.wasm")
+}
+
 for lang in "${langs[@]}"; do
 	case "$lang" in
 	go) build_go ;;
 	c) build_c ;;
 	wat) build_wat ;;
-	conformance) build_conformance ;;
-	*) echo "$0: unknown language $lang (want go, c or wat)" >&2; exit 2 ;;
+	rust | assemblyscript | conformance)
+		# Not embedded: host/defaulttools holds only what the server ships.
+		[[ "$out" != "$root/host/defaulttools" ]] || { echo "$0: $lang is not embedded; give -o DIR" >&2; exit 2; }
+		"build_$lang"
+		;;
+	*) echo "$0: unknown language $lang (want go, c, wat, rust, assemblyscript or conformance)" >&2; exit 2 ;;
 	esac
 done
 

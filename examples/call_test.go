@@ -123,9 +123,11 @@ func (r *recorder) check(t *testing.T, what string, got *[]string, want ...strin
 // module each example builds: same bytes, same tools.
 func TestServedDigests(t *testing.T) {
 	want := map[string]string{
-		"go":  "long_job slow_count word_count",
-		"c":   "sha256",
-		"wat": "add",
+		"go":             "long_job slow_count word_count",
+		"c":              "sha256",
+		"wat":            "add",
+		"rust":           "greet top_words",
+		"assemblyscript": "caesar",
 	}
 	for _, ex := range examples {
 		t.Run(ex.lang, func(t *testing.T) {
