@@ -56,10 +56,27 @@ build_wat() {
 	(cd "$root/examples/wat" && wat2wasm add.wat -o "$out/add.wasm")
 }
 
+# rust_bin prints the directory of the first rustc that builds for
+# wasm32-wasi (the target and its standard library): the first on PATH, or
+# Debian's in /usr/bin when a newer toolchain (rustup's, which names the
+# target wasm32-wasip1 only) comes first.
+rust_bin() {
+	local rustc lib
+	for rustc in "$(command -v rustc || true)" /usr/bin/rustc; do
+		[[ -x "$rustc" ]] || continue
+		lib="$("$rustc" --print target-libdir --target wasm32-wasi 2>/dev/null)" || continue
+		compgen -G "$lib/libstd-*.rlib" >/dev/null && { dirname "$rustc"; return; }
+	done
+	return 0
+}
+
 build_rust() {
 	# --offline --locked: the crates are the workspace's own (no crates.io),
-	# and Cargo.lock is checked in.
-	(cd "$root/examples/rust" && cargo build --offline --locked --release --target wasm32-wasi &&
+	# and Cargo.lock is checked in. cargo and rustc come from rust_bin's
+	# directory when it found one.
+	local bin
+	bin="$(rust_bin)"
+	(cd "$root/examples/rust" && PATH="${bin:+$bin:}$PATH" cargo build --offline --locked --release --target wasm32-wasi &&
 		cp target/wasm32-wasi/release/wordfreq.wasm "$out/wordfreq.wasm")
 }
 

@@ -34,27 +34,49 @@ var examples = []example{
 		install: "apt-get install clang lld wasi-libc"},
 	{lang: "wat", module: "add.wasm", embedded: true, tools: []string{"wat2wasm"}, install: "apt-get install wabt"},
 	{lang: "rust", module: "wordfreq.wasm", tools: []string{"cargo", "rustc"}, probe: rustWASIStd,
-		install: "apt-get install rustc cargo libstd-rust-dev-wasm32, with Debian's rustc first on PATH"},
+		install: "apt-get install rustc cargo libstd-rust-dev-wasm32"},
 	{lang: "assemblyscript", module: "caesar.wasm", tools: []string{"node", "npx"},
 		files:   []string{"assemblyscript/node_modules/.bin/asc", "assemblyscript/node_modules/@assemblyscript/wasi-shim/asconfig.json"},
 		install: "Node.js 20 or later with npm, then npm ci in examples/assemblyscript"},
+	{lang: "conformance", module: "conformance.wasm", tools: []string{"go"}, install: "golang"},
 }
 
-// rustWASIStd reports what is missing for the rustc on PATH to build for
-// wasm32-wasi: a rustc that knows the target (Rust 1.84 and later call it
-// wasm32-wasip1 only) and its standard library (Debian's
-// libstd-rust-dev-wasm32, or rustup's target).
-func rustWASIStd() string {
-	out, err := exec.Command("rustc", "--print", "target-libdir", "--target", "wasm32-wasi").Output()
+// TestConformanceModuleMatchesSources rebuilds the conformance suite's
+// fixture tools and compares them with the checked-in module that
+// examples/conformance/run.sh serves.
+func TestConformanceModuleMatchesSources(t *testing.T) {
+	got := build(t, exampleFor(t, "conformance"))
+	want, err := os.ReadFile("conformance/tools/conformance.wasm")
 	if err != nil {
-		version, _ := exec.Command("rustc", "--version").Output()
-		return fmt.Sprintf("a rustc that knows the wasm32-wasi target, Rust 1.83 or older (the first rustc on PATH is %s)", strings.TrimSpace(string(version)))
+		t.Fatal(err)
 	}
-	dir := strings.TrimSpace(string(out))
-	if libs, _ := filepath.Glob(filepath.Join(dir, "libstd-*.rlib")); len(libs) == 0 {
-		return "the wasm32-wasi standard library in " + dir
+	if !bytes.Equal(got, want) {
+		t.Fatalf("rebuilt conformance.wasm (%d bytes) differs from examples/conformance/tools/conformance.wasm (%d bytes): "+
+			"run examples/build.sh -o examples/conformance/tools conformance and commit the result", len(got), len(want))
 	}
-	return ""
+}
+
+// rustWASIStd reports what is missing for build.sh to build for
+// wasm32-wasi: a rustc that knows the target (Rust 1.84 and later call it
+// wasm32-wasip1 only) with its standard library (Debian's
+// libstd-rust-dev-wasm32, or rustup's target). Like build.sh, it takes the
+// first rustc on PATH that has both, else Debian's /usr/bin/rustc.
+func rustWASIStd() string {
+	var tried []string
+	for _, rustc := range []string{"rustc", "/usr/bin/rustc"} {
+		out, err := exec.Command(rustc, "--print", "target-libdir", "--target", "wasm32-wasi").Output()
+		if err != nil {
+			version, _ := exec.Command(rustc, "--version").Output()
+			tried = append(tried, fmt.Sprintf("%s is %s", rustc, strings.TrimSpace(string(version))))
+			continue
+		}
+		dir := strings.TrimSpace(string(out))
+		if libs, _ := filepath.Glob(filepath.Join(dir, "libstd-*.rlib")); len(libs) > 0 {
+			return ""
+		}
+		tried = append(tried, "no wasm32-wasi standard library in "+dir)
+	}
+	return "a rustc that knows the wasm32-wasi target, Rust 1.83 or older, with its standard library (" + strings.Join(tried, "; ") + ")"
 }
 
 const defaultTools = "../host/defaulttools"
