@@ -1,6 +1,8 @@
 // Package mcpserver is wasmtask's MCP layer: it serves the host's tool
 // [Catalog] over stdio and Streamable HTTP with the official go-sdk, and adds
-// the 2025-11-25 task protocol on top of it, backed by a taskengine.Engine.
+// tasks on top of it, backed by one taskengine.Engine, in both protocol
+// eras: the 2025-11-25 task protocol and the 2026-07-28 tasks extension
+// (io.modelcontextprotocol/tasks).
 // All go-sdk code of the product lives here; nothing of go-sdk appears in
 // the exported API.
 //
@@ -52,8 +54,30 @@
 // A client without the elicitation capability makes Events.Elicit fail at
 // once with an error that is errors.ErrUnsupported.
 //
-// notifications/tasks/status is sent on stdio for each status change; it
-// is not sent over Streamable HTTP (go-sdk cannot write custom notifications
+// # 2026-07-28 (modern.go, mrtr.go)
+//
+// A request whose own _meta names protocol 2026-07-28 or later is served
+// statelessly: over HTTP by a second go-sdk handler (Stateless) on the
+// same server, chosen by the MCP-Protocol-Version header; on stdio by the
+// same connection. It records no session. Its era and capabilities come
+// from its _meta alone. tools/call creates a task for a tool whose task
+// support allows it when the request declares the extension (a required
+// tool without it: -32021) and answers a flat CreateTaskResult; tasks/get
+// renders the task with the payload of its status (inputRequests, result,
+// error; a tool error is completed, a protocol error failed);
+// tasks/update answers pending input requests, ignoring unknown keys
+// unread; tasks/cancel is an idempotent ack; tasks/result and tasks/list
+// are -32601. Over HTTP the task methods need Mcp-Name = params.taskId
+// (-32020). No progress or log notifications: a task's progress becomes
+// its status message. A plain call whose tool asks a question answers
+// input_required and is run again, fresh, with the answers (keys name the
+// question's place and text); a tool with taskStart begin_task runs that
+// way until it calls begin_task, when its task is created. Either era
+// reads the other's tasks of the same owner; anonymous 2026-07-28 tasks
+// over HTTP share one owner, their IDs being the handles.
+//
+// notifications/tasks/status is sent on stdio for each status change of a
+// 2025-11-25 task; it is not sent over Streamable HTTP (go-sdk cannot write custom notifications
 // there; the spec makes it optional and clients poll with tasks/get).
 //
 // # Ownership and security
