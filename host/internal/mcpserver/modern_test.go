@@ -559,3 +559,21 @@ func TestBothErasOnStdio(t *testing.T) {
 		t.Errorf("the modern task read by tasks/result: %+v", res)
 	}
 }
+
+// TestModernEngineEndedTask (R4.5): a task the engine ended (here its run
+// time limit) is failed with a -32603 error worded like its status
+// message, never a result.
+func TestModernEngineEndedTask(t *testing.T) {
+	ts, mt, c := modernServer(t, taskengine.Config{MaxRunTime: time.Millisecond})
+	id := c.Call(methodCallTool, call("slow", nil)).Map()["taskId"].(string)
+	r := pollStatus(t, ts, c, id, "failed")
+	e, _ := r["error"].(map[string]any)
+	if e["code"] != float64(-32603) || e["message"] == "" || e["message"] != r["statusMessage"] || r["result"] != nil {
+		t.Errorf("engine-ended task: %v", r)
+	}
+	select { // the tool saw its context end, if it had started
+	case <-mt.started:
+		<-mt.cancelled
+	default:
+	}
+}
