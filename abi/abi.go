@@ -51,7 +51,12 @@ const ExportStart = "_start"
 const (
 	ElicitUnsupported int32 = -1 // the requestor cannot answer input requests
 	ElicitBadRequest  int32 = -2 // the request was not a valid ElicitRequest
+	ElicitLimit       int32 = -3 // a limit on questions (per call, session or task) refused it (ABI 1.1)
 )
+
+// ErrElicitLimit is wrapped by an [Events.Elicit] error when a limit on
+// questions refused the request: the guest gets [ElicitLimit].
+var ErrElicitLimit = errors.New("abi: the limit on input requests was reached")
 
 // Log levels accepted by the log host function.
 const (

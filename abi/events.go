@@ -10,7 +10,9 @@ import "context"
 // Progress, Status and Log never block for long and may drop what the
 // client cannot receive. Elicit blocks until the user answers or ctx is
 // done; it returns an error wrapping [errors.ErrUnsupported] when nobody can
-// answer (the guest then gets [ElicitUnsupported]). Implementations are safe
+// answer (the guest then gets [ElicitUnsupported]) and one wrapping
+// [ErrElicitLimit] when a limit refused the question ([ElicitLimit]); the
+// guest gets ElicitUnsupported for any other error. Implementations are safe
 // for concurrent use.
 type Events interface {
 	// Progress reports progress (and total, 0 when unknown) with an

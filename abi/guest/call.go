@@ -18,6 +18,9 @@ var (
 	ErrElicitUnsupported = errors.New("guest: nobody can answer input requests in this call")
 	// ErrElicitBadRequest: the host refused the request (invalid schema).
 	ErrElicitBadRequest = errors.New("guest: invalid elicitation request")
+	// ErrElicitLimit: a limit on questions (per call, session or task)
+	// refused this one; the tool should go on without it or fail.
+	ErrElicitLimit = errors.New("guest: the limit on input requests was reached")
 	// ErrElicitReply: the reply did not decode (into the answer's type).
 	ErrElicitReply = errors.New("guest: invalid elicitation reply")
 )
@@ -128,6 +131,8 @@ func (c *Call) Elicit(message, schema string, answer any) (Action, error) {
 		return "", fmt.Errorf("%w: the host refused it", ErrElicitBadRequest)
 	case code == abi.ElicitUnsupported:
 		return "", ErrElicitUnsupported
+	case code == abi.ElicitLimit:
+		return "", ErrElicitLimit
 	case code < 0:
 		return "", fmt.Errorf("%w (code %d)", ErrElicitUnsupported, code)
 	}
@@ -220,6 +225,8 @@ func (c *Call) ElicitAll(questions ...Question) ([]Answer, error) {
 	switch {
 	case code == abi.ElicitBadRequest:
 		return nil, fmt.Errorf("%w: the host refused it", ErrElicitBadRequest)
+	case code == abi.ElicitLimit:
+		return nil, ErrElicitLimit
 	case code < 0:
 		return nil, ErrElicitUnsupported
 	}

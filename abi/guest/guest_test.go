@@ -283,6 +283,7 @@ func TestElicit(t *testing.T) {
 		{"cancel", fakeHost{reply: `{"action":"cancel"}`}, "", Cancel, nil, false},
 		{"unsupported", fakeHost{replyCode: abi.ElicitUnsupported}, "", "", ErrElicitUnsupported, false},
 		{"unknown negative code", fakeHost{replyCode: -7}, "", "", ErrElicitUnsupported, false},
+		{"limit reached", fakeHost{replyCode: abi.ElicitLimit}, "", "", ErrElicitLimit, false},
 		{"host refuses", fakeHost{replyCode: abi.ElicitBadRequest}, "", "", ErrElicitBadRequest, false},
 		{"schema not JSON", fakeHost{}, "{", "", ErrElicitBadRequest, false},
 		{"reply not JSON", fakeHost{reply: `{`}, "", "", ErrElicitReply, false},

@@ -48,8 +48,8 @@ export function log(level: Level, msg: string): void {
 
 // What elicit got: action is "accept" (content holds the answer),
 // "decline" or "cancel"; or "unsupported" (-1: nobody can answer now),
-// "bad-request" (-2: the request is not the allowed shape), "error" (why
-// says what went wrong).
+// "bad-request" (-2: the request is not the allowed shape), "limit" (-3: a
+// limit on questions refused it), "error" (why says what went wrong).
 export class Answer {
   action: string = "";
   content: Value | null = null;
@@ -64,6 +64,7 @@ export function elicit(message: string, requestedSchema: string): Answer {
   const a = new Answer();
   if (n == -1) { a.action = "unsupported"; return a; }
   if (n == -2) { a.action = "bad-request"; return a; }
+  if (n == -3) { a.action = "limit"; return a; }
   a.action = "error";
   if (n < 0) { a.why = "elicit returned " + n.toString(); return a; }
   const buf = new ArrayBuffer(n);

@@ -3,7 +3,6 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -99,9 +98,16 @@ const (
 )
 
 var (
-	errElicitsOpen = fmt.Errorf("this session already has %d input requests waiting for the user", maxOpenElicits)
-	errElicitRate  = errors.New("this session's input requests are too frequent")
+	errElicitsOpen error = elicitLimit(fmt.Sprintf("this session already has %d input requests waiting for the user", maxOpenElicits))
+	errElicitRate  error = elicitLimit("this session's input requests are too frequent")
 )
+
+// elicitLimit is an input request refused by a limit: errors.Is finds
+// abi.ErrElicitLimit (the guest gets its code), the text is the reason.
+type elicitLimit string
+
+func (e elicitLimit) Error() string        { return string(e) }
+func (e elicitLimit) Is(target error) bool { return target == abi.ErrElicitLimit }
 
 // elicitLimiter is one session's elicitation bounds: a count of open
 // questions and a token bucket. The zero value is ready: a full bucket.

@@ -4,6 +4,7 @@ package mcpserver
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"time"
 
@@ -129,6 +130,9 @@ func (e *taskEvents) Elicit(ctx context.Context, req abi.ElicitRequest) (abi.Eli
 	}
 	defer e.rq.sess.elicits.end()
 	v, err := e.run.RequestInput(ctx, req)
+	if errors.Is(err, taskengine.ErrTooManyInputs) {
+		return abi.ElicitReply{}, elicitLimit("this task already has as many input requests waiting as it may")
+	}
 	if err != nil {
 		return abi.ElicitReply{}, err
 	}

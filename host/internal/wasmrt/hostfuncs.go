@@ -3,6 +3,7 @@ package wasmrt
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -251,7 +252,7 @@ func hostElicit(ctx context.Context, mod api.Module, stack []uint64) {
 		return
 	}
 	if !s.mayElicit() {
-		stack[0] = api.EncodeI32(abi.ElicitUnsupported)
+		stack[0] = api.EncodeI32(abi.ElicitLimit)
 		return
 	}
 	reply, err := s.ev.Elicit(ctx, req)
@@ -259,10 +260,10 @@ func hostElicit(ctx context.Context, mod api.Module, stack []uint64) {
 		exitOnDone(ctx)
 	}
 	if err != nil {
-		// The guest learns nobody can answer; why (the client's
-		// capabilities, a limit of the host) is the host's to log, not
-		// text for the guest's log, which reaches the client.
-		stack[0] = api.EncodeI32(abi.ElicitUnsupported)
+		// The guest learns which of "nobody can answer" and "limit
+		// reached" it met; the details are the host's to log, not text
+		// for the guest's log, which reaches the client.
+		stack[0] = api.EncodeI32(elicitCode(err))
 		return
 	}
 	b, err := json.Marshal(reply)
@@ -304,18 +305,19 @@ func hostElicitAll(ctx context.Context, mod api.Module, stack []uint64) {
 	}
 	for range reqs { // each question counts against the call's bounds
 		if !s.mayElicit() {
-			stack[0] = api.EncodeI32(abi.ElicitUnsupported)
+			stack[0] = api.EncodeI32(abi.ElicitLimit)
 			return
 		}
 	}
 	replies := make([]abi.ElicitReply, len(reqs))
 	failed := make([]bool, len(reqs))
+	codes := make([]int32, len(reqs))
 	var wg sync.WaitGroup
 	for i, r := range reqs {
 		wg.Go(func() {
 			reply, err := s.ev.Elicit(ctx, r)
 			if err != nil {
-				reply, failed[i] = abi.ElicitReply{Action: "cancel"}, true
+				reply, failed[i], codes[i] = abi.ElicitReply{Action: "cancel"}, true, elicitCode(err)
 			}
 			replies[i] = reply
 		})
@@ -325,7 +327,7 @@ func hostElicitAll(ctx context.Context, mod api.Module, stack []uint64) {
 		exitOnDone(ctx)
 	}
 	if !slices.Contains(failed, false) {
-		stack[0] = api.EncodeI32(abi.ElicitUnsupported)
+		stack[0] = api.EncodeI32(codes[0])
 		return
 	}
 	b, err := json.Marshal(replies)
@@ -335,6 +337,14 @@ func hostElicitAll(ctx context.Context, mod api.Module, stack []uint64) {
 	}
 	s.reply = b
 	stack[0] = api.EncodeI32(int32(len(b)))
+}
+
+// elicitCode is what elicit returns for an error of Events.Elicit.
+func elicitCode(err error) int32 {
+	if errors.Is(err, abi.ErrElicitLimit) {
+		return abi.ElicitLimit
+	}
+	return abi.ElicitUnsupported
 }
 
 // hostBeginTask makes the call a task when its Events can (a call of a

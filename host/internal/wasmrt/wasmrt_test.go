@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -215,11 +216,25 @@ func TestElicit(t *testing.T) {
 	if got, want := string(res.StructuredContent), `{"action":"accept","content":{"name":"Ada"}}`; got != want {
 		t.Errorf("reply seen by the guest = %s, want %s", got, want)
 	}
-	// Without an Events, elicit is unsupported and the guest exits 7.
-	_, err = m.Call(context.Background(), "ask", nil, testLimits, nil)
-	var ge *GuestError
-	if !errors.As(err, &ge) || ge.Kind != KindExit || !strings.Contains(ge.Msg, "exit code 7") {
-		t.Errorf("ask without events: %v, want exit code 7", err)
+	// The guest exits 6-code for a negative code: without an Events,
+	// elicit is unsupported (-1: 7); an Events that cannot answer gives -1,
+	// one whose limit refused gives -3 (9).
+	refuse := func(err error) abi.Events {
+		return &events{elicit: func(context.Context, abi.ElicitRequest) (abi.ElicitReply, error) { return abi.ElicitReply{}, err }}
+	}
+	for name, tc := range map[string]struct {
+		ev   abi.Events
+		exit string
+	}{
+		"no events":     {nil, "exit code 7"},
+		"unsupported":   {refuse(fmt.Errorf("no: %w", errors.ErrUnsupported)), "exit code 7"},
+		"limit reached": {refuse(fmt.Errorf("too many: %w", abi.ErrElicitLimit)), "exit code 9"},
+	} {
+		_, err = m.Call(context.Background(), "ask", nil, testLimits, tc.ev)
+		var ge *GuestError
+		if !errors.As(err, &ge) || ge.Kind != KindExit || !strings.Contains(ge.Msg, tc.exit) {
+			t.Errorf("ask, %s: %v, want %s", name, err, tc.exit)
+		}
 	}
 }
 

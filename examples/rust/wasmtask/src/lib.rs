@@ -92,10 +92,13 @@ pub enum Answer {
 #[derive(Clone, Debug, PartialEq)]
 pub enum ElicitError {
     /// -1: nobody can answer now (no client capability, not a call that may
-    /// ask, disabled, or a limit reached). Go on without, or fail the call.
+    /// ask, or disabled). Go on without, or fail the call.
     Unsupported,
     /// -2: the request is not the JSON shape ABI.md section 5 allows.
     BadRequest,
+    /// -3: a limit on questions (the call's, the session's or the task's)
+    /// refused this one. Go on without, or ask later.
+    LimitReached,
     /// Another negative result, or a reply that is not the documented JSON.
     Other(String),
 }
@@ -105,6 +108,7 @@ impl std::fmt::Display for ElicitError {
         match self {
             ElicitError::Unsupported => f.write_str("elicitation is not available"),
             ElicitError::BadRequest => f.write_str("the host refused the elicitation request"),
+            ElicitError::LimitReached => f.write_str("too many questions: the limit on input requests was reached"),
             ElicitError::Other(why) => write!(f, "elicitation failed: {}", why),
         }
     }
@@ -123,6 +127,7 @@ pub fn elicit(message: &str, requested_schema: &str) -> Result<Answer, ElicitErr
     match n {
         -1 => return Err(ElicitError::Unsupported),
         -2 => return Err(ElicitError::BadRequest),
+        -3 => return Err(ElicitError::LimitReached),
         n if n < 0 => return Err(ElicitError::Other(format!("result {}", n))),
         _ => {}
     }

@@ -52,7 +52,8 @@
     ;; 'a'sk: counter += 1; elicit; counter += 1; answer {"content":[{"type":"text","text":"<counter>"}],"structuredContent":<reply>}
     (i32.store (i32.const 100) (i32.add (i32.load (i32.const 100)) (i32.const 1)))
     (local.set $n (call $elicit (i32.const 16404) (i32.const 95)))
-    (if (i32.lt_s (local.get $n) (i32.const 0)) (then (call $proc_exit (i32.const 7))))
+    ;; a negative code c exits 6-c: -1 → 7, -2 → 8, -3 → 9
+    (if (i32.lt_s (local.get $n) (i32.const 0)) (then (call $proc_exit (i32.sub (i32.const 6) (local.get $n)))))
     (i32.store (i32.const 100) (i32.add (i32.load (i32.const 100)) (i32.const 1)))
     (drop (call $reply (i32.const 20480) (local.get $n)))
     (drop (call $write (i32.const 1) (i32.const 16640) (i32.const 35)))
