@@ -13,6 +13,10 @@ package host_test
 //     as a task. One task op is three round trips: tools/call with
 //     params.task, one tasks/get, then tasks/result (which blocks until the
 //     task ends, so the client does not spin on tasks/get).
+//   - task-2026/slow_count: the same task at protocol 2026-07-28 (no
+//     session: every request stands alone), where there is no blocking
+//     tasks/result: tools/call, then tasks/get until the task is completed
+//     (its result inline), polled back to back; gets/op counts them.
 //   - cancel: one session on a server that runs one guest instance at a
 //     time. A slow_count task is started and seen running (its first
 //     progress notification arrives on the session's GET stream), off the
@@ -55,10 +59,18 @@ const e2eClients = host.DefaultMaxConcurrency
 // e2eSession is one MCP session over Streamable HTTP. It is used by one
 // goroutine at a time.
 type e2eSession struct {
-	hc  *http.Client
-	url string
-	sid string
-	id  int64
+	hc     *http.Client
+	url    string
+	sid    string
+	id     int64
+	modern bool // 2026-07-28 requests: no session, _meta and routing headers on each
+}
+
+// modernMeta is the _meta of every 2026-07-28 request of the benchmark.
+var modernMeta = map[string]any{
+	"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
+	"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "e2e", "version": "1"},
+	"io.modelcontextprotocol/clientCapabilities": map[string]any{"extensions": map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}},
 }
 
 type e2eRPCError struct {
@@ -96,6 +108,9 @@ func newE2ESession(hc *http.Client, url string) (*e2eSession, error) {
 // call sends one request and returns its result, or its JSON-RPC error as an
 // *e2eRPCError.
 func (s *e2eSession) call(method string, params any) (json.RawMessage, error) {
+	if p, ok := params.(map[string]any); ok && s.modern {
+		p["_meta"] = modernMeta
+	}
 	s.id++
 	var resp e2eResponse
 	err := s.post(map[string]any{"jsonrpc": "2.0", "id": s.id, "method": method, "params": params}, &resp)
@@ -124,6 +139,17 @@ func (s *e2eSession) post(msg map[string]any, resp *e2eResponse) error {
 	if s.sid != "" {
 		req.Header.Set("Mcp-Session-Id", s.sid)
 		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	}
+	if s.modern {
+		req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", fmt.Sprint(msg["method"]))
+		if p, ok := msg["params"].(map[string]any); ok {
+			for _, k := range []string{"name", "taskId"} {
+				if v, ok := p[k].(string); ok {
+					req.Header.Set("Mcp-Name", v)
+				}
+			}
+		}
 	}
 	hr, err := s.hc.Do(req)
 	if err != nil {
@@ -349,6 +375,52 @@ func BenchmarkE2E(b *testing.B) {
 				}
 				return err
 			})
+		})
+	}
+
+	modern := make([]*e2eSession, e2eClients)
+	for i := range modern {
+		modern[i] = &e2eSession{hc: hc, url: url, modern: true}
+	}
+	for _, n := range []int{1, e2eClients} {
+		b.Run(fmt.Sprintf("task-2026/slow_count/clients=%d", n), func(b *testing.B) {
+			var gets atomic.Int64
+			e2eRun(b, modern[:n], func(s *e2eSession, _ int64) error {
+				raw, err := s.call("tools/call", map[string]any{"name": "slow_count", "arguments": countArgs})
+				if err != nil {
+					return err
+				}
+				var created struct{ ResultType, TaskID, Status string }
+				if err := json.Unmarshal(raw, &created); err != nil || created.ResultType != "task" || created.TaskID == "" {
+					return fmt.Errorf("tools/call: got %s, want a CreateTaskResult", raw)
+				}
+				for {
+					gets.Add(1)
+					raw, err := s.call("tasks/get", map[string]any{"taskId": created.TaskID})
+					if err != nil {
+						return err
+					}
+					var got struct {
+						Status string
+						Result json.RawMessage
+					}
+					if err := json.Unmarshal(raw, &got); err != nil {
+						return err
+					}
+					switch got.Status {
+					case "working":
+						continue
+					case "completed":
+						text, err := callText(got.Result, "")
+						if err == nil && text != "counted to 1" {
+							err = fmt.Errorf("tasks/get result: got %q, want %q", text, "counted to 1")
+						}
+						return err
+					}
+					return fmt.Errorf("tasks/get: %s", raw)
+				}
+			})
+			b.ReportMetric(float64(gets.Load())/float64(b.N), "gets/op")
 		})
 	}
 
