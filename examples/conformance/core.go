@@ -62,7 +62,8 @@ var coreTools = []guest.Tool{
 		Name:        "test_error_handling",
 		Description: "Always fails with a tool error.",
 		Handler: func(*guest.Call, json.RawMessage) (guest.Result, error) {
-			return guest.Result{}, fmt.Errorf("This tool intentionally returns an error for testing")
+			// A tool error as a result: the text is the suite's, capitalised.
+			return guest.Result{Content: []abi.Content{{Type: "text", Text: "This tool intentionally returns an error for testing"}}, IsError: true}, nil
 		},
 	},
 	{
