@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
+
+	"github.com/wasmtask/wasmtask/abi"
 
 	dto "github.com/prometheus/client_model/go"
 )
@@ -139,5 +142,26 @@ func TestProbes(t *testing.T) {
 	s.Close()
 	if code, body := get(ReadyPath); code != http.StatusServiceUnavailable || body != "shutting down" {
 		t.Errorf("readyz after close = %d %q, want 503 shutting down", code, body)
+	}
+}
+
+// BenchmarkMetricsOnCallPath is what the metrics add to each call: the
+// work observeCall and the admission wait's histogram do (the rest of the
+// call path does not touch them). Read it against BenchmarkCallPath's
+// cheapest call (tens of µs):
+//
+//	go test -run '^$' -bench 'MetricsOnCallPath|CallPath/wat' ./host/
+func BenchmarkMetricsOnCallPath(b *testing.B) {
+	s, err := New(context.Background(), Config{ToolsFS: fstest.MapFS{"add.wasm": {Data: addModule(b)}}, CacheDir: testCacheDir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	res := &abi.Result{Content: []abi.Content{{Type: "text", Text: "3"}}}
+	b.ReportAllocs()
+	for b.Loop() {
+		start := time.Now()
+		s.metrics.wait.Observe(time.Since(start).Seconds())
+		s.metrics.observeCall("add", "tenant-a", res, nil, start)
 	}
 }

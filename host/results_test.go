@@ -25,7 +25,7 @@ func (quiet) Elicit(context.Context, abi.ElicitRequest) (abi.ElicitReply, error)
 	return abi.ElicitReply{}, context.Canceled
 }
 
-func addModule(t *testing.T) []byte {
+func addModule(t testing.TB) []byte {
 	b, err := defaulttools.FS.ReadFile("add.wasm")
 	if err != nil {
 		t.Fatal(err)
