@@ -30,9 +30,9 @@ type servedProcess struct {
 	ended bool          // stderr reached EOF
 }
 
-// startServe builds the command and runs `serve args...`; at cleanup it
-// interrupts it and fails t unless it exits cleanly.
-func startServe(t *testing.T, args ...string) *servedProcess {
+// buildWasmtask builds the command into a temporary directory and returns
+// the binary's path.
+func buildWasmtask(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "wasmtask")
 	build := exec.Command("go", "build", "-o", bin, ".")
@@ -40,6 +40,13 @@ func startServe(t *testing.T, args ...string) *servedProcess {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
+	return bin
+}
+
+// startServe runs `bin serve args...` (bin from buildWasmtask); at cleanup
+// it interrupts it and fails t unless it exits cleanly.
+func startServe(t *testing.T, bin string, args ...string) *servedProcess {
+	t.Helper()
 	p := &servedProcess{t: t, cmd: exec.Command(bin, append([]string{"serve"}, args...)...), more: make(chan struct{})}
 	pipe, err := p.cmd.StderrPipe()
 	if err != nil {
@@ -130,7 +137,7 @@ func TestServeOperations(t *testing.T) {
 	if err := os.WriteFile(policy, []byte(`{"maxInstances": 8}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := startServe(t, "--http", "127.0.0.1:0", "--metrics", "127.0.0.1:0", "--log-format", "json",
+	p := startServe(t, buildWasmtask(t), "--http", "127.0.0.1:0", "--metrics", "127.0.0.1:0", "--log-format", "json",
 		"--tools", tools, "--policy", policy, "--cache-dir", "")
 	metricsURL := p.await(regexp.MustCompile(`wasmtask: metrics on (http://\S+/metrics)`))[1]
 	base := strings.TrimSuffix(p.await(regexp.MustCompile(`wasmtask: listening on (http://\S+)`))[1], "/mcp")
