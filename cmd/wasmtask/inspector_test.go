@@ -49,7 +49,7 @@ func TestInspector(t *testing.T) {
 		transport := "stdio"
 		switch {
 		case server[0] == "wasmtask" && len(server) > 1 && server[1] == "serve":
-			server = append([]string{bin}, append(server[1:], "--cache-dir", cacheDir)...)
+			server = slices.Concat([]string{bin}, server[1:], []string{"--cache-dir", cacheDir})
 		case server[0] == "http://127.0.0.1:8080/mcp" && len(server) == 1:
 			transport = "http"
 			if url == "" {
@@ -64,8 +64,8 @@ func TestInspector(t *testing.T) {
 		name := transport + " " + method[0]
 		seen[name] = true
 		t.Run(name, func(t *testing.T) {
-			args := append(append([]string{inspector}, opts...), "--")
-			cmd := exec.CommandContext(t.Context(), node, append(args, server...)...)
+			args := slices.Concat([]string{inspector}, opts, []string{"--"}, server)
+			cmd := exec.CommandContext(t.Context(), node, args...)
 			cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "HOME=") }), "HOME="+home)
 			var stderr strings.Builder
 			cmd.Stderr = &stderr
