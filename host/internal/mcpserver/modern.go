@@ -177,7 +177,11 @@ func (s *Server) renderModernTask(ctx context.Context, owner string, t taskengin
 	var rpc *jsonrpc.Error
 	switch v, _ := outcome.Value.(*callToolResult); {
 	case v != nil:
-		out.Result = v
+		// The CallToolResult the call would have returned, a
+		// 2026-07-28 result: with its resultType (clients check it).
+		r := *v
+		r.ResultType = resultComplete
+		out.Result = &r
 	case errors.As(outcome.Err, &rpc):
 		out.Error = rpc
 	default:

@@ -285,6 +285,9 @@ func TestModernTaskLifecycle(t *testing.T) {
 	if !strings.Contains(fmt.Sprint(res["content"]), "slow done") {
 		t.Errorf("completed task's result = %v", done["result"])
 	}
+	if res["resultType"] != resultComplete {
+		t.Errorf("the inlined result has resultType %v, want %q (2026-07-28 results carry it)", res["resultType"], resultComplete)
+	}
 	if meta, _ := res["_meta"].(map[string]any); meta[relatedTaskKey] != nil {
 		t.Errorf("the inlined result carries %s: %v", relatedTaskKey, res)
 	}

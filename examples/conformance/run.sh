@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Runs the official MCP conformance suite (@modelcontextprotocol/conformance,
+# pinned in package.json with the Node 22 it needs) against
+# `wasmtask serve --http` on the fixture tools of this directory:
+#
+#   1. every tasks-* scenario of the 2026-07-28 tasks extension: all must pass;
+#   2. --requirements 2025-11-25 and --requirements 2026-07-28: every failure
+#      must be listed, with its reason, in baseline-<revision>.yml, and every
+#      listed failure must still fail (a fixed one is a stale entry);
+#   3. client2026.mjs: the official 2026 client packages drive a task
+#      through input_required to completed.
+#
+# Exits non-zero on any regression. Run it from anywhere:
+#
+#   examples/conformance/run.sh
+set -euo pipefail
+
+dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$dir/../.." && pwd)"
+work="$(mktemp -d)"
+pid=""
+cleanup() {
+	if [[ -n "$pid" ]]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+(cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+export PATH="$dir/node_modules/node/bin:$PATH" # Node 22, as the suite needs
+node -e 'if (+process.versions.node.split(".")[0] < 22) { console.error("Node 22 is needed, got " + process.version); process.exit(1) }'
+conformance="$dir/node_modules/.bin/conformance"
+
+(cd "$root" && go build -o "$work/wasmtask" ./cmd/wasmtask)
+"$work/wasmtask" serve --http 127.0.0.1:0 --tools "$dir/tools" --cache-dir "$work/cache" 2>"$work/serve.log" &
+pid=$!
+url=""
+for _ in $(seq 600); do # the listening line, or the server's end (60 s at most)
+	url="$(sed -n 's/^wasmtask: listening on \(http:[^ ]*\)$/\1/p' "$work/serve.log")"
+	[[ -n "$url" ]] && break
+	kill -0 "$pid" 2>/dev/null || break
+	sleep 0.1
+done
+if [[ -z "$url" ]]; then
+	echo "conformance: wasmtask serve did not start:" >&2
+	cat "$work/serve.log" >&2
+	exit 1
+fi
+# The fixtures are served once their module has loaded.
+for _ in $(seq 600); do
+	node -e 'fetch(process.argv[1]).then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))' "${url%/mcp}/readyz" && break
+	sleep 0.1
+done
+
+failed=0
+run() { # run NAME ARGS...: one suite run, its output shown only when it fails
+	local name="$1"
+	shift
+	if "$conformance" server --url "$url" "$@" >"$work/$name.log" 2>&1; then
+		echo "ok    $name"
+	else
+		echo "FAIL  $name"
+		cat "$work/$name.log"
+		failed=1
+	fi
+}
+
+for scenario in $("$conformance" list --server | sed -n 's/^  - \(tasks-[a-z-]*\).*/\1/p'); do
+	run "$scenario" --scenario "$scenario"
+done
+for revision in 2025-11-25 2026-07-28; do
+	run "requirements-$revision" --requirements "$revision" --expected-failures "$dir/baseline-$revision.yml"
+done
+if node "$dir/client2026.mjs" "$url" >"$work/client2026.log" 2>&1; then
+	echo "ok    client2026"
+else
+	echo "FAIL  client2026"
+	cat "$work/client2026.log"
+	failed=1
+fi
+exit "$failed"
