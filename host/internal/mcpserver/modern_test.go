@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/wasmtask/wasmtask/abi"
@@ -579,4 +580,33 @@ func TestModernEngineEndedTask(t *testing.T) {
 		<-mt.cancelled
 	default:
 	}
+}
+
+// TestModernTTL (R3.4): a 2026-07-28 client cannot ask for a TTL; the
+// task gets the engine's default, reports it as ttlMs, stays retrievable
+// for it and is unknown (-32602) after it. On a fake clock.
+func TestModernTTL(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ts := newTestServer(t, taskengine.Config{DefaultTTL: time.Second})
+		c := ts.connectStdio(t)
+		modern := func(method string, params map[string]any) hosttest.Message {
+			return c.hc.Call(method, hosttest.ModernParams(params, hosttest.WithTasks))
+		}
+		created := modern(methodCallTool, map[string]any{"name": "required", "arguments": map[string]any{}, "task": map[string]any{"ttl": 60000}}).Map()
+		id, _ := created["taskId"].(string)
+		if created["ttlMs"] != float64(1000) {
+			t.Fatalf("ttlMs = %v, want the default 1000 (params.task is not 2026-07-28)", created["ttlMs"])
+		}
+		synctest.Wait()
+		time.Sleep(999 * time.Millisecond)
+		if r := modern(methodTasksGet, taskID(id)); r.Error != nil || r.Map()["status"] != "completed" {
+			t.Errorf("tasks/get within the TTL: %s", r.Raw)
+		}
+		time.Sleep(2 * time.Millisecond)
+		if r := modern(methodTasksGet, taskID(id)); r.Code() != -32602 {
+			t.Errorf("tasks/get after the TTL: %s, want -32602", r.Raw)
+		}
+		c.closeInput()
+		<-c.done
+	})
 }
