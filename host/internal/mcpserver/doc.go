@@ -70,8 +70,8 @@
 // are -32601. Over HTTP the task methods need Mcp-Name = params.taskId
 // (-32020). No progress or log notifications: a task's progress becomes
 // its status message. A plain call whose tool asks a question answers
-// input_required and is run again, fresh, with the answers (keys name the
-// question's place and text); a tool with taskStart begin_task runs that
+// input_required and is run again, fresh, with the answers (keys are a
+// digest of each question's text and its rank among equal ones); a tool with taskStart begin_task runs that
 // way until it calls begin_task, when its task is created. Either era
 // reads the other's tasks of the same owner; anonymous 2026-07-28 tasks
 // over HTTP share one owner, their IDs being the handles.

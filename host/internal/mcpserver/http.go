@@ -168,42 +168,84 @@ const (
 // transport requires for routing (go-sdk checks it for tools/call only).
 // A missing or different name is answered with HTTP 400 and -32020.
 func taskNameMatches(w http.ResponseWriter, r *http.Request, body []byte) bool {
-	var msg struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-		Params struct {
-			TaskID json.RawMessage `json:"taskId"`
-		} `json:"params"`
+	refuse := func(id json.RawMessage, code int64, why string) bool {
+		if len(id) == 0 {
+			id = json.RawMessage("null")
+		}
+		out, _ := marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": jsonrpc.Error{Code: code, Message: why}})
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write(out)
+		return false
 	}
-	if json.Unmarshal(body, &msg) != nil {
-		return true // a batch, or not a request: go-sdk answers it
+	// Read the members as go-sdk will: exact, case-sensitive names. A
+	// name that only differs in case from one that matters, or a repeated
+	// one, would let this check and go-sdk read different requests.
+	msg, err := members(body, "method", "params", "id")
+	if err != nil {
+		if errors.Is(err, errNotObject) {
+			return true // a batch, or not a request: go-sdk answers it
+		}
+		return refuse(nil, jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
 	}
-	switch msg.Method {
+	var method string
+	if json.Unmarshal(msg["method"], &method) != nil {
+		return true
+	}
+	switch method {
 	case methodTasksGet, methodTasksUpdate, methodTasksCancel:
 	default:
 		return true
 	}
+	params, err := members(msg["params"], "taskId")
+	if err != nil && !errors.Is(err, errNotObject) {
+		return refuse(msg["id"], jsonrpc.CodeInvalidRequest, "invalid request: params: "+err.Error())
+	}
 	var taskID string
-	_ = json.Unmarshal(msg.Params.TaskID, &taskID)
+	_ = json.Unmarshal(params["taskId"], &taskID)
 	name, ok := r.Header[nameHeader]
-	var why string
 	switch {
 	case !ok || len(name) == 0:
-		why = fmt.Sprintf("missing required %s header for method %q", nameHeader, msg.Method)
-	case name[0] != taskID:
-		why = fmt.Sprintf("header mismatch: %s header value %q does not match the body's params.taskId %q", nameHeader, name[0], taskID)
-	default:
-		return true
+		return refuse(msg["id"], mcp.CodeHeaderMismatch, fmt.Sprintf("missing required %s header for method %q", nameHeader, method))
+	case strings.TrimSpace(name[0]) != taskID:
+		return refuse(msg["id"], mcp.CodeHeaderMismatch, fmt.Sprintf("header mismatch: %s header value %q does not match the body's params.taskId %q", nameHeader, name[0], taskID))
 	}
-	id := msg.ID
-	if len(id) == 0 {
-		id = json.RawMessage("null")
+	return true
+}
+
+var errNotObject = errors.New("not a JSON object")
+
+// members returns the members of the JSON object raw by their exact
+// names. It refuses an object that repeats a name, or that has a name
+// differing only in case from one of watched (decoders that fold case
+// would read that one instead).
+func members(raw json.RawMessage, watched ...string) (map[string]json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, errNotObject
 	}
-	out, _ := marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": jsonrpc.Error{Code: mcp.CodeHeaderMismatch, Message: why}})
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusBadRequest)
-	_, _ = w.Write(out)
-	return false
+	out := make(map[string]json.RawMessage)
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, errNotObject
+		}
+		name, _ := tok.(string)
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("member %q appears twice", name)
+		}
+		for _, w := range watched {
+			if name != w && strings.EqualFold(name, w) {
+				return nil, fmt.Errorf("member %q is not %q", name, w)
+			}
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, errNotObject
+		}
+		out[name] = v
+	}
+	return out, nil
 }
 
 // knownVersions are the protocol versions go-sdk's handler accepts in the

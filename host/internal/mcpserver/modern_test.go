@@ -27,6 +27,8 @@ import (
 //
 //	rpcerr  required  ends with a protocol error (ABI 1.1 result "error")
 //	twoq    required  asks two questions at once, returns both answers
+//	twoq_plain        the same, optional (a plain call for a client
+//	                  without the tasks extension)
 //	ask3    optional  asks three questions one after the other
 //	staged  required, taskStart begin_task: asks a name, begins its task,
 //	        waits for release, greets the name
@@ -40,6 +42,7 @@ type modernTools struct {
 var modernExtra = []abi.Tool{
 	{Name: "rpcerr", TaskSupport: abi.TaskRequired, TaskStart: abi.TaskStartCall},
 	{Name: "twoq", TaskSupport: abi.TaskRequired, TaskStart: abi.TaskStartCall},
+	{Name: "twoq_plain", TaskSupport: abi.TaskOptional, TaskStart: abi.TaskStartCall},
 	{Name: "ask3", TaskSupport: abi.TaskOptional, TaskStart: abi.TaskStartCall},
 	{Name: "staged", TaskSupport: abi.TaskRequired, TaskStart: abi.TaskStartBegin},
 	{Name: "stuck", TaskSupport: abi.TaskRequired, TaskStart: abi.TaskStartCall},
@@ -70,7 +73,7 @@ func (m *modernTools) Call(ctx context.Context, name string, args json.RawMessag
 	switch name {
 	case "rpcerr":
 		return &abi.Result{Error: &abi.ProtocolError{Code: -32603, Message: "simulated protocol error"}}, nil
-	case "twoq":
+	case "twoq", "twoq_plain":
 		var wg sync.WaitGroup
 		replies := make([]string, 2)
 		for i, q := range []string{"First?", "Second?"} {
@@ -449,6 +452,26 @@ func TestModernPlainCallAsksInRounds(t *testing.T) {
 		t.Errorf("round 2 = %v", round2)
 	}
 
+	// Two questions asked together reach the host in any order; their
+	// keys do not depend on it, so the answers of round 1 always complete
+	// round 2.
+	for i := range 20 {
+		round1 := c.Call(methodCallTool, call("twoq_plain", nil)).Map()
+		reqs, _ := round1["inputRequests"].(map[string]any)
+		if len(reqs) != 2 {
+			t.Fatalf("twoq_plain round 1 = %v", round1)
+		}
+		answers := map[string]any{}
+		for k, q := range reqs {
+			msg := q.(map[string]any)["params"].(map[string]any)["message"]
+			answers[k] = map[string]any{"action": "accept", "content": map[string]any{"name": fmt.Sprint(msg)}}
+		}
+		round2 := c.Call(methodCallTool, map[string]any{"name": "twoq_plain", "arguments": map[string]any{}, "inputResponses": answers}).Map()
+		if round2["resultType"] != resultComplete || !strings.Contains(fmt.Sprint(round2["content"]), `{"name":"First?"} {"name":"Second?"}`) {
+			t.Fatalf("twoq_plain round 2 (try %d) = %v", i, round2)
+		}
+	}
+
 	// begin_task: round 1 asks, round 2 becomes a task.
 	c.Capabilities = hosttest.WithTasks
 	round1 = c.Call(methodCallTool, call("staged", nil)).Map()
@@ -494,6 +517,31 @@ func TestModernNameHeader(t *testing.T) {
 	}
 	if m := c.Call(methodTasksGet, taskID(id)); m.Error != nil {
 		t.Errorf("matching headers: %s", m.Raw)
+	}
+	// Names that differ only in case, or repeat, must not let the check
+	// and go-sdk read different requests.
+	meta, _ := json.Marshal(hosttest.ModernMeta(hosttest.WithTasks))
+	for name, tc := range map[string]struct{ body, mcpName string }{
+		"decoy METHOD": {fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tasks/get","METHOD":"x","params":{"taskId":%q,"_meta":%s}}`, id, meta), ""},
+		"decoy TASKID": {fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":%q,"TASKID":"other","_meta":%s}}`, id, meta), "other"},
+		"twice taskId": {fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"other","taskId":%q,"_meta":%s}}`, id, meta), "other"},
+	} {
+		req, _ := http.NewRequest(http.MethodPost, c.URL, strings.NewReader(tc.body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", hosttest.ModernVersion)
+		req.Header.Set("Mcp-Method", methodTasksGet)
+		if tc.mcpName != "" {
+			req.Header.Set("Mcp-Name", tc.mcpName)
+		}
+		resp, err := c.HC.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("%s: HTTP %d, want 400", name, resp.StatusCode)
+		}
 	}
 }
 

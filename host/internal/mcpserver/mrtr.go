@@ -22,8 +22,10 @@ import (
 // (inputResponses). wasmtask keeps nothing between the rounds: each round
 // runs the tool in a fresh instance, as every call does, and answers its
 // questions, in order, from the round's inputResponses; the first
-// question without an answer ends the round. A question's key names its
-// place and its text, so an answer never reaches another question.
+// question without an answer ends the round. A question's key is a digest
+// of its text and its rank among the round's questions with that text, so
+// an answer never reaches another question, whatever order questions asked
+// together arrive in.
 //
 // A tool with taskStart begin_task runs this way until it calls
 // begin_task, when the call becomes a task (for a client that declared the
@@ -40,14 +42,18 @@ type inputRequiredResult struct {
 // errNeedsInput ends a round's guest at its first unanswered question.
 var errNeedsInput = errors.New("the question waits for the client's next round")
 
-// questionKey names the n-th question of a round: its place and a digest
-// of its text, the same in every round that asks it.
-func questionKey(n int, req abi.ElicitRequest) string {
+// questionKey names a question of a round: a digest of its text, and
+// which of the round's questions with that text it is (the n-th). The same
+// in every round that asks it, whatever order questions asked together
+// (elicit_all) reach the host in; identical questions are interchangeable.
+func questionKey(req abi.ElicitRequest, seen map[string]int) string {
 	h := sha256.New()
 	h.Write([]byte(req.Message))
 	h.Write([]byte{0})
 	h.Write(req.RequestedSchema)
-	return fmt.Sprintf("q%d-%x", n, h.Sum(nil)[:6])
+	d := fmt.Sprintf("%x", h.Sum(nil)[:6])
+	seen[d]++
+	return fmt.Sprintf("q-%s-%d", d, seen[d])
 }
 
 // staged is one round of a 2026-07-28 call that may ask questions, and
@@ -63,7 +69,7 @@ type staged struct {
 	begin   func() (taskengine.Task, error)
 
 	mu      sync.Mutex
-	asked   int                     // questions asked this round
+	asked   map[string]int          // questions asked this round, by digest
 	missing map[string]inputRequest // questions without an answer
 	task    *taskEvents             // once a task
 	begun   chan taskengine.Task    // the task, once begin_task made one
@@ -107,8 +113,10 @@ func (c *staged) Elicit(ctx context.Context, req abi.ElicitRequest) (abi.ElicitR
 		c.mu.Unlock()
 		return abi.ElicitReply{}, errElicitUnsupported
 	}
-	c.asked++
-	key := questionKey(c.asked, req)
+	if c.asked == nil {
+		c.asked = make(map[string]int)
+	}
+	key := questionKey(req, c.asked)
 	if a, ok := c.answers[key]; ok {
 		c.mu.Unlock()
 		return a, nil
