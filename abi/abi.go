@@ -101,10 +101,18 @@ type Request struct {
 
 // Manifest is what a module writes to stdout when asked to describe itself.
 type Manifest struct {
-	ABI   int    `json:"abi"`
-	Name  string `json:"name,omitempty"` // module name, informational
-	Tools []Tool `json:"tools"`
+	ABI int `json:"abi"`
+	// Revision is the minor version of the ABI the module was written for
+	// (1 for ABI 1.1; absent or 0 for 1.0). A module of revision 1 gets
+	// 1.1's answers from existing functions (elicit's -3); one that
+	// imports a 1.1 function is of revision 1 whatever it says.
+	Revision int    `json:"revision,omitempty"`
+	Name     string `json:"name,omitempty"` // module name, informational
+	Tools    []Tool `json:"tools"`
 }
+
+// Revision is the ABI revision this package describes: ABI 1.1.
+const Revision = 1
 
 // Tool declares one tool of a module.
 type Tool struct {
@@ -256,6 +264,9 @@ func DecodeManifest(b []byte) (*Manifest, error) {
 	}
 	if m.ABI != Version {
 		return nil, fmt.Errorf("%w: module declares ABI v%d, this host speaks v%d: rebuild the module against wasmtask abi v%d", ErrVersion, m.ABI, Version, Version)
+	}
+	if m.Revision < 0 {
+		return nil, fmt.Errorf("%w: revision %d is negative", ErrManifest, m.Revision)
 	}
 	if len(m.Tools) == 0 {
 		return nil, fmt.Errorf("%w: declares no tools", ErrManifest)

@@ -49,11 +49,14 @@ type cachePlan struct {
 // true}, the server's maximum TTL and the tool's resultCacheTtl are not
 // negative, and it has no writable mount (its result may depend on what it
 // finds there) unless tp says cacheWritable. Its TTL is the least of its
-// ttlMs, the tool's resultCacheTtl and the server's maximum.
+// ttlMs, the tool's resultCacheTtl and the server's maximum. A tool with
+// taskStart begin_task is never cached: whether its call becomes a task
+// is decided by each call's own client, and concurrent identical calls
+// share one run.
 func (s *Server) cachePlanOf(t abi.Tool, tp ToolPolicy, lim wasmrt.Limits) cachePlan {
 	maxTTL := s.cfg.ResultCacheMaxTTL
 	writable := slices.ContainsFunc(lim.Mounts, func(m wasmrt.Mount) bool { return m.Write })
-	if t.Cache == nil || !t.Cache.Cacheable || maxTTL <= 0 || tp.ResultCacheTTL < 0 || writable && !tp.CacheWritable {
+	if t.Cache == nil || !t.Cache.Cacheable || maxTTL <= 0 || tp.ResultCacheTTL < 0 || writable && !tp.CacheWritable || t.TaskStart == abi.TaskStartBegin {
 		return cachePlan{}
 	}
 	if tp.ResultCacheTTL > 0 {
@@ -126,6 +129,13 @@ func resultSize(r *abi.Result) int64 {
 type elicitWatch struct {
 	abi.Events
 	elicited atomic.Bool
+}
+
+// BeginTask passes begin_task on: a task-augmented call of a cached tool
+// is a task from its start, and says so.
+func (w *elicitWatch) BeginTask() bool {
+	b, ok := w.Events.(abi.TaskBeginner)
+	return ok && b.BeginTask()
 }
 
 func (w *elicitWatch) Elicit(ctx context.Context, req abi.ElicitRequest) (abi.ElicitReply, error) {

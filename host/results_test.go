@@ -175,6 +175,11 @@ func TestResultCachePlan(t *testing.T) {
 	if p := on.cachePlanOf(tl.decl, tp, tl.lim); p.ttl != 0 {
 		t.Errorf("resultCacheTtl negative: plan %+v, want not cached", p)
 	}
+	begins := tl.decl
+	begins.TaskSupport, begins.TaskStart = abi.TaskRequired, abi.TaskStartBegin
+	if p := on.cachePlanOf(begins, tl.policy, tl.lim); p.ttl != 0 {
+		t.Errorf("a cacheable tool with taskStart begin_task has plan %+v, want not cached", p)
+	}
 }
 
 // cacheableVerModule is verModule with a cacheable tool: the description

@@ -45,5 +45,5 @@ func ExampleDescribe() {
 	b, err := guest.Describe(greet)
 	fmt.Println(string(b), err)
 	// Output:
-	// {"abi":1,"tools":[{"name":"greet","description":"Greets someone.","inputSchema":{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}}]} <nil>
+	// {"abi":1,"revision":1,"tools":[{"name":"greet","description":"Greets someone.","inputSchema":{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}}]} <nil>
 }

@@ -130,7 +130,7 @@ func Serve(r io.Reader, w io.Writer, tools ...Tool) error {
 // check it ([abi.DecodeManifest]). A tool's tests can call it to catch
 // declaration errors before the module reaches a host.
 func Describe(tools ...Tool) ([]byte, error) {
-	m := abi.Manifest{ABI: abi.Version, Tools: make([]abi.Tool, 0, len(tools))}
+	m := abi.Manifest{ABI: abi.Version, Revision: abi.Revision, Tools: make([]abi.Tool, 0, len(tools))}
 	for _, t := range tools {
 		if t.Handler == nil {
 			return nil, fmt.Errorf("%w: tool %q has no Handler", ErrTool, t.Name)

@@ -228,6 +228,9 @@ func (s *Server) callStaged(ctx context.Context, rq requestor, cat Catalog, rele
 			defer stop()
 			e := <-outcome
 			s.audit(auditTaskFinish, owner, append(append(slices.Clip(info.attrs), slog.String("task", run.ID())), outcomeAttr(e.res, e.err))...)
+			if tctx.Err() != nil {
+				return taskengine.Outcome{Err: endedBy(tctx)}
+			}
 			if e.err != nil {
 				return taskengine.Outcome{Err: e.err}
 			}

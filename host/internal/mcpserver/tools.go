@@ -334,6 +334,9 @@ func (s *Server) createTask(rq requestor, cat Catalog, release func(), tool stri
 		}}
 		res, err := s.execute(ctx, meta, cat, tool, args, ev)
 		s.audit(auditTaskFinish, owner, append(append(slices.Clip(info.attrs), slog.String("task", id)), outcomeAttr(res, err))...)
+		if ctx.Err() != nil {
+			return taskengine.Outcome{Err: endedBy(ctx)}
+		}
 		if err != nil {
 			return taskengine.Outcome{Err: err}
 		}
@@ -360,6 +363,17 @@ func (s *Server) createTask(rq requestor, cat Catalog, release func(), tool stri
 		s.watchStatus(rq.sess, owner, t.ID)
 	}
 	return &createTaskResult{Task: wireTaskOf(t)}, nil
+}
+
+// endedBy is why the engine ended a task's context, in the engine's terms:
+// what the work returns once the task is over is its end, not a tool error
+// of its own (the engine may not have recorded the end yet when the work
+// returns: either way the task ends the same).
+func endedBy(ctx context.Context) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return taskengine.ErrDeadline
+	}
+	return context.Cause(ctx)
 }
 
 func firstText(r *callToolResult, def string) string {

@@ -44,6 +44,7 @@ type callState struct {
 	reply    []byte     // pending elicit reply
 
 	begun, isTask bool // begin_task was called, and what it answered
+	abi11         bool // the module knows ABI 1.1's codes (elicit's -3)
 
 	elicits     int       // elicitations asked so far
 	elicitReady time.Time // when the next elicitation past the burst may be asked
@@ -252,7 +253,7 @@ func hostElicit(ctx context.Context, mod api.Module, stack []uint64) {
 		return
 	}
 	if !s.mayElicit() {
-		stack[0] = api.EncodeI32(abi.ElicitLimit)
+		stack[0] = api.EncodeI32(s.code(abi.ElicitLimit))
 		return
 	}
 	reply, err := s.ev.Elicit(ctx, req)
@@ -263,7 +264,7 @@ func hostElicit(ctx context.Context, mod api.Module, stack []uint64) {
 		// The guest learns which of "nobody can answer" and "limit
 		// reached" it met; the details are the host's to log, not text
 		// for the guest's log, which reaches the client.
-		stack[0] = api.EncodeI32(elicitCode(err))
+		stack[0] = api.EncodeI32(s.code(elicitCode(err)))
 		return
 	}
 	b, err := json.Marshal(reply)
@@ -337,6 +338,16 @@ func hostElicitAll(ctx context.Context, mod api.Module, stack []uint64) {
 	}
 	s.reply = b
 	stack[0] = api.EncodeI32(int32(len(b)))
+}
+
+// code is c as the module understands it: a module built for ABI 1.0
+// (it imports no 1.1 function) never sees 1.1's codes, and reads a limit
+// as -1, as it always did.
+func (s *callState) code(c int32) int32 {
+	if c == abi.ElicitLimit && !s.abi11 {
+		return abi.ElicitUnsupported
+	}
+	return c
 }
 
 // elicitCode is what elicit returns for an error of Events.Elicit.

@@ -38,6 +38,7 @@ type Module struct {
 	minPages uint32                 // initial memory of the module
 	static   uint64                 // host bytes of an instance outside linear memory and stack
 	hasStart bool                   // the module's start function is exported as startExport
+	abi11    bool                   // imports an ABI 1.1 function, so knows elicit's -3
 
 	engineOnce sync.Once
 	engineErr  error
@@ -173,6 +174,11 @@ func (m *Module) compile(ctx context.Context, wasm []byte) error {
 	}
 	for _, mem := range compiled.ExportedMemories() {
 		m.minPages = max(m.minPages, mem.Min())
+	}
+	for _, f := range compiled.ImportedFunctions() {
+		if mod, fn, _ := f.Import(); mod == abi.ImportModule && (fn == abi.FuncElicitAll || fn == abi.FuncBeginTask) {
+			m.abi11 = true
+		}
 	}
 	m.compiled, m.static, m.hasStart = compiled, g.static, g.hasStart
 	return nil
@@ -407,6 +413,7 @@ func (r *Runtime) run(ctx context.Context, m *Module, tool string, req []byte, l
 	defer cancel()
 
 	state := newCallState(ev, c.lim.MaxLogBytes)
+	state.abi11 = m.abi11 || m.manifest != nil && m.manifest.Revision >= 1
 	if !r.track(state, cancel) {
 		return nil, c.fail(KindCanceled, "the runtime was closed", ErrClosed)
 	}

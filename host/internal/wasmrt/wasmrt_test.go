@@ -1,10 +1,13 @@
 package wasmrt
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/wasmtask/wasmtask/abi"
+	"github.com/wasmtask/wasmtask/host/hosttest"
 )
 
 // stillWorks checks that a normal module loads and answers after a failure.
@@ -222,15 +226,38 @@ func TestElicit(t *testing.T) {
 	refuse := func(err error) abi.Events {
 		return &events{elicit: func(context.Context, abi.ElicitRequest) (abi.ElicitReply, error) { return abi.ElicitReply{}, err }}
 	}
+	// ok is an ABI 1.0 module: a limit reads -1 to it, as it always did.
+	// The same module importing an ABI 1.1 function gets -3.
+	src, err := os.ReadFile("testdata/ok.wat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	elicitImport := `(import "wasmtask_v1" "elicit" (func $elicit (param i32 i32) (result i32)))`
+	if !bytes.Contains(src, []byte(elicitImport)) {
+		t.Fatalf("testdata/ok.wat no longer has the line %s", elicitImport)
+	}
+	path := filepath.Join(t.TempDir(), "ok11.wat")
+	src11 := bytes.Replace(src, []byte(elicitImport), []byte(elicitImport+"\n  (import \"wasmtask_v1\" \"begin_task\" (func $begin_task (result i32)))"), 1)
+	if err := os.WriteFile(path, src11, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m11, err := r.Load(context.Background(), "ok11", hosttest.Wasm(t, path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m11.Close(context.Background())
 	for name, tc := range map[string]struct {
+		m    *Module
 		ev   abi.Events
 		exit string
 	}{
-		"no events":     {nil, "exit code 7"},
-		"unsupported":   {refuse(fmt.Errorf("no: %w", errors.ErrUnsupported)), "exit code 7"},
-		"limit reached": {refuse(fmt.Errorf("too many: %w", abi.ErrElicitLimit)), "exit code 9"},
+		"no events":          {m, nil, "exit code 7"},
+		"unsupported":        {m, refuse(fmt.Errorf("no: %w", errors.ErrUnsupported)), "exit code 7"},
+		"limit reached, 1.0": {m, refuse(fmt.Errorf("too many: %w", abi.ErrElicitLimit)), "exit code 7"},
+		"limit reached, 1.1": {m11, refuse(fmt.Errorf("too many: %w", abi.ErrElicitLimit)), "exit code 9"},
+		"unsupported, 1.1":   {m11, refuse(fmt.Errorf("no: %w", errors.ErrUnsupported)), "exit code 7"},
 	} {
-		_, err = m.Call(context.Background(), "ask", nil, testLimits, tc.ev)
+		_, err = tc.m.Call(context.Background(), "ask", nil, testLimits, tc.ev)
 		var ge *GuestError
 		if !errors.As(err, &ge) || ge.Kind != KindExit || !strings.Contains(ge.Msg, tc.exit) {
 			t.Errorf("ask, %s: %v, want %s", name, err, tc.exit)
