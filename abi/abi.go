@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"reflect"
 	"strings"
 	"unicode"
@@ -189,6 +190,8 @@ const MaxProtocolErrorBytes = 1024
 func (e *ProtocolError) Check() error {
 	switch {
 	case e.Code == -32602 || e.Code == -32603:
+	case e.Code < math.MinInt32 || e.Code > math.MaxInt32:
+		return fmt.Errorf("error code %d is not a 32-bit integer", e.Code)
 	case e.Code >= -32768 && e.Code <= -32000:
 		return fmt.Errorf("error code %d is reserved by JSON-RPC and MCP (use -32602, -32603, or a code outside -32768..-32000)", e.Code)
 	}

@@ -194,3 +194,33 @@ func TestValidToolName(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeResultProtocolError: a result may be a protocol error (ABI
+// 1.1), alone, with a code the tool may choose and one bounded line.
+func TestDecodeResultProtocolError(t *testing.T) {
+	for _, ok := range []string{
+		`{"error":{"code":-32603,"message":"the store is down"}}`,
+		`{"content":[],"error":{"code":-32602,"message":"bad"}}`,
+		`{"error":{"code":1001,"message":"application error"}}`,
+		`{"error":{"code":-40000,"message":"below the reserved range"}}`,
+	} {
+		r, err := abi.DecodeResult([]byte(ok))
+		if err != nil || r.Error == nil {
+			t.Errorf("%s: %v, want a protocol error", ok, err)
+		}
+	}
+	for bad, why := range map[string]string{
+		`{"error":{"code":-32021,"message":"declare a capability"}}`:                     "reserved",
+		`{"error":{"code":-32601,"message":"no such method"}}`:                           "reserved",
+		`{"error":{"code":4294967296,"message":"big"}}`:                                  "32-bit",
+		`{"error":{"code":-32603,"message":""}}`:                                         "empty",
+		`{"error":{"code":-32603,"message":"two\nlines"}}`:                               "control",
+		`{"error":{"code":-32603,"message":"` + strings.Repeat("x", 1025) + `"}}`:        "bytes",
+		`{"content":[{"type":"text","text":"x"}],"error":{"code":-32603,"message":"x"}}`: "alone",
+		`{"isError":true,"error":{"code":-32603,"message":"x"}}`:                         "alone",
+	} {
+		if _, err := abi.DecodeResult([]byte(bad)); err == nil || !strings.Contains(err.Error(), why) {
+			t.Errorf("%.60s: %v, want an invalid result saying %q", bad, err, why)
+		}
+	}
+}

@@ -170,15 +170,25 @@ func (s *Server) sessionCountsLocked(user string) (total, mine int) {
 // one) and of its tenant (when authenticated) — refusing it past
 // Config.MaxRequestsPerSession or MaxRequestsPerTenant; the returned func
 // counts it out. The tenant's bound keeps one tenant's long-polls, over
-// all its sessions, from holding every connection.
+// all its sessions, from holding every connection. Requests with neither
+// a session nor a tenant (2026-07-28 requests without authentication, and
+// session openings) share the tenant bound as one anonymous tenant.
 func (s *Server) enterRequest(w http.ResponseWriter, r *http.Request, id string) (func(), bool) {
 	var user string
 	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
 		user = ti.UserID
 	}
 	sessionKey, tenantKey := "s:"+id, "t:"+user
+	anonymous := user == "" && id == ""
+	if anonymous {
+		tenantKey = "a:"
+	}
 	s.mu.Lock()
 	switch {
+	case anonymous && s.inFlight[tenantKey] >= s.cfg.MaxRequestsPerTenant:
+		s.mu.Unlock()
+		s.refuse(w, r, http.StatusTooManyRequests, fmt.Sprintf("too many requests in flight without a session or a tenant (at most %d)", s.cfg.MaxRequestsPerTenant))
+		return nil, false
 	case id != "" && s.inFlight[sessionKey] >= s.cfg.MaxRequestsPerSession:
 		s.mu.Unlock()
 		s.refuse(w, r, http.StatusTooManyRequests, fmt.Sprintf("too many requests in flight on this session (at most %d)", s.cfg.MaxRequestsPerSession))
@@ -192,7 +202,7 @@ func (s *Server) enterRequest(w http.ResponseWriter, r *http.Request, id string)
 	if id != "" {
 		keys = append(keys, sessionKey)
 	}
-	if user != "" {
+	if user != "" || anonymous {
 		keys = append(keys, tenantKey)
 	}
 	for _, k := range keys {

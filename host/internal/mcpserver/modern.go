@@ -155,9 +155,13 @@ func (s *Server) renderModernTask(ctx context.Context, owner string, t taskengin
 			return nil, engineError(err, t.ID)
 		}
 		out := &modernTaskResult{modernTask: modernTaskOf(t, nil, resultComplete)}
-		if len(reqs) > 0 {
-			out.InputRequests = make(map[string]inputRequest, len(reqs))
+		if len(reqs) == 0 {
+			// Answered since Get: input_required must list what it
+			// waits for, and nothing is waited for.
+			out.Status = string(taskengine.StatusWorking)
+			return out, nil
 		}
+		out.InputRequests = make(map[string]inputRequest, len(reqs))
 		for _, r := range reqs {
 			req, _ := r.Payload.(abi.ElicitRequest)
 			out.InputRequests[r.ID] = inputRequest{Method: "elicitation/create", Params: elicitParams{Mode: "form", Message: req.Message, RequestedSchema: req.RequestedSchema}}
@@ -166,9 +170,10 @@ func (s *Server) renderModernTask(ctx context.Context, owner string, t taskengin
 	case !t.Status.Terminal():
 		return &modernTaskResult{modernTask: modernTaskOf(t, nil, resultComplete)}, nil
 	}
-	t, outcome, err := e.Wait(ctx, owner, t.ID) // terminal: returns at once
+	id := t.ID
+	t, outcome, err := e.Wait(ctx, owner, id) // terminal: returns at once
 	if err != nil {
-		return nil, engineError(err, t.ID)
+		return nil, engineError(err, id)
 	}
 	out := &modernTaskResult{modernTask: modernTaskOf(t, &outcome, resultComplete)}
 	if t.Status == taskengine.StatusCancelled {

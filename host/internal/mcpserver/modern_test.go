@@ -681,3 +681,35 @@ func TestModernTTL(t *testing.T) {
 		<-c.done
 	})
 }
+
+// TestModernAnonymousInFlight: 2026-07-28 requests without a tenant have
+// no session to be bounded by; they share the tenant bound on requests
+// in flight as one anonymous tenant (429 past it).
+func TestModernAnonymousInFlight(t *testing.T) {
+	ts := newTestServerWith(t, taskengine.Config{}, func(c *Config) { c.MaxRequestsPerTenant = 2 })
+	srv := ts.httpServer(t)
+	c := hosttest.NewModernClient(t, srv.URL+HTTPPath)
+	c.HC = srv.Client()
+	c.Capabilities = hosttest.NoCapabilities // slow runs as a plain call, holding its request
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() { c.Call(methodCallTool, call("slow", nil)) })
+		<-ts.tools.started
+	}
+	body := `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"plain","arguments":{}}}`
+	req, _ := http.NewRequest(http.MethodPost, c.URL, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", hosttest.ModernVersion)
+	resp, err := c.HC.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("a third anonymous request in flight: HTTP %d, want 429", resp.StatusCode)
+	}
+	ts.tools.release <- struct{}{}
+	ts.tools.release <- struct{}{}
+	wg.Wait()
+}

@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"slices"
 	"sync"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wasmtask/wasmtask/abi"
@@ -201,8 +203,9 @@ func (s *Server) callStaged(ctx context.Context, rq requestor, cat Catalog, rele
 	ctx, stop := withDone(ctx, rq.sess.ctx)
 	defer stop()
 	// The instance outlives the request once it is a task: its context
-	// is its own, ended by the request until then, by the task after.
-	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	// is its own (nothing of the request's), ended by the request until
+	// then, by the task after.
+	runCtx, cancel := context.WithCancel(context.Background())
 	stopWithRequest := context.AfterFunc(ctx, cancel)
 	c := &staged{
 		s: s, rq: rq, tool: tool, answers: answersOf(p.InputResponses), mayTask: mayTask,
@@ -254,9 +257,21 @@ func (s *Server) callStaged(ctx context.Context, rq requestor, cat Catalog, rele
 		defer s.endWork()
 		defer release()
 		defer cancel()
-		res, err := s.execute(runCtx, &CallMeta{Tenant: owner, User: rq.user}, cat, tool, p.Arguments, c)
-		outcome <- ending{res, err}
-		ended <- ending{res, err}
+		var e ending
+		func() {
+			// This goroutine is the call's own: a panic in the call path
+			// (not the guest, which wasmrt contains) must not end the
+			// process, as the middleware and the engine ensure elsewhere.
+			defer func() {
+				if r := recover(); r != nil {
+					s.log.Error("panic while running a tool", "tool", tool, "panic", r, "stack", string(debug.Stack()))
+					e = ending{err: rpcError(jsonrpc.CodeInternalError, "internal error")}
+				}
+			}()
+			e.res, e.err = s.execute(runCtx, &CallMeta{Tenant: owner, User: rq.user}, cat, tool, p.Arguments, c)
+		}()
+		outcome <- e
+		ended <- e
 	}()
 
 	select {

@@ -192,6 +192,9 @@ func (s *Server) callTool(ctx context.Context, rq requestor, p *mcp.CallToolPara
 	if err := s.checkArgs(p.Arguments); err != nil {
 		return nil, err
 	}
+	if len(p.InputResponses) > maxInputResponses {
+		return nil, rpcError(jsonrpc.CodeInvalidParams, "inputResponses has %d answers; a call asks at most %d questions", len(p.InputResponses), maxInputResponses)
+	}
 	if rq.modern {
 		// The server decides: a tool that may run as a task does so for
 		// every request that declares the extension (params.task is not
@@ -249,6 +252,11 @@ func (s *Server) callTool(ctx context.Context, rq requestor, p *mcp.CallToolPara
 	handedOver = err == nil
 	return res, err
 }
+
+// maxInputResponses bounds the answers a 2026-07-28 call may carry: a
+// call asks at most the runtime's 32 questions, and a round ends at its
+// first unanswered one.
+const maxInputResponses = 64
 
 // checkArgs checks what the protocol asks of arguments, without parsing
 // them: a bounded size, and absent, null or an object. The catalog parses
