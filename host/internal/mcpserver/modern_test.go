@@ -206,6 +206,11 @@ func TestModernDiscover(t *testing.T) {
 	if _, ok := ext[tasksExtension]; !ok {
 		t.Errorf("server/discover: no %s extension in %v", tasksExtension, caps)
 	}
+	for _, served := range []string{"tools", "prompts", "resources"} { // go-sdk answers the latter two, empty
+		if caps[served] == nil {
+			t.Errorf("server/discover does not declare %q, which is served: %v", served, caps)
+		}
+	}
 	for _, legacy := range []string{"tasks", "logging"} {
 		if _, ok := caps[legacy]; ok {
 			t.Errorf("server/discover advertises %q, which 2026-07-28 answers do not deliver: %v", legacy, caps)
