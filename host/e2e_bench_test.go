@@ -424,6 +424,23 @@ func BenchmarkE2E(b *testing.B) {
 		})
 	}
 
+	// The round trip of a 2026-07-28 tasks/get, to read the JSON-or-SSE
+	// answer's cost against.
+	b.Run("rtt/tasks_get-2026", func(b *testing.B) {
+		raw, err := modern[0].call("tools/call", map[string]any{"name": "slow_count", "arguments": countArgs})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var created struct{ TaskID string }
+		if err := json.Unmarshal(raw, &created); err != nil || created.TaskID == "" {
+			b.Fatalf("tools/call: %s", raw)
+		}
+		e2eRun(b, modern[:1], func(s *e2eSession, _ int64) error {
+			_, err := s.call("tasks/get", map[string]any{"taskId": created.TaskID})
+			return err
+		})
+	})
+
 	// The round trip of a cheap task request, to read cancel-rtt against.
 	b.Run("rtt/tasks_get", func(b *testing.B) {
 		id, err := sessions[0].startTask("slow_count", countArgs, "")

@@ -53,6 +53,12 @@ func (s *Server) HTTPHandler() http.Handler {
 		opts.Stateless = true
 		opts.PropagateRequestCancellation = true
 		s.modernHTTP = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &opts)
+		// A 2026-07-28 request sends nothing before its answer unless it
+		// asks for progress (no logs, no server requests in that era):
+		// such a request is answered as plain JSON rather than an SSE
+		// stream of one event.
+		opts.JSONResponse = true
+		s.modernJSON = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &opts)
 	})
 	mux := http.NewServeMux()
 	var endpoint http.Handler = http.HandlerFunc(s.serveHTTP)
@@ -113,9 +119,11 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	// the read deadline once the body is read, so it never ends the
 	// answer's stream (TestHTTPTimeouts holds it to that).
 	w = newDeadlineWriter(w, s.cfg.WriteTimeout)
+	var body []byte
 	switch r.Method {
 	case http.MethodPost:
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(s.cfg.MaxMessageBytes)))
+		var err error
+		body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, int64(s.cfg.MaxMessageBytes)))
 		if err != nil {
 			var mbe *http.MaxBytesError
 			if errors.As(err, &mbe) {
@@ -152,11 +160,19 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if modern {
+		if r.Method == http.MethodPost && !bytes.Contains(body, progressTokenMember) {
+			s.modernJSON.ServeHTTP(w, r)
+			return
+		}
 		s.modernHTTP.ServeHTTP(w, r)
 		return
 	}
 	s.http.ServeHTTP(w, r)
 }
+
+// progressTokenMember marks a body that may ask for progress: its answer
+// needs a stream (any occurrence, escaped or not, keeps the stream).
+var progressTokenMember = []byte("progressToken")
 
 const (
 	protocolVersionHeader = "Mcp-Protocol-Version"

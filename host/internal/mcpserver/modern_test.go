@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"runtime"
 	"slices"
@@ -717,4 +718,36 @@ func TestModernAnonymousInFlight(t *testing.T) {
 	ts.tools.release <- struct{}{}
 	ts.tools.release <- struct{}{}
 	wg.Wait()
+}
+
+// TestModernJSONAnswers: a 2026-07-28 request that cannot receive anything
+// before its answer (no progress token) is answered as plain JSON; one
+// with a progress token gets a stream.
+func TestModernJSONAnswers(t *testing.T) {
+	_, _, c := modernServer(t, taskengine.Config{})
+	for name, tc := range map[string]struct {
+		meta map[string]any
+		want string
+	}{
+		"no progress token": {nil, "application/json"},
+		"progress token":    {map[string]any{"progressToken": "p1"}, "text/event-stream"},
+	} {
+		params := hosttest.ModernParams(map[string]any{"name": "plain", "arguments": map[string]any{}, "_meta": tc.meta}, hosttest.NoCapabilities)
+		body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": methodCallTool, "params": params})
+		req, _ := http.NewRequest(http.MethodPost, c.URL, strings.NewReader(string(body)))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", hosttest.ModernVersion)
+		req.Header.Set("Mcp-Method", methodCallTool)
+		req.Header.Set("Mcp-Name", "plain")
+		resp, err := c.HC.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || !strings.HasPrefix(ct, tc.want) || !strings.Contains(string(b), `"text":"plain"`) {
+			t.Errorf("%s: HTTP %d %s %s, want %s with the result", name, resp.StatusCode, ct, b, tc.want)
+		}
+	}
 }

@@ -144,6 +144,7 @@ type Server struct {
 	httpOnce   sync.Once
 	http       *mcp.StreamableHTTPHandler // 2025-11-25 sessions
 	modernHTTP *mcp.StreamableHTTPHandler // 2026-07-28 requests, stateless
+	modernJSON *mcp.StreamableHTTPHandler // the same, answered as plain JSON
 
 	wg sync.WaitGroup // status notifiers
 
