@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -63,26 +61,11 @@ func (e *askedTwice) Elicit(ctx context.Context, req abi.ElicitRequest) (abi.Eli
 // its tools through the host: two questions pending at once, begin_task,
 // and a protocol error.
 func TestABI11InC(t *testing.T) {
-	_, command := buildRow(t, abiMD(t), "C")
-	needToolchain(t, exampleFor(t, "c"))
 	src, err := os.ReadFile("c/abi11.c")
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "tool.c"), src, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.CommandContext(t.Context(), "bash", "-euc", command)
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("ABI.md's C command %q: %v\n%s", command, err, out)
-	}
-	wasm, err := os.ReadFile(filepath.Join(dir, "tool.wasm"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := serveModule(t, "abi11.wasm", wasm)
+	srv := serveModule(t, "abi11.wasm", buildC(t, abiMD(t), src))
 
 	ev := &askedTwice{both: make(chan struct{})}
 	res, err := srv.Call(context.Background(), "two_questions", nil, ev)

@@ -28,21 +28,7 @@ func TestABIMarkdownCTool(t *testing.T) {
 	if !strings.Contains(block, "int main(void)") {
 		t.Fatalf("the C block of section 10 is not a program:\n%s", block)
 	}
-	_, command := buildRow(t, doc, "C")
-	needToolchain(t, exampleFor(t, "c"))
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "tool.c"), []byte(block), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.CommandContext(t.Context(), "bash", "-euc", command)
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("ABI.md's C command %q: %v\n%s", command, err, out)
-	}
-	wasm, err := os.ReadFile(filepath.Join(dir, "tool.wasm"))
-	if err != nil {
-		t.Fatalf("ABI.md's C command %q wrote no tool.wasm: %v", command, err)
-	}
+	wasm := buildC(t, doc, []byte(block))
 
 	s := serveMCP(t, serveModule(t, "hello.wasm", wasm))
 	if got := s.toolSupport(); len(got) != 1 || got["hello"] != "forbidden" {
@@ -55,6 +41,28 @@ func TestABIMarkdownCTool(t *testing.T) {
 	if len(s.progress("hello")) == 0 {
 		t.Error("hello: no progress notification")
 	}
+}
+
+// buildC builds the C source src with the C command of doc's build table,
+// as a plugin author would, and returns the module.
+func buildC(t *testing.T, doc string, src []byte) []byte {
+	t.Helper()
+	_, command := buildRow(t, doc, "C")
+	needToolchain(t, exampleFor(t, "c"))
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "tool.c"), src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(t.Context(), "bash", "-euc", command)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("ABI.md's C command %q: %v\n%s", command, err, out)
+	}
+	wasm, err := os.ReadFile(filepath.Join(dir, "tool.wasm"))
+	if err != nil {
+		t.Fatalf("ABI.md's C command %q wrote no tool.wasm: %v", command, err)
+	}
+	return wasm
 }
 
 // TestABIMarkdownBuildCommands checks that what ABI.md's build table says

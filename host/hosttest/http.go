@@ -101,14 +101,23 @@ func (c *HTTPClient) roundTrip(msg map[string]any, id int64) (Message, error) {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		return Message{}, fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(body)))
 	}
+	return readAnswer(resp, id, c.check, func(m Message) error {
+		c.answer(m) // on its own POST, while this stream stays open
+		return nil
+	})
+}
+
+// readAnswer returns the response with ID id from a JSON body, or from an
+// SSE stream read up to it; check decodes (and checks) each message, and
+// onRequest is given the server's requests met on the stream.
+func readAnswer(resp *http.Response, id int64, check func([]byte) (Message, error), onRequest func(Message) error) (Message, error) {
 	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		body, err := io.ReadAll(resp.Body)
 		if err != nil {
 			return Message{}, err
 		}
-		return c.check(body)
+		return check(body)
 	}
-	// SSE: data lines until the response with our ID.
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(nil, 64<<20)
 	var data []byte
@@ -121,7 +130,7 @@ func (c *HTTPClient) roundTrip(msg map[string]any, id int64) (Message, error) {
 		case len(line) != 0 || len(data) == 0:
 			continue
 		}
-		m, err := c.check(data)
+		m, err := check(data)
 		data = nil
 		if err != nil {
 			return Message{}, err
@@ -130,7 +139,9 @@ func (c *HTTPClient) roundTrip(msg map[string]any, id int64) (Message, error) {
 		case m.IsResponse() && fmt.Sprint(m.ID) == fmt.Sprint(id):
 			return m, nil
 		case m.IsRequest():
-			c.answer(m) // on its own POST, while this stream stays open
+			if err := onRequest(m); err != nil {
+				return Message{}, err
+			}
 		}
 	}
 	if err := sc.Err(); err != nil {

@@ -1,14 +1,11 @@
 package hosttest
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
-	"strings"
 	"sync"
 	"testing"
 )
@@ -130,46 +127,12 @@ func (c *ModernClient) Do(method string, params map[string]any, hdr http.Header)
 	return resp.StatusCode, m
 }
 
-// read returns the response with ID id from a JSON body or an SSE stream.
+// read returns the response with ID id. A 2026-07-28 server sends no
+// requests of its own: one on the stream is an error.
 func (c *ModernClient) read(resp *http.Response, id int64) (Message, error) {
-	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		body, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return Message{}, err
-		}
-		if !json.Valid(body) {
-			return Message{}, fmt.Errorf("not a JSON-RPC message: %q", body)
-		}
-		return c.check(body)
-	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(nil, 64<<20)
-	var data []byte
-	for sc.Scan() {
-		line := sc.Bytes()
-		switch {
-		case bytes.HasPrefix(line, []byte("data:")):
-			data = append(data, bytes.TrimSpace(line[5:])...)
-			continue
-		case len(line) != 0 || len(data) == 0:
-			continue
-		}
-		m, err := c.check(data)
-		data = nil
-		if err != nil {
-			return Message{}, err
-		}
-		switch {
-		case m.IsResponse() && fmt.Sprint(m.ID) == fmt.Sprint(id):
-			return m, nil
-		case m.IsRequest():
-			return Message{}, fmt.Errorf("a 2026-07-28 server sent a request on the stream: %s", m.Raw)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return Message{}, err
-	}
-	return Message{}, fmt.Errorf("the stream ended without a response to request %d", id)
+	return readAnswer(resp, id, c.check, func(m Message) error {
+		return fmt.Errorf("a 2026-07-28 server sent a request on the stream: %s", m.Raw)
+	})
 }
 
 func (c *ModernClient) check(raw []byte) (Message, error) {

@@ -164,7 +164,7 @@ func (s *Server) renderModernTask(ctx context.Context, owner string, t taskengin
 		out.InputRequests = make(map[string]inputRequest, len(reqs))
 		for _, r := range reqs {
 			req, _ := r.Payload.(abi.ElicitRequest)
-			out.InputRequests[r.ID] = inputRequest{Method: "elicitation/create", Params: elicitParams{Mode: "form", Message: req.Message, RequestedSchema: req.RequestedSchema}}
+			out.InputRequests[r.ID] = elicitInput(req)
 		}
 		return out, nil
 	case !t.Status.Terminal():
@@ -335,21 +335,10 @@ func discover(res mcp.Result) mcp.Result {
 	return &out
 }
 
-// modernTool is a Tool of 2026-07-28: task support is the server's policy,
-// not part of the tool.
-type modernTool struct {
-	Name         string           `json:"name"`
-	Title        string           `json:"title,omitempty"`
-	Description  string           `json:"description,omitempty"`
-	InputSchema  json.RawMessage  `json:"inputSchema"`
-	OutputSchema json.RawMessage  `json:"outputSchema,omitempty"`
-	Annotations  *abi.Annotations `json:"annotations,omitempty"`
-}
-
 type modernListTools struct {
 	mcp.ResultBase
-	ResultType string       `json:"resultType"`
-	Tools      []modernTool `json:"tools"`
+	ResultType string    `json:"resultType"`
+	Tools      []mcpTool `json:"tools"`
 	// The list changes on every reload: clients should not cache it, and
 	// what one tenant sees is its own.
 	TTLMs      int    `json:"ttlMs"`
@@ -357,13 +346,13 @@ type modernListTools struct {
 }
 
 func listModernTools(c Catalog, visible func(string) bool, private bool) *modernListTools {
-	legacy := listTools(c, visible)
-	out := &modernListTools{ResultType: resultComplete, Tools: make([]modernTool, len(legacy.Tools)), CacheScope: "public"}
+	tools := visibleTools(c, visible)
+	out := &modernListTools{ResultType: resultComplete, Tools: make([]mcpTool, len(tools)), CacheScope: "public"}
 	if private {
 		out.CacheScope = "private"
 	}
-	for i, t := range legacy.Tools {
-		out.Tools[i] = modernTool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema, OutputSchema: t.OutputSchema, Annotations: t.Annotations}
+	for i, t := range tools {
+		out.Tools[i] = t.mcpTool
 	}
 	return out
 }

@@ -45,16 +45,38 @@ type Catalog interface {
 	Call(ctx context.Context, name string, args json.RawMessage, ev abi.Events) (*abi.Result, error)
 }
 
-// wireTool is an MCP Tool with execution.taskSupport, which go-sdk's Tool
-// type lacks.
-type wireTool struct {
+// mcpTool is an MCP Tool as 2026-07-28 has it (task support is the
+// server's policy there, not part of the tool); both eras share it.
+type mcpTool struct {
 	Name         string           `json:"name"`
 	Title        string           `json:"title,omitempty"`
 	Description  string           `json:"description,omitempty"`
 	InputSchema  json.RawMessage  `json:"inputSchema"`
 	OutputSchema json.RawMessage  `json:"outputSchema,omitempty"`
 	Annotations  *abi.Annotations `json:"annotations,omitempty"`
-	Execution    toolExecution    `json:"execution"`
+}
+
+// wireTool is a 2025-11-25 MCP Tool: with execution.taskSupport, which
+// go-sdk's Tool type lacks.
+type wireTool struct {
+	mcpTool
+	Execution toolExecution `json:"execution"`
+}
+
+// visibleTools returns the tools of c that visible admits, each as both
+// eras render it and with its task support.
+func visibleTools(c Catalog, visible func(tool string) bool) []wireTool {
+	tools := c.Tools()
+	out := make([]wireTool, 0, len(tools))
+	for _, t := range tools {
+		if visible(t.Name) {
+			out = append(out, wireTool{
+				mcpTool:   mcpTool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema, OutputSchema: t.OutputSchema, Annotations: t.Annotations},
+				Execution: toolExecution{TaskSupport: t.TaskSupport},
+			})
+		}
+	}
+	return out
 }
 
 type toolExecution struct {
@@ -70,23 +92,7 @@ type listToolsResult struct {
 // page (the set is bounded by the tool directory; a cursor from the client
 // is ignored).
 func listTools(c Catalog, visible func(tool string) bool) *listToolsResult {
-	tools := c.Tools()
-	out := &listToolsResult{Tools: make([]wireTool, 0, len(tools))}
-	for _, t := range tools {
-		if !visible(t.Name) {
-			continue
-		}
-		out.Tools = append(out.Tools, wireTool{
-			Name:         t.Name,
-			Title:        t.Title,
-			Description:  t.Description,
-			InputSchema:  t.InputSchema,
-			OutputSchema: t.OutputSchema,
-			Annotations:  t.Annotations,
-			Execution:    toolExecution{TaskSupport: t.TaskSupport},
-		})
-	}
-	return out
+	return &listToolsResult{Tools: visibleTools(c, visible)}
 }
 
 // ToolsChanged tells connected clients that the tool list changed
