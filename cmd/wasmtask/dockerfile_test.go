@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	goversion "go/version"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"regexp"
@@ -61,11 +62,13 @@ func execForm(t *testing.T, in instruction) []string {
 }
 
 // TestDockerfile checks the container image definition for what cannot be
-// built here: a multi-stage build with base images pinned by tag, a static
+// built here: a multi-stage build with base images pinned by tag (build
+// arguments whose defaults are the pinned images), a static
 // (CGO_ENABLED=0) build of this command that sets its version, a final
 // stage on distroless or scratch that runs as a non-root user, and a
 // command the CLI accepts, listening on every interface at the exposed
-// port.
+// port. It also checks that the local build script's build arguments are
+// the Dockerfile's.
 func TestDockerfile(t *testing.T) {
 	b, err := os.ReadFile("Dockerfile")
 	if err != nil {
@@ -73,9 +76,34 @@ func TestDockerfile(t *testing.T) {
 	}
 	ins := parseDockerfile(t, string(b))
 
+	// Global build arguments (before the first FROM), which FROM may
+	// name: each has a default, so that a build without --build-arg pulls
+	// the pinned images.
+	globals := map[string]string{}
+	for len(ins) > 0 && ins[0].cmd == "ARG" {
+		name, value, ok := strings.Cut(ins[0].args, "=")
+		if !ok || value == "" {
+			t.Errorf("line %d: ARG %s before the first FROM has no default", ins[0].line, ins[0].args)
+		}
+		globals[name] = value
+		ins = ins[1:]
+	}
+	// from is a FROM's image with the global arguments' defaults in place.
+	from := func(in instruction) string {
+		image := strings.Fields(in.args)[0]
+		return os.Expand(image, func(name string) string {
+			v, ok := globals[name]
+			if !ok {
+				t.Errorf("line %d: FROM %s names $%s, which is no global ARG", in.line, image, name)
+			}
+			return v
+		})
+	}
+
 	// Stages, and the base images pinned by a tag.
 	var stages [][]instruction
 	stageNames := map[string]bool{}
+	declared := maps.Clone(globals) // every ARG, for --build-arg
 	for _, in := range ins {
 		if in.cmd == "FROM" {
 			f := strings.Fields(in.args)
@@ -87,13 +115,17 @@ func TestDockerfile(t *testing.T) {
 		if len(stages) == 0 {
 			t.Fatalf("line %d: %s before the first FROM", in.line, in.cmd)
 		}
+		if in.cmd == "ARG" {
+			name, _, _ := strings.Cut(in.args, "=")
+			declared[name] = ""
+		}
 		stages[len(stages)-1] = append(stages[len(stages)-1], in)
 	}
 	if len(stages) < 2 {
 		t.Fatalf("%d stages, want a build stage and a runtime stage", len(stages))
 	}
 	for _, st := range stages {
-		image := strings.Fields(st[0].args)[0]
+		image := from(st[0])
 		if stageNames[image] || image == "scratch" {
 			continue
 		}
@@ -130,7 +162,7 @@ func TestDockerfile(t *testing.T) {
 
 	// The runtime stage.
 	final := stages[len(stages)-1]
-	if image := strings.Fields(final[0].args)[0]; image != "scratch" && !strings.HasPrefix(image, "gcr.io/distroless/") {
+	if image := from(final[0]); image != "scratch" && !strings.HasPrefix(image, "gcr.io/distroless/") {
 		t.Errorf("runtime image %s is neither distroless nor scratch", image)
 	}
 	var user, entrypoint, cmd []string
@@ -180,7 +212,30 @@ func TestDockerfile(t *testing.T) {
 	if set.cfg.CacheDir != "" && !copied[set.cfg.CacheDir] {
 		t.Errorf("the compile cache %s is no directory the image creates for its user (copied: %v)", set.cfg.CacheDir, copied)
 	}
+
+	// The local build script sets only arguments the Dockerfile declares,
+	// and replaces every base the Dockerfile names by an argument.
+	script, err := os.ReadFile(localBuildScript)
+	if err != nil {
+		t.Fatal(err)
+	}
+	passed := map[string]bool{}
+	for _, m := range regexp.MustCompile(`--build-arg ([A-Za-z_][A-Za-z0-9_]*)=`).FindAllStringSubmatch(string(script), -1) {
+		passed[m[1]] = true
+		if _, ok := declared[m[1]]; !ok {
+			t.Errorf("%s passes --build-arg %s, which the Dockerfile does not declare", localBuildScript, m[1])
+		}
+	}
+	for name := range globals {
+		if !passed[name] {
+			t.Errorf("%s does not set the base image argument %s", localBuildScript, name)
+		}
+	}
 }
+
+// localBuildScript builds the Dockerfile on local stand-ins for its base
+// images, runs it and checks it (TestContainerImage).
+const localBuildScript = "testdata/container/build-local.sh"
 
 // goModGoVersion is go.mod's go directive, as "go1.N.M".
 func goModGoVersion(t *testing.T) string {
