@@ -31,6 +31,9 @@ var rules = []rule{
 		tests: []string{module + "/host/hosttest"}},
 	{dir: "host/internal/mcpserver", allow: []string{module + "/abi", module + "/taskengine", module + "/host/internal/mcpserver", "github.com/modelcontextprotocol/go-sdk", "github.com/google/jsonschema-go", "github.com/google/go-cmp"},
 		tests: []string{"golang.org/x/tools/txtar", module + "/host/hosttest"}},
+	// The shared task store: the NATS client and embedded server beside
+	// taskengine, never inside it.
+	{dir: "host/internal/natsstore", allow: []string{module + "/taskengine", "github.com/nats-io/nats.go", "github.com/nats-io/nats-server/v2"}},
 	{dir: "host/hosttest", allow: nil}, // the shared test client: standard library only
 	// host also uses the libraries RATIONALE.md names for what the product
 	// must not hand-write: Prometheus metrics, JWT and JWKS verification,
