@@ -19,7 +19,9 @@ import (
 
 // startServer starts a NATS server with JetStream on a random local port,
 // as a test's shared store, and returns its URL.
-func startServer(t *testing.T) string {
+func startServer(t *testing.T) string { return startServerB(t) }
+
+func startServerB(t testing.TB) string {
 	t.Helper()
 	srv, err := server.NewServer(&server.Options{
 		Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true,
@@ -34,6 +36,9 @@ func startServer(t *testing.T) string {
 	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
 	return srv.ClientURL()
 }
+
+// parseKeysString parses a key file's text.
+func parseKeysString(text string) (*Keys, error) { return ParseKeys(strings.NewReader(text)) }
 
 func testKeys(t *testing.T, text string) *Keys {
 	t.Helper()
@@ -52,13 +57,16 @@ type replica struct {
 
 func (r replica) close() { r.e.Close(); r.s.Close() }
 
-func openReplica(t *testing.T, cfg Config) replica {
+func openReplica(t *testing.T, cfg Config) replica { return openReplicaB(t, cfg) }
+
+func openReplicaB(t testing.TB, cfg Config) replica {
 	t.Helper()
 	s, err := Open(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	e, err := taskengine.New(taskengine.Config{
+		MaxTasks: 1 << 20, MaxTasksPerOwner: 1 << 20,
 		Shared: s, Codec: textCodec{}, SharedKey: cfg.Keys.Index, LivenessCheck: 100 * time.Millisecond,
 	})
 	if err != nil {
