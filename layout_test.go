@@ -31,6 +31,9 @@ var rules = []rule{
 		tests: []string{module + "/host/hosttest"}},
 	{dir: "host/internal/mcpserver", allow: []string{module + "/abi", module + "/taskengine", module + "/host/internal/mcpserver", "github.com/modelcontextprotocol/go-sdk", "github.com/google/jsonschema-go", "github.com/google/go-cmp"},
 		tests: []string{"golang.org/x/tools/txtar", module + "/host/hosttest"}},
+	// The shared task store: the NATS client and embedded server beside
+	// taskengine, never inside it.
+	{dir: "host/internal/natsstore", allow: []string{module + "/taskengine", "github.com/nats-io/nats.go", "github.com/nats-io/nats-server/v2"}},
 	{dir: "host/hosttest", allow: nil}, // the shared test client: standard library only
 	// host also uses the libraries RATIONALE.md names for what the product
 	// must not hand-write: Prometheus metrics, JWT and JWKS verification,
@@ -39,7 +42,8 @@ var rules = []rule{
 		"github.com/prometheus/client_golang", "github.com/golang-jwt/jwt/v5", "github.com/MicahParks/keyfunc/v3", "go.yaml.in/yaml/v3"},
 		// wazero in tests only: the raw baseline of BenchmarkCallPath.
 		// go-sdk's client in tests only: a real client of the server.
-		tests: []string{"github.com/google/go-cmp", "github.com/tetratelabs/wazero", "github.com/prometheus/client_model", "github.com/modelcontextprotocol/go-sdk"}},
+		// nats-server in tests only: the shared store replicas use.
+		tests: []string{"github.com/google/go-cmp", "github.com/tetratelabs/wazero", "github.com/prometheus/client_model", "github.com/modelcontextprotocol/go-sdk", "github.com/nats-io/nats-server/v2"}},
 	// cmd's tests zip the module as a proxy would (golang.org/x/mod/zip) to
 	// install it by its module path.
 	{dir: "cmd", allow: []string{module + "/host", module + "/abi"}, tests: []string{module + "/host/hosttest", "golang.org/x/mod"}},

@@ -19,6 +19,7 @@ import (
 	"github.com/wasmtask/wasmtask/abi"
 	"github.com/wasmtask/wasmtask/host/defaulttools"
 	"github.com/wasmtask/wasmtask/host/internal/mcpserver"
+	"github.com/wasmtask/wasmtask/host/internal/natsstore"
 	"github.com/wasmtask/wasmtask/host/internal/resultcache"
 	"github.com/wasmtask/wasmtask/host/internal/wasmrt"
 	"github.com/wasmtask/wasmtask/plugins"
@@ -64,6 +65,11 @@ type Config struct {
 	// tasks per requestor, default and maximum TTL. Zero fields take the
 	// taskengine defaults.
 	Tasks taskengine.Config
+	// Store, if its URL or Dir is set, keeps every task in a NATS
+	// JetStream store instead of this process alone: replicas that share
+	// it answer for each other's tasks, and finished results survive a
+	// restart (README, "Running several replicas").
+	Store StoreConfig
 	// ReloadDebounce is the quiet time after a change of ToolsDir before it
 	// is reloaded. Default 250ms.
 	ReloadDebounce time.Duration
@@ -135,6 +141,7 @@ type Server struct {
 	log       *slog.Logger
 	rt        *wasmrt.Runtime
 	engine    *taskengine.Engine
+	store     *natsstore.Store // nil: tasks live in this process only
 	mcp       *mcpserver.Server
 	catalog   atomic.Pointer[catalog]
 	adm       *admission // the one admission controller of every call
@@ -214,9 +221,17 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		// engine calls this only once s is made (at the first Submit).
 		tasks.Limits = func(owner string) taskengine.OwnerLimits { return s.ownerLimits(owner) }
 	}
+	store, err := openStore(ctx, cfg.Store, &tasks)
+	if err != nil {
+		rt.Close(ctx)
+		return nil, err
+	}
 	engine, err := taskengine.New(tasks)
 	if err != nil {
 		rt.Close(ctx)
+		if store != nil {
+			store.Close()
+		}
 		return nil, fmt.Errorf("host: %w", err)
 	}
 	budget, budgetSrc := cfg.Policy.memoryBudget(machineMemory)
@@ -225,6 +240,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		log:       cfg.Logger,
 		rt:        rt,
 		engine:    engine,
+		store:     store,
 		adm:       newAdmission(cfg.Policy.maxInstances(), budget),
 		results:   newResultCache(cfg),
 		budgetSrc: budgetSrc,
@@ -602,7 +618,10 @@ func (s *Server) closeParts() error {
 		errs = append(errs, s.watcher.Close())
 	}
 	s.loads.Close()
-	errs = append(errs, s.engine.Close())
+	errs = append(errs, s.engine.Close()) // writes its last records through the store
+	if s.store != nil {
+		errs = append(errs, s.store.Close())
+	}
 	errs = append(errs, s.rt.Close(context.Background()))
 	return errors.Join(errs...)
 }

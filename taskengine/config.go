@@ -31,6 +31,23 @@ type Config struct {
 	// for the task count at its next Submit, for the bytes when its next
 	// task finishes.
 	Limits func(owner string) OwnerLimits
+
+	// Shared, if set, is a store of task records this engine shares with
+	// the other replicas of the server: every task is recorded there, and
+	// the engine answers for the tasks of other replicas from it (see
+	// "Replicas" in the package documentation). Codec and SharedKey are
+	// then required.
+	Shared Shared
+	// Codec encodes the opaque values of tasks for Shared.
+	Codec Codec
+	// SharedKey (at least 32 bytes, the same on every replica) keys List
+	// cursors, so that a cursor from one replica pages on another.
+	SharedKey []byte
+	// SharedTimeout bounds each call into Shared; default 10s.
+	SharedTimeout time.Duration
+	// LivenessCheck is how often a waiter on another replica's task checks
+	// that the replica still holds its lease; default 2s.
+	LivenessCheck time.Duration
 }
 
 // OwnerLimits are one owner's bounds, as [Config.Limits] returns them. A
@@ -54,6 +71,8 @@ const (
 	DefaultPollInterval       = time.Second
 	DefaultMaxPendingInputs   = 4
 	DefaultMaxWatchersPerTask = 16
+	DefaultSharedTimeout      = 10 * time.Second
+	DefaultLivenessCheck      = 2 * time.Second
 )
 
 // withDefaults fills zero fields and rejects impossible values.
@@ -116,6 +135,20 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("taskengine: Config.PollInterval is negative (%v)", c.PollInterval)
 	case c.PollInterval == 0:
 		c.PollInterval = DefaultPollInterval
+	}
+	if c.Shared != nil {
+		switch {
+		case c.Codec == nil:
+			return c, fmt.Errorf("taskengine: Config.Shared needs a Codec")
+		case len(c.SharedKey) < 32:
+			return c, fmt.Errorf("taskengine: Config.SharedKey has %d bytes, want at least 32", len(c.SharedKey))
+		}
+	}
+	if c.SharedTimeout <= 0 {
+		c.SharedTimeout = DefaultSharedTimeout
+	}
+	if c.LivenessCheck <= 0 {
+		c.LivenessCheck = DefaultLivenessCheck
 	}
 	return c, nil
 }

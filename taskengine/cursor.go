@@ -34,7 +34,24 @@ func newCursorCodec() cursorCodec {
 	var c cursorCodec
 	rand.Read(aesKey[:]) // never fails (crypto/rand, Go 1.24+)
 	rand.Read(c.macKey[:])
-	block, err := aes.NewCipher(aesKey[:])
+	return c.withAES(aesKey[:])
+}
+
+// sharedCursorCodec derives both keys from a key the replicas share, so a
+// cursor one of them issued pages on any other.
+func sharedCursorCodec(key []byte) cursorCodec {
+	derive := func(label string) []byte {
+		m := hmac.New(sha256.New, key)
+		m.Write([]byte(label))
+		return m.Sum(nil)
+	}
+	var c cursorCodec
+	copy(c.macKey[:], derive("taskengine cursor mac"))
+	return c.withAES(derive("taskengine cursor aes")[:16])
+}
+
+func (c cursorCodec) withAES(aesKey []byte) cursorCodec {
+	block, err := aes.NewCipher(aesKey)
 	if err != nil {
 		panic(err) // 16-byte key: cannot happen
 	}
@@ -98,6 +115,15 @@ func (e *Engine) List(owner, cursor string, limit int) ([]Task, string, error) {
 		limit = DefaultListLimit
 	}
 	limit = min(limit, MaxListLimit)
+	if e.cfg.Shared != nil {
+		e.mu.Lock()
+		closed := e.closed
+		e.mu.Unlock()
+		if closed {
+			return nil, "", ErrClosed
+		}
+		return e.listShared(owner, cursor, limit)
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {

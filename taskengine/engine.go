@@ -99,6 +99,15 @@ type Engine struct {
 	expiry   expiryHeap             // every retained task with a TTL, soonest first
 	owners   map[string]*ownerIndex // per owner: its finished LRU, counts, tasks by seq
 	bytes    int64                  // sum of outcome.Size over finished
+
+	// With Config.Shared (shared.go): changed tasks wait in writes for a
+	// writer, which records them in the shared store.
+	replica     string
+	queue       []*task       // guarded by mu; each task at most once (task.queued)
+	wake        chan struct{} // capacity 1: the queue has work
+	writersStop chan struct{} // closed by Close once no work runs
+	writers     sync.WaitGroup
+	stopWriters sync.Once
 }
 
 // taskKey indexes running tasks by owner and ID together, so that a lookup
@@ -154,6 +163,13 @@ type task struct {
 	inputs    []*inputWait
 	inputSeq  int
 	subs      []*Subscription
+	queued    bool   // in Engine.queue
+	metaBytes []byte // with Config.Shared: meta, encoded
+
+	// With Config.Shared: wmu orders the writes of this task's record;
+	// rev is the revision of its last write.
+	wmu sync.Mutex
+	rev uint64 // guarded by wmu
 }
 
 // New returns an engine with the limits of cfg.
@@ -162,13 +178,19 @@ func New(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Engine{
+	e := &Engine{
 		cfg:     cfg,
 		cursors: newCursorCodec(),
 		closing: make(chan struct{}),
 		running: make(map[taskKey]*task),
 		owners:  make(map[string]*ownerIndex),
-	}, nil
+	}
+	if cfg.Shared != nil {
+		if err := e.startShared(); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
 }
 
 // Submit creates a task for owner and starts work on it in its own
@@ -219,7 +241,31 @@ func (e *Engine) Submit(owner string, opts SubmitOptions, work Work) (Task, erro
 	e.running[t.key] = t
 	oi.running++
 	oi.tasks = append(oi.tasks, t) // seq grows, so the slice stays sorted
+	snap := e.snapshotLocked(t)
+	if e.cfg.Shared == nil {
+		e.startLocked(t, ctx, work, release, cancel)
+		return snap, nil
+	}
+	// Shared: the record exists before Submit returns, so any replica
+	// answers for the task as soon as its ID is known. The task counts as
+	// running meanwhile, so Close waits for this Submit (wg).
+	e.wg.Add(1)
+	defer e.wg.Done()
+	e.mu.Unlock()
+	err := e.createRecord(t)
+	e.mu.Lock()
+	if err != nil {
+		release()
+		cancel(nil)
+		e.abandonLocked(t)
+		return Task{}, err
+	}
+	e.startLocked(t, ctx, work, release, cancel)
+	return snap, nil
+}
 
+// startLocked starts t's work, and the goroutine that applies its deadline.
+func (e *Engine) startLocked(t *task, ctx context.Context, work Work, release context.CancelFunc, cancel context.CancelCauseFunc) {
 	// The deadline makes the task failed at once, even if work is slow to
 	// notice; the goroutine that context.AfterFunc starts is counted in wg.
 	e.wg.Add(1)
@@ -236,7 +282,18 @@ func (e *Engine) Submit(owner string, opts SubmitOptions, work Work) (Task, erro
 			cancel(nil)
 		})
 	})
-	return e.snapshotLocked(t), nil
+}
+
+// abandonLocked forgets a task whose work never started.
+func (e *Engine) abandonLocked(t *task) {
+	if !t.status.Terminal() {
+		t.status = StatusFailed // no one has seen it: no transition to announce
+		close(t.done)
+	}
+	t.isRunning = false
+	delete(e.running, t.key)
+	e.owners[t.key.owner].running--
+	e.forgetLocked(t)
 }
 
 // run calls work and records its outcome. It turns a panic (or
@@ -386,12 +443,22 @@ func (e *Engine) lookupLocked(owner, id string, now time.Time) (*task, error) {
 // Get returns a snapshot of owner's task id, or ErrNotFound.
 func (e *Engine) Get(owner, id string) (Task, error) {
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	t, err := e.lookupLocked(owner, id, time.Now())
 	if err != nil {
+		e.mu.Unlock()
+		if e.isRemote(err) {
+			return e.getRemote(owner, id)
+		}
 		return Task{}, err
 	}
+	defer e.mu.Unlock()
 	return e.snapshotLocked(t), nil
+}
+
+// isRemote says whether a lookup that failed with err should try the
+// shared store: the task may be another replica's.
+func (e *Engine) isRemote(err error) bool {
+	return e.cfg.Shared != nil && err == ErrNotFound
 }
 
 // Wait blocks until owner's task id is terminal and returns its final
@@ -404,6 +471,9 @@ func (e *Engine) Wait(ctx context.Context, owner, id string) (Task, Outcome, err
 	e.mu.Lock()
 	t, err := e.lookupLocked(owner, id, time.Now())
 	e.mu.Unlock()
+	if e.isRemote(err) {
+		return e.waitRemote(ctx, owner, id)
+	}
 	if err != nil {
 		return Task{}, Outcome{}, err
 	}
@@ -433,11 +503,15 @@ func (e *Engine) Wait(ctx context.Context, owner, id string) (Task, Outcome, err
 // returns the current snapshot and ErrTerminal.
 func (e *Engine) Cancel(owner, id string) (Task, error) {
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	t, err := e.lookupLocked(owner, id, time.Now())
 	if err != nil {
+		e.mu.Unlock()
+		if e.isRemote(err) {
+			return e.askRunner(owner, id, Control{Op: ControlCancel, Owner: owner, ID: id})
+		}
 		return Task{}, err
 	}
+	defer e.mu.Unlock()
 	if t.status.Terminal() {
 		return e.snapshotLocked(t), ErrTerminal
 	}
@@ -480,6 +554,10 @@ func (e *Engine) Close() error {
 	}
 	e.mu.Unlock()
 	e.wg.Wait()
+	if e.writersStop != nil {
+		e.stopWriters.Do(func() { close(e.writersStop) })
+		e.writers.Wait() // every record written
+	}
 	return nil
 }
 

@@ -71,7 +71,8 @@ func TestConfig(t *testing.T) {
 		{name: "zero", check: func(c Config) string {
 			want := Config{MaxTasks: 10000, MaxResultBytes: 256 << 20, MaxRunningPerOwner: 32,
 				MaxTasksPerOwner: 2500, MaxResultBytesPerOwner: 64 << 20, DefaultTTL: time.Hour,
-				MaxTTL: 24 * time.Hour, MaxRunTime: 10 * time.Minute, PollInterval: time.Second, MaxPendingInputs: 4, MaxWatchersPerTask: 16}
+				MaxTTL: 24 * time.Hour, MaxRunTime: 10 * time.Minute, PollInterval: time.Second, MaxPendingInputs: 4, MaxWatchersPerTask: 16,
+				SharedTimeout: 10 * time.Second, LivenessCheck: 2 * time.Second}
 			if !reflect.DeepEqual(c, want) {
 				return fmt.Sprintf("got %+v, want %+v", c, want)
 			}
@@ -109,6 +110,8 @@ func TestConfig(t *testing.T) {
 		{name: "default above max", cfg: Config{DefaultTTL: 2 * time.Hour, MaxTTL: time.Hour}, wantErr: "exceeds MaxTTL"},
 		{name: "negative PollInterval", cfg: Config{PollInterval: -1}, wantErr: "PollInterval"},
 		{name: "negative MaxPendingInputs", cfg: Config{MaxPendingInputs: -1}, wantErr: "MaxPendingInputs"},
+		{name: "shared without codec", cfg: Config{Shared: newMemShared(newMemStore(), "r"), SharedKey: make([]byte, 32)}, wantErr: "Codec"},
+		{name: "shared with a short key", cfg: Config{Shared: newMemShared(newMemStore(), "r"), Codec: jsonCodec{}, SharedKey: make([]byte, 31)}, wantErr: "SharedKey"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

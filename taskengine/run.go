@@ -2,6 +2,7 @@ package taskengine
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"time"
@@ -24,6 +25,7 @@ type InputRequest struct {
 // inputWait is one RequestInput call blocked for its answer.
 type inputWait struct {
 	req      InputRequest
+	payload  []byte   // with Config.Shared: req.Payload, encoded
 	answered bool     // set under Engine.mu when reply holds the answer
 	reply    chan any // capacity 1
 }
@@ -75,6 +77,13 @@ func (r *Run) SetProgress(progress, total float64, msg string) {
 // returned).
 func (r *Run) RequestInput(ctx context.Context, payload any) (any, error) {
 	e, t := r.e, r.t
+	var encoded []byte
+	if e.cfg.Shared != nil {
+		var err error
+		if encoded, err = e.cfg.Codec.Encode(KindInput, payload); err != nil {
+			return nil, fmt.Errorf("%w: encode input: %w", ErrShared, err)
+		}
+	}
 	e.mu.Lock()
 	if t.status.Terminal() {
 		e.mu.Unlock()
@@ -86,8 +95,9 @@ func (r *Run) RequestInput(ctx context.Context, payload any) (any, error) {
 	}
 	t.inputSeq++
 	w := &inputWait{
-		req:   InputRequest{ID: strconv.Itoa(t.inputSeq), Payload: payload},
-		reply: make(chan any, 1),
+		req:     InputRequest{ID: strconv.Itoa(t.inputSeq), Payload: payload},
+		payload: encoded,
+		reply:   make(chan any, 1),
 	}
 	t.inputs = append(t.inputs, w)
 	now := time.Now()
@@ -158,11 +168,15 @@ func (e *Engine) resumeLocked(t *task, now time.Time) {
 // answer, oldest first (none once the task is terminal).
 func (e *Engine) PendingInput(owner, id string) ([]InputRequest, error) {
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	t, err := e.lookupLocked(owner, id, time.Now())
 	if err != nil {
+		e.mu.Unlock()
+		if e.isRemote(err) {
+			return e.pendingRemote(owner, id)
+		}
 		return nil, err
 	}
+	defer e.mu.Unlock()
 	reqs := make([]InputRequest, len(t.inputs))
 	for i, w := range t.inputs {
 		reqs[i] = w.req
@@ -176,11 +190,15 @@ func (e *Engine) PendingInput(owner, id string) ([]InputRequest, error) {
 // answered, withdrawn, or the task is terminal).
 func (e *Engine) Answer(owner, id, requestID string, answer any) error {
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	t, err := e.lookupLocked(owner, id, time.Now())
 	if err != nil {
+		e.mu.Unlock()
+		if e.isRemote(err) {
+			return e.answerRemote(owner, id, requestID, answer)
+		}
 		return err
 	}
+	defer e.mu.Unlock()
 	i := slices.IndexFunc(t.inputs, func(w *inputWait) bool { return w.req.ID == requestID })
 	if i < 0 {
 		return ErrNoSuchInput

@@ -17,6 +17,9 @@ type Subscription struct {
 	t      *task
 	ch     chan Task
 	closed bool // guarded by Engine.mu
+	// stop ends the goroutine that follows another replica's task (t is
+	// nil then).
+	stop func()
 }
 
 // Watch subscribes to changes of owner's task id: status (including every
@@ -27,11 +30,15 @@ type Subscription struct {
 // MaxWatchersPerTask may be open per task ([ErrTooManyWatchers]).
 func (e *Engine) Watch(owner, id string) (*Subscription, error) {
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	t, err := e.lookupLocked(owner, id, time.Now())
 	if err != nil {
+		e.mu.Unlock()
+		if e.isRemote(err) {
+			return e.watchRemote(owner, id)
+		}
 		return nil, err
 	}
+	defer e.mu.Unlock()
 	if len(t.subs) >= e.cfg.MaxWatchersPerTask {
 		return nil, ErrTooManyWatchers
 	}
@@ -51,6 +58,9 @@ func (s *Subscription) C() <-chan Task { return s.ch }
 
 // Stop ends the subscription and closes its channel (if not closed yet).
 func (s *Subscription) Stop() {
+	if s.stop != nil {
+		s.stop()
+	}
 	s.e.mu.Lock()
 	defer s.e.mu.Unlock()
 	if s.closed {
@@ -58,26 +68,35 @@ func (s *Subscription) Stop() {
 	}
 	s.closed = true
 	close(s.ch)
+	if s.t == nil {
+		return
+	}
 	if i := slices.Index(s.t.subs, s); i >= 0 {
 		s.t.subs = slices.Delete(s.t.subs, i, i+1)
 	}
 }
 
+// offerLocked puts snap in the channel, replacing an unread older one. Only
+// the goroutine holding Engine.mu sends, so after the drain the buffer is
+// empty and the send cannot block.
+func (s *Subscription) offerLocked(snap Task) {
+	select {
+	case <-s.ch:
+	default:
+	}
+	s.ch <- snap
+}
+
 // notifyLocked offers the current snapshot to every subscriber, replacing
 // an unread older one; after a terminal snapshot it closes them all.
 func (e *Engine) notifyLocked(t *task) {
+	e.queueWriteLocked(t)
 	if len(t.subs) == 0 {
 		return
 	}
 	snap := e.snapshotLocked(t)
 	for _, s := range t.subs {
-		// Only this goroutine sends (it holds Engine.mu), so after the
-		// drain the buffer is empty and the send cannot block.
-		select {
-		case <-s.ch:
-		default:
-		}
-		s.ch <- snap
+		s.offerLocked(snap)
 	}
 	if t.status.Terminal() {
 		for _, s := range t.subs {

@@ -27,6 +27,7 @@ Commands:
   inspect   check a tool module and show its tools (wasmtask inspect -h)
   call      run one call of a tool module (wasmtask call -h)
   hash-token  read a bearer token on stdin, print the digest a tenant file stores
+  store-keys  print a new key file for --store-keys (keep it secret)
   version   print the version (also --version)
 `
 
@@ -46,6 +47,9 @@ func main() {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 		err = runCall(ctx, args, terminal{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, tty: isTerminal(os.Stderr)})
 		stop()
+	case "store-keys":
+		fmt.Print(host.NewStoreKeys())
+		return
 	case "hash-token":
 		err = runHashToken(os.Stdin, os.Stdout)
 	case "-version", "--version", "version":

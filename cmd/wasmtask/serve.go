@@ -73,6 +73,8 @@ func parseServe(args []string, stderr io.Writer) (*serveSetup, error) {
 	maxTenantSessions := fs.Int("max-sessions-per-tenant", 0, "bound on one tenant's open HTTP sessions (default 64)")
 	insecure := fs.Bool("insecure-no-auth", false, "allow --http on a non-loopback address without --tenants: anyone who reaches it may use every tool")
 	logFormat := fs.String("log-format", "text", "log `FORMAT` on stderr: text or json")
+	store := fs.String("store", "", "keep tasks in NATS JetStream: a `URL` (nats://host:4222) that replicas share, or a directory for an embedded store in this process; finished results survive restarts (default: in memory)")
+	storeKeys := fs.String("store-keys", "", "the task store's key `FILE` (the same on every replica; `wasmtask store-keys` writes one)")
 	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics at /metrics on `ADDR`, apart from the MCP endpoint; a bare \":PORT\" binds 127.0.0.1 (default: no metrics endpoint)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -120,6 +122,16 @@ func parseServe(args []string, stderr io.Writer) (*serveSetup, error) {
 			return nil, err
 		}
 		cfg.AllowedHosts = hosts
+	}
+	if *store != "" {
+		if strings.Contains(*store, "://") {
+			cfg.Store.URL = *store
+		} else {
+			cfg.Store.Dir = *store
+		}
+		cfg.Store.KeysFile = *storeKeys
+	} else if *storeKeys != "" {
+		return nil, errors.New("serve: --store-keys needs --store")
 	}
 	cfg.Tasks.MaxTTL = *maxTTL
 	cfg.Tasks.DefaultTTL = *defTTL

@@ -1,0 +1,125 @@
+package mcpserver
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/wasmtask/wasmtask/abi"
+	"github.com/wasmtask/wasmtask/taskengine"
+)
+
+// Codec encodes what this layer keeps in tasks (the tool a task runs, its
+// CallToolResult or error, its input requests and their answers) for a task
+// store that replicas share (taskengine.Config.Codec). What a replica
+// decodes renders exactly as on the replica that ran the task: a result as
+// the same CallToolResult, a JSON-RPC error with its code and data, a
+// failure with the same wording.
+func Codec() taskengine.Codec { return codec{} }
+
+type codec struct{}
+
+type wireMeta struct {
+	Tool string `json:"tool"`
+}
+
+type wireOutcome struct {
+	Result  *callToolResult `json:"result,omitempty"`
+	Failed  bool            `json:"failed,omitempty"`
+	RPC     *jsonrpc.Error  `json:"rpc,omitempty"`
+	Failure *wireFailure    `json:"failure,omitempty"`
+}
+
+type wireFailure struct {
+	Kind   FailureKind `json:"kind"`
+	Detail string      `json:"detail,omitempty"`
+	Stderr string      `json:"stderr,omitempty"`
+	Text   string      `json:"text,omitempty"` // the error's own text, for the server log
+}
+
+type wireAnswer struct {
+	Reply abi.ElicitReply `json:"reply"`
+	Err   string          `json:"err,omitempty"`
+}
+
+func (codec) Encode(k taskengine.Kind, v any) ([]byte, error) {
+	switch k {
+	case taskengine.KindMeta:
+		info, _ := v.(*taskInfo)
+		if info == nil {
+			return json.Marshal(wireMeta{})
+		}
+		return json.Marshal(wireMeta{Tool: info.tool})
+	case taskengine.KindOutcome:
+		out, _ := v.(taskengine.Outcome)
+		w := wireOutcome{Failed: out.Failed}
+		w.Result, _ = out.Value.(*callToolResult)
+		var rpc *jsonrpc.Error
+		var f *Failure
+		switch {
+		case out.Err == nil:
+		case errors.As(out.Err, &rpc):
+			w.RPC = rpc
+		case errors.As(out.Err, &f):
+			w.Failure = &wireFailure{Kind: f.Kind, Detail: f.Detail, Stderr: f.Stderr, Text: f.Error()}
+		default:
+			w.Failure = &wireFailure{Kind: FailInternal, Text: out.Err.Error()}
+		}
+		return json.Marshal(w)
+	case taskengine.KindInput:
+		return json.Marshal(v.(abi.ElicitRequest))
+	case taskengine.KindAnswer:
+		a, _ := v.(elicitAnswer)
+		w := wireAnswer{Reply: a.reply}
+		if a.err != nil {
+			w.Err = a.err.Error()
+		}
+		return json.Marshal(w)
+	}
+	return nil, fmt.Errorf("unknown kind %d", k)
+}
+
+func (codec) Decode(k taskengine.Kind, b []byte) (any, error) {
+	switch k {
+	case taskengine.KindMeta:
+		var w wireMeta
+		if err := json.Unmarshal(b, &w); err != nil {
+			return nil, err
+		}
+		return &taskInfo{tool: w.Tool, attrs: []slog.Attr{slog.String("tool", w.Tool)}}, nil
+	case taskengine.KindOutcome:
+		var w wireOutcome
+		if err := json.Unmarshal(b, &w); err != nil {
+			return nil, err
+		}
+		out := taskengine.Outcome{Failed: w.Failed}
+		if w.Result != nil {
+			out.Value = w.Result
+		}
+		switch {
+		case w.RPC != nil:
+			out.Err = w.RPC
+		case w.Failure != nil:
+			out.Err = &Failure{Kind: w.Failure.Kind, Detail: w.Failure.Detail, Stderr: w.Failure.Stderr, Err: errors.New(w.Failure.Text)}
+		}
+		return out, nil
+	case taskengine.KindInput:
+		var req abi.ElicitRequest
+		err := json.Unmarshal(b, &req)
+		return req, err
+	case taskengine.KindAnswer:
+		var w wireAnswer
+		if err := json.Unmarshal(b, &w); err != nil {
+			return nil, err
+		}
+		a := elicitAnswer{reply: w.Reply}
+		if w.Err != "" {
+			a.err = errors.New(w.Err)
+		}
+		return a, nil
+	}
+	return nil, fmt.Errorf("unknown kind %d", k)
+}

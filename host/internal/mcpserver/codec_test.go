@@ -1,0 +1,86 @@
+package mcpserver
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wasmtask/wasmtask/abi"
+	"github.com/wasmtask/wasmtask/taskengine"
+)
+
+// roundTrip encodes v as a replica that ran a task does and decodes it as
+// another replica does.
+func roundTrip(t *testing.T, k taskengine.Kind, v any) any {
+	t.Helper()
+	b, err := Codec().Encode(k, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Codec().Decode(k, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// TestCodecRendersTheSameOnEveryReplica: what a replica decodes answers a
+// client exactly as the replica that ran the task would.
+func TestCodecRendersTheSameOnEveryReplica(t *testing.T) {
+	res := &callToolResult{
+		ResultBase:        mcp.ResultBase{Meta: mcp.Meta{cacheMetaKey: map[string]any{"hit": true}}},
+		Content:           contentList{{Type: "text", Text: ""}, {Type: "image", Data: "aGk=", MIMEType: "image/png"}},
+		StructuredContent: json.RawMessage(`{"n":1}`),
+		IsError:           true,
+	}
+	out := roundTrip(t, taskengine.KindOutcome, taskengine.Outcome{Value: res, Failed: true}).(taskengine.Outcome)
+	if diff := cmp.Diff(wireJSON(t, res), wireJSON(t, out.Value)); diff != "" || !out.Failed {
+		t.Errorf("result (-ran +read):\n%s; failed %v", diff, out.Failed)
+	}
+
+	rpc := &jsonrpc.Error{Code: -32602, Message: "bad", Data: json.RawMessage(`{"why":"x"}`)}
+	out = roundTrip(t, taskengine.KindOutcome, taskengine.Outcome{Err: rpc}).(taskengine.Outcome)
+	var got *jsonrpc.Error
+	if !errors.As(out.Err, &got) || got.Code != rpc.Code || got.Message != rpc.Message || string(got.Data) != string(rpc.Data) {
+		t.Errorf("JSON-RPC error read back as %#v, want %#v", out.Err, rpc)
+	}
+
+	for _, err := range []error{
+		&Failure{Kind: FailOutOfMemory, Detail: "64 MiB", Stderr: "boom", Err: errors.New("wasm: oom")},
+		errors.New("something internal"),
+	} {
+		out = roundTrip(t, taskengine.KindOutcome, taskengine.Outcome{Err: err}).(taskengine.Outcome)
+		if a, b := failureText("t", err), failureText("t", out.Err); a != b {
+			t.Errorf("failure text: ran %q, read %q", a, b)
+		}
+		if a, b := taskEndText("t", err), taskEndText("t", out.Err); a != b {
+			t.Errorf("status message: ran %q, read %q", a, b)
+		}
+	}
+
+	info := roundTrip(t, taskengine.KindMeta, &taskInfo{tool: "word_count"}).(*taskInfo)
+	if toolOf(taskengine.Task{Meta: info}) != "word_count" {
+		t.Errorf("meta read back as %+v", info)
+	}
+	req := abi.ElicitRequest{Message: "ok?", RequestedSchema: json.RawMessage(`{"type":"object"}`)}
+	if got := roundTrip(t, taskengine.KindInput, req).(abi.ElicitRequest); got.Message != req.Message || string(got.RequestedSchema) != string(req.RequestedSchema) {
+		t.Errorf("input request read back as %+v", got)
+	}
+	ans := elicitAnswer{reply: abi.ElicitReply{Action: "accept", Content: json.RawMessage(`{"a":1}`)}}
+	if got := roundTrip(t, taskengine.KindAnswer, ans).(elicitAnswer); got.reply.Action != "accept" || string(got.reply.Content) != `{"a":1}` || got.err != nil {
+		t.Errorf("answer read back as %+v", got)
+	}
+}
+
+func wireJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

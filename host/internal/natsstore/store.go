@@ -1,0 +1,526 @@
+package natsstore
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/wasmtask/wasmtask/taskengine"
+)
+
+// Config says where the store is and how it is protected.
+type Config struct {
+	// URL of the NATS servers (nats://host:4222, comma-separated for
+	// several). Empty: an embedded server, in this process, keeps the
+	// store in Dir.
+	URL string
+	// Dir is the embedded server's directory (with URL empty).
+	Dir string
+	// Keys encrypt everything written and name records (required).
+	Keys *Keys
+	// Prefix names the buckets and subjects; default "wasmtask". Servers
+	// that share tasks use the same prefix.
+	Prefix string
+	// LeaseTTL is how long a replica that stopped renewing its lease is
+	// still taken as alive; default 6s. It is renewed every LeaseTTL/3.
+	LeaseTTL time.Duration
+	// Replicas is the JetStream replication of the buckets; default 1.
+	Replicas int
+}
+
+// Store is a taskengine.Shared on NATS JetStream. Open it, hand it to the
+// engine, and Close it after the engine.
+type Store struct {
+	cfg     Config
+	replica string
+	srv     *server.Server // embedded, or nil
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	tasks   jetstream.KeyValue
+	leases  jetstream.KeyValue
+
+	stop    chan struct{}
+	wg      sync.WaitGroup
+	serving chan struct{} // semaphore: control requests in flight
+
+	mu  sync.Mutex
+	sub *nats.Subscription
+}
+
+// Bounds.
+const (
+	maxInline      = 256 << 10 // outcome bytes kept in the record itself
+	chunkSize      = 256 << 10 // outcome bytes per chunk beyond that
+	maxChunks      = 1024      // 256 MiB: the engine's default result bound
+	maxControls    = 16        // control requests served at once
+	maxRecordBytes = 1 << 20   // a record value larger than this is refused
+)
+
+// Open connects to (or starts) the store, creates its buckets if needed,
+// and takes this process's lease.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	if cfg.Keys == nil {
+		return nil, errors.New("natsstore: no keys")
+	}
+	if cfg.Prefix == "" {
+		cfg.Prefix = "wasmtask"
+	}
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = 6 * time.Second
+	}
+	if cfg.Replicas <= 0 {
+		cfg.Replicas = 1
+	}
+	s := &Store{cfg: cfg, replica: rand.Text(), stop: make(chan struct{}), serving: make(chan struct{}, maxControls)}
+	opts := []nats.Option{nats.Name("wasmtask " + s.replica), nats.MaxReconnects(-1)}
+	url := cfg.URL
+	if url == "" {
+		if cfg.Dir == "" {
+			return nil, errors.New("natsstore: neither a URL nor a directory")
+		}
+		srv, err := server.NewServer(&server.Options{
+			JetStream: true, StoreDir: cfg.Dir, DontListen: true, NoSigs: true, NoLog: true,
+			ServerName: "wasmtask-embedded",
+		})
+		if err != nil {
+			return nil, fmt.Errorf("natsstore: embedded server: %w", err)
+		}
+		srv.Start()
+		if !srv.ReadyForConnections(30 * time.Second) {
+			srv.Shutdown()
+			return nil, errors.New("natsstore: embedded server did not start")
+		}
+		s.srv = srv
+		opts = append(opts, nats.InProcessServer(srv))
+	}
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		s.shutdownServer()
+		return nil, fmt.Errorf("natsstore: connect: %w", err)
+	}
+	s.nc = nc
+	if err := s.setup(ctx); err != nil {
+		nc.Close()
+		s.shutdownServer()
+		return nil, err
+	}
+	s.wg.Go(s.renewLease)
+	return s, nil
+}
+
+func (s *Store) setup(ctx context.Context) error {
+	js, err := jetstream.New(s.nc)
+	if err != nil {
+		return fmt.Errorf("natsstore: %w", err)
+	}
+	s.js = js
+	s.tasks, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:         s.cfg.Prefix + "_tasks",
+		Description:    "wasmtask task records and results (encrypted)",
+		History:        1,
+		MaxValueSize:   maxRecordBytes + 1024,
+		LimitMarkerTTL: time.Minute, // per-key TTLs: each record expires with its task
+		Replicas:       s.cfg.Replicas,
+		Storage:        jetstream.FileStorage,
+	})
+	if err != nil {
+		return fmt.Errorf("natsstore: tasks bucket: %w", err)
+	}
+	s.leases, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      s.cfg.Prefix + "_leases",
+		Description: "wasmtask replica leases",
+		History:     1,
+		TTL:         s.cfg.LeaseTTL,
+		Replicas:    s.cfg.Replicas,
+		Storage:     jetstream.MemoryStorage,
+	})
+	if err != nil {
+		return fmt.Errorf("natsstore: leases bucket: %w", err)
+	}
+	if _, err := s.leases.Put(ctx, s.replica, nil); err != nil {
+		return fmt.Errorf("natsstore: lease: %w", err)
+	}
+	return nil
+}
+
+// renewLease keeps this replica's lease until Close.
+func (s *Store) renewLease() {
+	t := time.NewTicker(s.cfg.LeaseTTL / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.LeaseTTL/3)
+			_, _ = s.leases.Put(ctx, s.replica, nil) // a miss is retried at the next tick
+			cancel()
+		}
+	}
+}
+
+// Close gives up the lease, stops serving control requests and
+// disconnects (and stops the embedded server). Close the engine first: it
+// writes its last records through the store.
+func (s *Store) Close() error {
+	select {
+	case <-s.stop:
+		return nil
+	default:
+	}
+	close(s.stop)
+	s.mu.Lock()
+	if s.sub != nil {
+		_ = s.sub.Drain()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	_ = s.leases.Delete(ctx, s.replica)
+	cancel()
+	s.nc.Close()
+	s.shutdownServer()
+	return nil
+}
+
+func (s *Store) shutdownServer() {
+	if s.srv != nil {
+		s.srv.Shutdown()
+		s.srv.WaitForShutdown()
+	}
+}
+
+// Replica implements taskengine.Shared.
+func (s *Store) Replica() string { return s.replica }
+
+func (s *Store) recordKey(owner, id string) string {
+	return "t." + s.cfg.Keys.ownerTag(owner) + "." + id
+}
+
+func chunkKey(recordKey string, n int) string {
+	return "o" + recordKey[1:] + "." + strconv.Itoa(n)
+}
+
+// stored is a record as the tasks bucket holds it (encrypted): an outcome
+// too large for one value is in Chunks chunks, whose SHA-256 is Sum.
+type stored struct {
+	R      *taskengine.Record
+	Chunks int    `json:",omitempty"`
+	Sum    []byte `json:",omitempty"`
+}
+
+// ttlOf is what is left of a record's TTL (0: none), at least a second.
+func ttlOf(r *taskengine.Record) time.Duration {
+	if r.TTL <= 0 {
+		return 0
+	}
+	return max(time.Until(r.CreatedAt.Add(r.TTL)), time.Second)
+}
+
+// encode seals r for key, writing its outcome's chunks first if it is
+// large.
+func (s *Store) encode(ctx context.Context, key string, r *taskengine.Record) ([]byte, error) {
+	st := stored{R: r}
+	if len(r.Outcome) > maxInline {
+		cp := *r
+		st.R = &cp
+		out := r.Outcome
+		cp.Outcome = nil
+		n := (len(out) + chunkSize - 1) / chunkSize
+		if n > maxChunks {
+			return nil, fmt.Errorf("an outcome of %d bytes is more than the store keeps", len(out))
+		}
+		sum := sha256.Sum256(out)
+		st.Chunks, st.Sum = n, sum[:]
+		for i := range n {
+			part := out[i*chunkSize : min((i+1)*chunkSize, len(out))]
+			ck := chunkKey(key, i)
+			if err := s.publish(ctx, ck, s.cfg.Keys.seal(ck, part), ttlOf(r), nil); err != nil {
+				return nil, fmt.Errorf("chunk %d: %w", i, err)
+			}
+		}
+	}
+	b, err := json.Marshal(st)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxRecordBytes {
+		return nil, fmt.Errorf("a record of %d bytes is more than the store keeps", len(b))
+	}
+	return s.cfg.Keys.seal(key, b), nil
+}
+
+// decode opens a record value read from key, with its chunks.
+func (s *Store) decode(ctx context.Context, key string, v []byte) (*taskengine.Record, error) {
+	plain, err := s.cfg.Keys.open(key, v)
+	if err != nil {
+		return nil, err
+	}
+	var st stored
+	if err := json.Unmarshal(plain, &st); err != nil || st.R == nil {
+		return nil, fmt.Errorf("a stored record does not decode: %v", err)
+	}
+	if st.Chunks > 0 {
+		if st.Chunks > maxChunks {
+			return nil, errors.New("a stored record names too many chunks")
+		}
+		var out bytes.Buffer
+		for i := range st.Chunks {
+			ck := chunkKey(key, i)
+			e, err := s.tasks.Get(ctx, ck)
+			if err != nil {
+				return nil, fmt.Errorf("chunk %d: %w", i, err)
+			}
+			part, err := s.cfg.Keys.open(ck, e.Value())
+			if err != nil {
+				return nil, err
+			}
+			out.Write(part)
+		}
+		if sum := sha256.Sum256(out.Bytes()); !bytes.Equal(sum[:], st.Sum) {
+			return nil, errors.New("a stored outcome does not match its checksum")
+		}
+		st.R.Outcome = out.Bytes()
+	}
+	return st.R, nil
+}
+
+// publish writes a value with a TTL (0: none), if expect is set only when
+// the key's last revision is *expect.
+func (s *Store) publish(ctx context.Context, key string, v []byte, ttl time.Duration, expect *uint64) error {
+	_, err := s.publishRev(ctx, key, v, ttl, expect)
+	return err
+}
+
+func (s *Store) publishRev(ctx context.Context, key string, v []byte, ttl time.Duration, expect *uint64) (uint64, error) {
+	var opts []jetstream.PublishOpt
+	if ttl > 0 {
+		opts = append(opts, jetstream.WithMsgTTL(ttl))
+	}
+	if expect != nil {
+		opts = append(opts, jetstream.WithExpectLastSequencePerSubject(*expect))
+	}
+	ack, err := s.js.Publish(ctx, "$KV."+s.tasks.Bucket()+"."+key, v, opts...)
+	if err != nil {
+		var api *jetstream.APIError
+		if errors.As(err, &api) && (api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+			api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
+			return 0, taskengine.ErrConflict
+		}
+		return 0, err
+	}
+	return ack.Sequence, nil
+}
+
+// Create implements taskengine.Shared.
+func (s *Store) Create(ctx context.Context, r *taskengine.Record) (uint64, error) {
+	key := s.recordKey(r.Owner, r.ID)
+	v, err := s.encode(ctx, key, r)
+	if err != nil {
+		return 0, err
+	}
+	zero := uint64(0)
+	return s.publishRev(ctx, key, v, ttlOf(r), &zero)
+}
+
+// Update implements taskengine.Shared.
+func (s *Store) Update(ctx context.Context, r *taskengine.Record, rev uint64) (uint64, error) {
+	key := s.recordKey(r.Owner, r.ID)
+	v, err := s.encode(ctx, key, r)
+	if err != nil {
+		return 0, err
+	}
+	return s.publishRev(ctx, key, v, ttlOf(r), &rev)
+}
+
+// Load implements taskengine.Shared.
+func (s *Store) Load(ctx context.Context, owner, id string) (*taskengine.Record, uint64, error) {
+	if !validTaskID(id) {
+		return nil, 0, taskengine.ErrNotFound
+	}
+	key := s.recordKey(owner, id)
+	e, err := s.tasks.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+		return nil, 0, taskengine.ErrNotFound
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	r, err := s.decode(ctx, key, e.Value())
+	if err != nil {
+		return nil, 0, err
+	}
+	return r, e.Revision(), nil
+}
+
+// List implements taskengine.Shared.
+func (s *Store) List(ctx context.Context, owner string, limit int) ([]*taskengine.Record, error) {
+	lister, err := s.tasks.ListKeysFiltered(ctx, "t."+s.cfg.Keys.ownerTag(owner)+".*")
+	if errors.Is(err, jetstream.ErrNoKeysFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer lister.Stop()
+	var out []*taskengine.Record
+	for key := range lister.Keys() {
+		if len(out) == limit {
+			break
+		}
+		e, err := s.tasks.Get(ctx, key)
+		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+			continue // expired since it was listed
+		}
+		if err != nil {
+			return nil, err
+		}
+		r, err := s.decode(ctx, key, e.Value())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, ctx.Err()
+}
+
+// Watch implements taskengine.Shared.
+func (s *Store) Watch(ctx context.Context, owner, id string) (<-chan *taskengine.Record, error) {
+	if !validTaskID(id) {
+		return nil, taskengine.ErrNotFound
+	}
+	key := s.recordKey(owner, id)
+	w, err := s.tasks.Watch(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan *taskengine.Record, 1)
+	s.wg.Go(func() {
+		defer close(out)
+		defer w.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-s.stop:
+				return
+			case e, ok := <-w.Updates():
+				if !ok {
+					return
+				}
+				if e == nil { // the end of the current values
+					continue
+				}
+				if e.Operation() != jetstream.KeyValuePut {
+					return // deleted or expired
+				}
+				r, err := s.decode(ctx, key, e.Value())
+				if err != nil {
+					return // the reader sees the watch end and reloads, which fails
+				}
+				select { // the latest wins
+				case <-out:
+				default:
+				}
+				out <- r
+			}
+		}
+	})
+	return out, nil
+}
+
+// Alive implements taskengine.Shared.
+func (s *Store) Alive(ctx context.Context, replica string) (bool, error) {
+	if !validTaskID(replica) {
+		return false, nil
+	}
+	_, err := s.leases.Get(ctx, replica)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted):
+		return false, nil
+	}
+	return false, err
+}
+
+func (s *Store) controlSubject(replica string) string {
+	return s.cfg.Prefix + ".control." + replica
+}
+
+// Ask implements taskengine.Shared: a NATS request to the runner's control
+// subject, encrypted both ways.
+func (s *Store) Ask(ctx context.Context, replica string, c taskengine.Control) (taskengine.Reply, error) {
+	if !validTaskID(replica) {
+		return taskengine.Reply{}, errors.New("not a replica name")
+	}
+	subj := s.controlSubject(replica)
+	b, err := json.Marshal(c)
+	if err != nil {
+		return taskengine.Reply{}, err
+	}
+	msg, err := s.nc.RequestWithContext(ctx, subj, s.cfg.Keys.seal(subj, b))
+	if err != nil {
+		return taskengine.Reply{}, err
+	}
+	plain, err := s.cfg.Keys.open(subj+".reply", msg.Data)
+	if err != nil {
+		return taskengine.Reply{}, err
+	}
+	var reply taskengine.Reply
+	if err := json.Unmarshal(plain, &reply); err != nil || reply.Record == nil && reply.Err == "" {
+		return taskengine.Reply{}, fmt.Errorf("a control reply does not decode: %v", err)
+	}
+	return reply, nil
+}
+
+// Serve implements taskengine.Shared: control requests run on their own
+// goroutines, at most maxControls at once; more wait in NATS's buffer.
+func (s *Store) Serve(h func(context.Context, taskengine.Control) taskengine.Reply) error {
+	subj := s.controlSubject(s.replica)
+	sub, err := s.nc.Subscribe(subj, func(m *nats.Msg) {
+		select {
+		case s.serving <- struct{}{}:
+		case <-s.stop:
+			return
+		}
+		s.wg.Go(func() {
+			defer func() { <-s.serving }()
+			plain, err := s.cfg.Keys.open(subj, m.Data)
+			if err != nil {
+				return // not from a replica with our keys: no answer
+			}
+			var c taskengine.Control
+			if err := json.Unmarshal(plain, &c); err != nil {
+				return
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			b, err := json.Marshal(h(ctx, c))
+			if err != nil {
+				return
+			}
+			_ = m.Respond(s.cfg.Keys.seal(subj+".reply", b))
+		})
+	})
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.sub = sub
+	s.mu.Unlock()
+	return nil
+}
+
+var _ taskengine.Shared = (*Store)(nil)

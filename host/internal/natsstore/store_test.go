@@ -1,0 +1,323 @@
+package natsstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/wasmtask/wasmtask/taskengine"
+)
+
+// startServer starts a NATS server with JetStream on a random local port,
+// as a test's shared store, and returns its URL.
+func startServer(t *testing.T) string { return startServerB(t) }
+
+func startServerB(t testing.TB) string {
+	t.Helper()
+	srv, err := server.NewServer(&server.Options{
+		Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Start()
+	if !srv.ReadyForConnections(30 * time.Second) {
+		t.Fatal("nats server did not start")
+	}
+	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
+	return srv.ClientURL()
+}
+
+// parseKeysString parses a key file's text.
+func parseKeysString(text string) (*Keys, error) { return ParseKeys(strings.NewReader(text)) }
+
+func testKeys(t *testing.T, text string) *Keys {
+	t.Helper()
+	k, err := ParseKeys(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// replica is one server process: a store and the engine on it.
+type replica struct {
+	s *Store
+	e *taskengine.Engine
+}
+
+func (r replica) close() { r.e.Close(); r.s.Close() }
+
+func openReplica(t *testing.T, cfg Config) replica { return openReplicaB(t, cfg) }
+
+func openReplicaB(t testing.TB, cfg Config) replica {
+	t.Helper()
+	s, err := Open(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := taskengine.New(taskengine.Config{
+		MaxTasks: 1 << 20, MaxTasksPerOwner: 1 << 20,
+		Shared: s, Codec: textCodec{}, SharedKey: cfg.Keys.Index, LivenessCheck: 100 * time.Millisecond,
+	})
+	if err != nil {
+		s.Close()
+		t.Fatal(err)
+	}
+	r := replica{s, e}
+	t.Cleanup(r.close)
+	return r
+}
+
+// textCodec carries strings (values, meta, inputs, answers) and work errors
+// by their text.
+type textCodec struct{}
+
+func (textCodec) Encode(k taskengine.Kind, v any) ([]byte, error) {
+	if k == taskengine.KindOutcome {
+		out := v.(taskengine.Outcome)
+		var msg string
+		if out.Err != nil {
+			msg = out.Err.Error()
+		}
+		return json.Marshal([]any{out.Value, out.Failed, msg})
+	}
+	return json.Marshal(v)
+}
+
+func (textCodec) Decode(k taskengine.Kind, b []byte) (any, error) {
+	if k == taskengine.KindOutcome {
+		var v struct {
+			Value  any
+			Failed bool
+			Err    string
+		}
+		var a []json.RawMessage
+		if err := json.Unmarshal(b, &a); err != nil || len(a) != 3 {
+			return nil, fmt.Errorf("bad outcome %q", b)
+		}
+		_ = json.Unmarshal(a[0], &v.Value)
+		_ = json.Unmarshal(a[1], &v.Failed)
+		_ = json.Unmarshal(a[2], &v.Err)
+		out := taskengine.Outcome{Value: v.Value, Failed: v.Failed}
+		if v.Err != "" {
+			out.Err = errors.New(v.Err)
+		}
+		return out, nil
+	}
+	var v any
+	return v, json.Unmarshal(b, &v)
+}
+
+func blockingWork(started chan<- struct{}, ended chan<- error) taskengine.Work {
+	return func(ctx context.Context, run *taskengine.Run) taskengine.Outcome {
+		started <- struct{}{}
+		<-ctx.Done()
+		ended <- context.Cause(ctx)
+		return taskengine.Outcome{Err: context.Cause(ctx)}
+	}
+}
+
+// TestThreeReplicas runs three replicas on one NATS server: a task created
+// on one is read and cancelled on another (its work stops where it runs),
+// a replica killed mid-task leaves its task failed, never working, and a
+// restarted replica serves a result finished before the restart.
+func TestThreeReplicas(t *testing.T) {
+	url := startServer(t)
+	keys := testKeys(t, NewKeyFile())
+	cfg := Config{URL: url, Keys: keys, LeaseTTL: time.Second}
+	a, b, c := openReplica(t, cfg), openReplica(t, cfg), openReplica(t, cfg)
+	ctx := t.Context()
+
+	// Create on A, get and cancel on B.
+	started, ended := make(chan struct{}, 1), make(chan error, 1)
+	task, err := a.e.Submit("alice", taskengine.SubmitOptions{Meta: "slow", TTL: time.Hour}, blockingWork(started, ended))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	got, err := b.e.Get("alice", task.ID)
+	if err != nil || got.Status != taskengine.StatusWorking || got.Meta != "slow" {
+		t.Fatalf("B: Get = %+v, %v; want working, meta \"slow\"", got, err)
+	}
+	if _, err := b.e.Get("bob", task.ID); !errors.Is(err, taskengine.ErrNotFound) {
+		t.Errorf("B: Get by another owner = %v, want ErrNotFound", err)
+	}
+	got, err = b.e.Cancel("alice", task.ID)
+	if err != nil || got.Status != taskengine.StatusCancelled {
+		t.Fatalf("B: Cancel = %+v, %v; want cancelled", got, err)
+	}
+	if cause := <-ended; !errors.Is(cause, taskengine.ErrCancelled) {
+		t.Errorf("A: work ended by %v, want ErrCancelled", cause)
+	}
+	if got, err := c.e.Get("alice", task.ID); err != nil || got.Status != taskengine.StatusCancelled {
+		t.Errorf("C: Get after B's cancel = %+v, %v; want cancelled", got, err)
+	}
+
+	// A blocking wait on C wakes when B's task finishes.
+	release := make(chan struct{})
+	done, err := b.e.Submit("alice", taskengine.SubmitOptions{TTL: time.Hour}, func(ctx context.Context, run *taskengine.Run) taskengine.Outcome {
+		<-release
+		return taskengine.Outcome{Value: "result of B", Size: 11}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan taskengine.Outcome, 1)
+	go func() {
+		_, out, err := c.e.Wait(ctx, "alice", done.ID)
+		if err != nil {
+			out.Err = err
+		}
+		waited <- out
+	}()
+	close(release)
+	if out := <-waited; out.Err != nil || out.Value != "result of B" {
+		t.Errorf("C: Wait = %+v; want B's result", out)
+	}
+
+	// Kill A mid-task: its lease lapses and its task is failed.
+	lost, err := a.e.Submit("alice", taskengine.SubmitOptions{TTL: time.Hour}, blockingWork(started, ended))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	a.s.crash()
+	got, _, err = c.e.Wait(ctx, "alice", lost.ID) // returns at a liveness check after the lease lapsed
+	if err != nil || got.Status != taskengine.StatusFailed || !errors.Is(got.Err, taskengine.ErrReplicaLost) {
+		t.Fatalf("C: Wait on the dead replica's task = %+v, %v; want failed, ErrReplicaLost", got, err)
+	}
+
+	// Restart B: the finished result survives.
+	b.close()
+	b2 := openReplica(t, cfg)
+	_, out, err := b2.e.Wait(ctx, "alice", done.ID)
+	if err != nil || out.Value != "result of B" {
+		t.Errorf("restarted B: Wait = %+v, %v; want the result finished before the restart", out, err)
+	}
+}
+
+// crash stops the store as a killed process would: no lease renewal, no
+// goodbye, the connection dropped.
+func (s *Store) crash() {
+	close(s.stop)
+	s.nc.Close()
+	s.wg.Wait()
+}
+
+func secret() string {
+	b := make([]byte, 32)
+	rand.Read(b)
+	return base64.StdEncoding.EncodeToString(b)
+}
+
+func TestWrongKeyFailsClosed(t *testing.T) {
+	url := startServer(t)
+	index, k1 := secret(), secret()
+	a := openReplica(t, Config{URL: url, Keys: testKeys(t, "index "+index+"\nkey k1 "+k1)})
+	task, err := a.e.Submit("alice", taskengine.SubmitOptions{}, func(context.Context, *taskengine.Run) taskengine.Outcome {
+		return taskengine.Outcome{Value: "secret"}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.e.Wait(t.Context(), "alice", task.ID); err != nil {
+		t.Fatal(err)
+	}
+
+	// Same index key (records are found), another encryption key: it
+	// neither reads nor writes them.
+	b := openReplica(t, Config{URL: url, Keys: testKeys(t, "index "+index+"\nkey k9 "+secret())})
+	if _, err := b.e.Get("alice", task.ID); !errors.Is(err, taskengine.ErrShared) || errors.Is(err, taskengine.ErrNotFound) {
+		t.Errorf("wrong key: Get = %v; want a store error, not a miss", err)
+	}
+	if _, err := b.e.Cancel("alice", task.ID); !errors.Is(err, taskengine.ErrShared) {
+		t.Errorf("wrong key: Cancel = %v; want a store error", err)
+	}
+	if _, out, err := a.e.Wait(t.Context(), "alice", task.ID); err != nil || out.Value != "secret" {
+		t.Errorf("after the wrong replica tried: Wait = %+v, %v; want the record intact", out, err)
+	}
+
+	// Rotation: a replica that writes with a new key and keeps the old one
+	// reads the old records.
+	c := openReplica(t, Config{URL: url, Keys: testKeys(t, "index "+index+"\nkey k2 "+secret()+"\nkey k1 "+k1)})
+	if _, out, err := c.e.Wait(t.Context(), "alice", task.ID); err != nil || out.Value != "secret" {
+		t.Errorf("rotated keys: Wait = %+v, %v; want the old record readable", out, err)
+	}
+}
+
+func TestLargeOutcomeIsChunked(t *testing.T) {
+	url := startServer(t)
+	cfg := Config{URL: url, Keys: testKeys(t, NewKeyFile())}
+	a, b := openReplica(t, cfg), openReplica(t, cfg)
+	big := strings.Repeat("0123456789abcdef", 3<<16) // 3 MiB
+	task, err := a.e.Submit("alice", taskengine.SubmitOptions{}, func(context.Context, *taskengine.Run) taskengine.Outcome {
+		return taskengine.Outcome{Value: big, Size: int64(len(big))}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, out, err := b.e.Wait(t.Context(), "alice", task.ID)
+	if err != nil || out.Value != big {
+		t.Fatalf("B: Wait of a 3 MiB outcome: %v, equal %v", err, out.Value == big)
+	}
+}
+
+func TestHostileTaskIDs(t *testing.T) {
+	url := startServer(t)
+	a := openReplica(t, Config{URL: url, Keys: testKeys(t, NewKeyFile())})
+	for _, id := range []string{"", "*", ">", "a.b", "AAAAAAAAAAAAAAAAAAAAAAAAA*", strings.Repeat("A", 27), "t.x.y"} {
+		if _, err := a.e.Get("alice", id); !errors.Is(err, taskengine.ErrNotFound) {
+			t.Errorf("Get(%q) = %v, want ErrNotFound", id, err)
+		}
+	}
+}
+
+// TestSoak runs 10,000 tasks over two replicas, each read back from the
+// replica that did not run it: none may be lost or wrong.
+func TestSoak(t *testing.T) {
+	url := startServer(t)
+	cfg := Config{URL: url, Keys: testKeys(t, NewKeyFile())}
+	rs := []replica{openReplica(t, cfg), openReplica(t, cfg)}
+	const n, workers = 10000, 16
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var lost []string
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < n; i += workers {
+				runOn, readOn := rs[i%2], rs[(i+1)%2]
+				owner := fmt.Sprintf("tenant-%d", i%7)
+				want := fmt.Sprintf("result %d", i)
+				task, err := runOn.e.Submit(owner, taskengine.SubmitOptions{}, func(context.Context, *taskengine.Run) taskengine.Outcome {
+					return taskengine.Outcome{Value: want, Size: int64(len(want))}
+				})
+				if err != nil {
+					mu.Lock()
+					lost = append(lost, fmt.Sprintf("%d: submit: %v", i, err))
+					mu.Unlock()
+					continue
+				}
+				_, out, err := readOn.e.Wait(t.Context(), owner, task.ID)
+				if err != nil || out.Value != want {
+					mu.Lock()
+					lost = append(lost, fmt.Sprintf("%d: %v %v", i, out.Value, err))
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if len(lost) > 0 {
+		t.Fatalf("%d of %d results lost or wrong, first: %s", len(lost), n, lost[0])
+	}
+}

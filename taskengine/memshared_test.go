@@ -1,0 +1,234 @@
+package taskengine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// memStore is a Shared store in memory that several engines of one test
+// use as replicas: the contract of Shared, with records deep-copied through
+// JSON (so nothing crosses that a real store could not carry).
+type memStore struct {
+	mu       sync.Mutex
+	rev      uint64
+	recs     map[string]memEntry
+	watchers map[string][]chan *Record
+	leases   map[string]bool
+	servers  map[string]func(context.Context, Control) Reply
+	writes   int // record writes, for tests that count them
+}
+
+type memEntry struct {
+	b   []byte
+	rev uint64
+}
+
+func newMemStore() *memStore {
+	return &memStore{
+		recs:     map[string]memEntry{},
+		watchers: map[string][]chan *Record{},
+		leases:   map[string]bool{},
+		servers:  map[string]func(context.Context, Control) Reply{},
+	}
+}
+
+// kill makes replica vanish as a crashed process does: its lease lapses and
+// it answers no control request. Its engine goes on running (as a process
+// cut off from the store would), which the tests close themselves.
+func (m *memStore) kill(replica string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.leases, replica)
+	delete(m.servers, replica)
+}
+
+type memShared struct {
+	m       *memStore
+	replica string
+}
+
+func newMemShared(m *memStore, replica string) *memShared {
+	m.mu.Lock()
+	m.leases[replica] = true
+	m.mu.Unlock()
+	return &memShared{m: m, replica: replica}
+}
+
+func memKey(owner, id string) string { return owner + "\x00" + id }
+
+func (s *memShared) Replica() string { return s.replica }
+
+func (s *memShared) Create(ctx context.Context, r *Record) (uint64, error) {
+	return s.write(r, 0, true)
+}
+
+func (s *memShared) Update(ctx context.Context, r *Record, rev uint64) (uint64, error) {
+	return s.write(r, rev, false)
+}
+
+func (s *memShared) write(r *Record, rev uint64, create bool) (uint64, error) {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return 0, err
+	}
+	m := s.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := memKey(r.Owner, r.ID)
+	cur, ok := m.recs[k]
+	switch {
+	case create && ok:
+		return 0, errors.New("exists")
+	case !create && (!ok || cur.rev != rev):
+		return 0, ErrConflict
+	}
+	m.rev++
+	m.writes++
+	m.recs[k] = memEntry{b: b, rev: m.rev}
+	for _, ch := range m.watchers[k] {
+		offerRecord(ch, decodeRecord(b))
+	}
+	return m.rev, nil
+}
+
+func decodeRecord(b []byte) *Record {
+	var r Record
+	if err := json.Unmarshal(b, &r); err != nil {
+		panic(err) // written by json.Marshal above
+	}
+	return &r
+}
+
+func offerRecord(ch chan *Record, r *Record) {
+	select {
+	case <-ch:
+	default:
+	}
+	ch <- r
+}
+
+func (s *memShared) Load(ctx context.Context, owner, id string) (*Record, uint64, error) {
+	s.m.mu.Lock()
+	defer s.m.mu.Unlock()
+	e, ok := s.m.recs[memKey(owner, id)]
+	if !ok {
+		return nil, 0, ErrNotFound
+	}
+	return decodeRecord(e.b), e.rev, nil
+}
+
+func (s *memShared) List(ctx context.Context, owner string, max int) ([]*Record, error) {
+	s.m.mu.Lock()
+	defer s.m.mu.Unlock()
+	var out []*Record
+	for _, e := range s.m.recs {
+		if r := decodeRecord(e.b); r.Owner == owner && len(out) < max {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+func (s *memShared) Watch(ctx context.Context, owner, id string) (<-chan *Record, error) {
+	m := s.m
+	k := memKey(owner, id)
+	ch := make(chan *Record, 1)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e, ok := m.recs[k]; ok {
+		ch <- decodeRecord(e.b)
+	}
+	m.watchers[k] = append(m.watchers[k], ch)
+	context.AfterFunc(ctx, func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		ws := m.watchers[k]
+		for i, w := range ws {
+			if w == ch {
+				m.watchers[k] = append(ws[:i:i], ws[i+1:]...)
+				close(ch)
+				break
+			}
+		}
+	})
+	return ch, nil
+}
+
+func (s *memShared) Alive(ctx context.Context, replica string) (bool, error) {
+	s.m.mu.Lock()
+	defer s.m.mu.Unlock()
+	return s.m.leases[replica], nil
+}
+
+func (s *memShared) Ask(ctx context.Context, replica string, c Control) (Reply, error) {
+	s.m.mu.Lock()
+	h := s.m.servers[replica]
+	s.m.mu.Unlock()
+	if h == nil {
+		return Reply{}, fmt.Errorf("no responders for %s", replica)
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return Reply{}, err
+	}
+	var c2 Control
+	if err := json.Unmarshal(b, &c2); err != nil {
+		return Reply{}, err
+	}
+	reply := h(ctx, c2)
+	b, err = json.Marshal(reply)
+	if err != nil {
+		return Reply{}, err
+	}
+	var out Reply
+	return out, json.Unmarshal(b, &out)
+}
+
+func (s *memShared) Serve(h func(context.Context, Control) Reply) error {
+	s.m.mu.Lock()
+	defer s.m.mu.Unlock()
+	s.m.servers[s.replica] = h
+	return nil
+}
+
+// jsonCodec encodes the test's values: strings as Meta, Values, input
+// payloads and answers; work errors by their text.
+type jsonCodec struct{}
+
+type jsonOutcome struct {
+	Value  any
+	Failed bool
+	Err    string
+}
+
+func (jsonCodec) Encode(k Kind, v any) ([]byte, error) {
+	if k == KindOutcome {
+		out := v.(Outcome)
+		j := jsonOutcome{Value: out.Value, Failed: out.Failed}
+		if out.Err != nil {
+			j.Err = out.Err.Error()
+		}
+		return json.Marshal(j)
+	}
+	return json.Marshal(v)
+}
+
+func (jsonCodec) Decode(k Kind, b []byte) (any, error) {
+	if k == KindOutcome {
+		var j jsonOutcome
+		if err := json.Unmarshal(b, &j); err != nil {
+			return nil, err
+		}
+		out := Outcome{Value: j.Value, Failed: j.Failed}
+		if j.Err != "" {
+			out.Err = errors.New(j.Err)
+		}
+		return out, nil
+	}
+	var v any
+	err := json.Unmarshal(b, &v)
+	return v, err
+}

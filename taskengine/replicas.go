@@ -1,0 +1,627 @@
+package taskengine
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Replicas: with Config.Shared the engine records every task it runs in the
+// shared store and answers for other replicas' tasks from it. The runner is
+// the only writer of a task's record while the task runs (its engine owns
+// the state machine); any replica may write it once, to fail a task whose
+// runner lost its lease. Writes are compare-and-set on the record's
+// revision, so that second writer and the runner never overwrite each
+// other: whichever comes second sees the other's record.
+//
+//   - Submit creates the record before it returns (a handle the client
+//     holds always resolves), then every change is written by one of
+//     writerCount writer goroutines, coalesced: a task's record is written
+//     with its latest state, at most one write per task in flight (wmu).
+//   - A lookup that misses locally loads the record. A task that is not
+//     terminal and whose runner no longer holds its lease is failed with
+//     ErrReplicaLost, in the store, by whoever notices first.
+//   - Cancel and Answer for another replica's task are control requests to
+//     its runner (Shared.Ask), which applies them to its own engine and
+//     writes the record before it replies: the caller's next read sees it.
+//   - Wait and Watch on another replica's task follow the record
+//     (Shared.Watch) and check the runner's lease every LivenessCheck.
+
+// writerCount is how many goroutines write records: enough that one slow
+// write does not hold up every task's, few enough to bound the store's load.
+const writerCount = 4
+
+func (e *Engine) startShared() error {
+	e.replica = e.cfg.Shared.Replica()
+	e.cursors = sharedCursorCodec(e.cfg.SharedKey)
+	e.wake = make(chan struct{}, 1)
+	e.writersStop = make(chan struct{})
+	if err := e.cfg.Shared.Serve(e.serveControl); err != nil {
+		return sharedErr("serve", err)
+	}
+	for range writerCount {
+		e.writers.Go(e.writeLoop)
+	}
+	return nil
+}
+
+// sharedCtx bounds one call into the shared store.
+func (e *Engine) sharedCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), e.cfg.SharedTimeout)
+}
+
+// queueWriteLocked queues t's record for writing, once.
+func (e *Engine) queueWriteLocked(t *task) {
+	if e.wake == nil || t.queued {
+		return
+	}
+	t.queued = true
+	e.queue = append(e.queue, t)
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+// writeLoop writes queued records until the engine closes and the queue is
+// empty.
+func (e *Engine) writeLoop() {
+	for {
+		e.mu.Lock()
+		if len(e.queue) == 0 {
+			e.mu.Unlock()
+			select {
+			case <-e.wake:
+			case <-e.writersStop:
+				e.mu.Lock()
+				empty := len(e.queue) == 0
+				e.mu.Unlock()
+				if empty {
+					return
+				}
+			}
+			e.mu.Lock()
+		}
+		var t *task
+		if len(e.queue) > 0 {
+			t = e.queue[0]
+			e.queue[0] = nil
+			e.queue = e.queue[1:]
+			t.queued = false
+		}
+		if len(e.queue) > 0 { // pass the wake-up on to another writer
+			select {
+			case e.wake <- struct{}{}:
+			default:
+			}
+		}
+		e.mu.Unlock()
+		if t != nil {
+			e.writeRecord(t)
+		}
+	}
+}
+
+// writeRecord writes t's current state over its record, retrying a failed
+// write a few times. A conflict means another replica declared the task
+// lost: the runner then ends it the same way.
+func (e *Engine) writeRecord(t *task) {
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
+	for attempt := range 5 {
+		e.mu.Lock()
+		r := e.recordLocked(t)
+		out := t.outcome
+		e.mu.Unlock()
+		err := e.encodeOutcome(r, out)
+		if err == nil {
+			ctx, cancel := e.sharedCtx()
+			var rev uint64
+			rev, err = e.cfg.Shared.Update(ctx, r, t.rev)
+			cancel()
+			if err == nil {
+				t.rev = rev
+				return
+			}
+		}
+		if errors.Is(err, ErrConflict) {
+			e.mu.Lock()
+			if !t.status.Terminal() {
+				e.finishLocked(t, StatusFailed, Outcome{Err: ErrReplicaLost}, time.Now())
+				t.cancel(ErrReplicaLost)
+			}
+			e.mu.Unlock()
+			return
+		}
+		select { // back off: 50ms, 100ms, … unless the engine closes
+		case <-time.After(50 * time.Millisecond << attempt):
+		case <-e.closing:
+		}
+	}
+}
+
+// createRecord writes a new task's first record.
+func (e *Engine) createRecord(t *task) error {
+	e.mu.Lock()
+	r := e.recordLocked(t)
+	e.mu.Unlock()
+	ctx, cancel := e.sharedCtx()
+	defer cancel()
+	meta, err := e.cfg.Codec.Encode(KindMeta, t.meta)
+	if err != nil {
+		return fmt.Errorf("%w: encode: %w", ErrShared, err)
+	}
+	e.mu.Lock()
+	t.metaBytes = meta
+	e.mu.Unlock()
+	r.Meta = meta
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
+	rev, err := e.cfg.Shared.Create(ctx, r)
+	if err != nil {
+		return sharedErr("create", err)
+	}
+	t.rev = rev
+	return nil
+}
+
+// recordLocked is t's record but for the outcome (encodeOutcome). Meta
+// and input payloads were encoded once, when they were given.
+func (e *Engine) recordLocked(t *task) *Record {
+	r := &Record{
+		ID:            t.key.id,
+		Owner:         t.key.owner,
+		Runner:        e.replica,
+		Status:        t.status,
+		StatusMessage: t.msg,
+		CreatedAt:     t.createdAt.Round(0),
+		UpdatedAt:     t.updatedAt.Round(0),
+		TTL:           t.ttl,
+		Progress:      t.progress,
+		Total:         t.total,
+		Meta:          t.metaBytes,
+	}
+	for _, w := range t.inputs {
+		r.Inputs = append(r.Inputs, RecordInput{ID: w.req.ID, Payload: w.payload})
+	}
+	return r
+}
+
+// encodeOutcome fills a terminal record's outcome fields from out.
+func (e *Engine) encodeOutcome(r *Record, out Outcome) error {
+	if !r.Status.Terminal() {
+		return nil
+	}
+	if name := endName(out.Err); name != "" {
+		r.Ended, r.EndText = name, out.Err.Error()
+		out.Err = nil
+		if out.Value == nil && !out.Failed {
+			return nil
+		}
+	}
+	b, err := e.cfg.Codec.Encode(KindOutcome, out)
+	if err != nil {
+		return fmt.Errorf("%w: encode outcome: %w", ErrShared, err)
+	}
+	r.Outcome, r.Size = b, out.Size
+	return nil
+}
+
+// remote is a task another replica runs (or ran), as its record says.
+type remote struct {
+	r   *Record
+	rev uint64
+}
+
+// loadRemote loads owner's task id from the shared store. A task that is
+// not terminal but whose runner lost its lease is failed first.
+func (e *Engine) loadRemote(ctx context.Context, owner, id string) (remote, error) {
+	r, rev, err := e.cfg.Shared.Load(ctx, owner, id)
+	if err != nil {
+		return remote{}, sharedErr("load", err)
+	}
+	if r.Owner != owner || r.ID != id {
+		return remote{}, ErrNotFound // a store that mixes up keys must not leak
+	}
+	if r.TTL > 0 && !time.Now().Before(r.CreatedAt.Add(r.TTL)) {
+		return remote{}, ErrNotFound
+	}
+	return e.checkRunner(ctx, remote{r, rev})
+}
+
+// checkRunner fails a live remote task whose runner does not hold its lease.
+func (e *Engine) checkRunner(ctx context.Context, rt remote) (remote, error) {
+	for range 3 { // a conflict means the runner or another replica wrote: reread
+		if rt.r.Status.Terminal() || rt.r.Runner == e.replica {
+			return rt, nil
+		}
+		alive, err := e.cfg.Shared.Alive(ctx, rt.r.Runner)
+		if err != nil {
+			return remote{}, sharedErr("lease", err)
+		}
+		if alive {
+			return rt, nil
+		}
+		lost := *rt.r
+		lost.Status = StatusFailed
+		lost.UpdatedAt = time.Now().Round(0)
+		lost.Inputs = nil
+		lost.Ended, lost.EndText = endName(ErrReplicaLost), ErrReplicaLost.Error()
+		rev, err := e.cfg.Shared.Update(ctx, &lost, rt.rev)
+		if err == nil {
+			return remote{&lost, rev}, nil
+		}
+		if !errors.Is(err, ErrConflict) {
+			return remote{}, sharedErr("update", err)
+		}
+		r, rev, err := e.cfg.Shared.Load(ctx, rt.r.Owner, rt.r.ID)
+		if err != nil {
+			return remote{}, sharedErr("load", err)
+		}
+		rt = remote{r, rev}
+	}
+	return rt, nil
+}
+
+// taskOf is the snapshot a record describes.
+func (e *Engine) taskOf(r *Record) (Task, Outcome, error) {
+	t := Task{
+		ID:            r.ID,
+		Owner:         r.Owner,
+		Status:        r.Status,
+		StatusMessage: r.StatusMessage,
+		CreatedAt:     r.CreatedAt,
+		LastUpdatedAt: r.UpdatedAt,
+		TTL:           r.TTL,
+		PollInterval:  e.cfg.PollInterval,
+		Progress:      r.Progress,
+		Total:         r.Total,
+	}
+	var err error
+	if len(r.Meta) > 0 {
+		if t.Meta, err = e.cfg.Codec.Decode(KindMeta, r.Meta); err != nil {
+			return Task{}, Outcome{}, fmt.Errorf("%w: decode meta: %w", ErrShared, err)
+		}
+	}
+	var out Outcome
+	if len(r.Outcome) > 0 {
+		v, err := e.cfg.Codec.Decode(KindOutcome, r.Outcome)
+		if err != nil {
+			return Task{}, Outcome{}, fmt.Errorf("%w: decode outcome: %w", ErrShared, err)
+		}
+		out, _ = v.(Outcome)
+		out.Size = r.Size
+	}
+	if r.Ended != "" {
+		out.Err = endError(r.Ended, r.EndText)
+	}
+	t.Err = out.Err
+	return t, out, nil
+}
+
+// getRemote is Get for a task the engine does not hold.
+func (e *Engine) getRemote(owner, id string) (Task, error) {
+	ctx, cancel := e.sharedCtx()
+	defer cancel()
+	rt, err := e.loadRemote(ctx, owner, id)
+	if err != nil {
+		return Task{}, err
+	}
+	t, _, err := e.taskOf(rt.r)
+	return t, err
+}
+
+// waitRemote is Wait for a task the engine does not hold.
+func (e *Engine) waitRemote(ctx context.Context, owner, id string) (Task, Outcome, error) {
+	lctx, cancel := e.sharedCtx()
+	rt, err := e.loadRemote(lctx, owner, id)
+	cancel()
+	if err != nil {
+		return Task{}, Outcome{}, err
+	}
+	if rt, err = e.follow(ctx, rt, nil); err != nil {
+		return Task{}, Outcome{}, err
+	}
+	return e.taskOf(rt.r)
+}
+
+// follow reads the versions of a remote task's record until one is
+// terminal, calling each (if not nil) with every version, and fails the
+// task if its runner's lease lapses first. It returns the terminal record.
+func (e *Engine) follow(ctx context.Context, rt remote, each func(*Record)) (remote, error) {
+	if rt.r.Status.Terminal() {
+		return rt, nil
+	}
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	ch, err := e.cfg.Shared.Watch(wctx, rt.r.Owner, rt.r.ID)
+	if err != nil {
+		return remote{}, sharedErr("watch", err)
+	}
+	tick := time.NewTicker(e.cfg.LivenessCheck)
+	defer tick.Stop()
+	for !rt.r.Status.Terminal() {
+		select {
+		case r, ok := <-ch:
+			if !ok {
+				if ctx.Err() != nil {
+					return remote{}, ctx.Err()
+				}
+				return remote{}, fmt.Errorf("%w: watch ended", ErrShared)
+			}
+			if r.Owner != rt.r.Owner || r.ID != rt.r.ID {
+				continue
+			}
+			rt.r = r
+		case <-tick.C:
+			lctx, cancel := e.sharedCtx()
+			rt, err = e.loadRemote(lctx, rt.r.Owner, rt.r.ID)
+			cancel()
+			if err != nil {
+				return remote{}, err
+			}
+		case <-ctx.Done():
+			return remote{}, ctx.Err()
+		case <-e.closing:
+			return remote{}, ErrClosed
+		}
+		if each != nil {
+			each(rt.r)
+		}
+	}
+	return rt, nil
+}
+
+// watchRemote is Watch for a task the engine does not hold: a goroutine
+// (counted in wg, so Close waits for it) follows the record and offers
+// each version to the subscription.
+func (e *Engine) watchRemote(owner, id string) (*Subscription, error) {
+	ctx, cancel := e.sharedCtx()
+	rt, err := e.loadRemote(ctx, owner, id)
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	t, _, err := e.taskOf(rt.r)
+	if err != nil {
+		return nil, err
+	}
+	s := &Subscription{e: e, ch: make(chan Task, 1)}
+	s.ch <- t
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed || t.Status.Terminal() {
+		s.closed = true
+		close(s.ch)
+		return s, nil
+	}
+	fctx, stop := context.WithCancel(context.Background())
+	s.stop = stop
+	e.wg.Go(func() {
+		defer stop()
+		_, _ = e.follow(fctx, rt, func(r *Record) {
+			t, _, err := e.taskOf(r)
+			if err != nil {
+				stop()
+				return
+			}
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			if !s.closed {
+				s.offerLocked(t)
+			}
+		})
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if !s.closed { // ended, failed or stopped: the channel closes
+			s.closed = true
+			close(s.ch)
+		}
+	})
+	return s, nil
+}
+
+// askRunner sends a control request for a live remote task to its runner.
+// A runner that does not answer and no longer holds its lease lost the
+// task: it is failed, and the request meets a terminal task.
+func (e *Engine) askRunner(owner, id string, c Control) (Task, error) {
+	ctx, cancel := e.sharedCtx()
+	defer cancel()
+	rt, err := e.loadRemote(ctx, owner, id)
+	if err != nil {
+		return Task{}, err
+	}
+	if rt.r.Status.Terminal() {
+		t, _, err := e.taskOf(rt.r)
+		if err != nil {
+			return Task{}, err
+		}
+		return t, ErrTerminal
+	}
+	reply, err := e.cfg.Shared.Ask(ctx, rt.r.Runner, c)
+	if err != nil {
+		if rt, lerr := e.checkRunner(ctx, rt); lerr == nil && rt.r.Status.Terminal() {
+			t, _, err := e.taskOf(rt.r)
+			if err != nil {
+				return Task{}, err
+			}
+			return t, ErrTerminal
+		}
+		return Task{}, sharedErr("ask", err)
+	}
+	t, _, derr := e.taskOf(reply.Record)
+	if derr != nil {
+		return Task{}, derr
+	}
+	return t, controlError(reply.Err)
+}
+
+// Reply is a runner's answer to a [Control] request.
+type Reply struct {
+	Record *Record // the task's record after the request
+	Err    string  // "" or a controlErrors name
+}
+
+// controlErrors name the errors a control request can meet, so that they
+// cross replicas as themselves.
+var controlErrors = []struct {
+	name string
+	err  error
+}{
+	{"not_found", ErrNotFound},
+	{"terminal", ErrTerminal},
+	{"no_such_input", ErrNoSuchInput},
+	{"closed", ErrClosed},
+}
+
+func controlErrName(err error) string {
+	if err == nil {
+		return ""
+	}
+	for _, c := range controlErrors {
+		if errors.Is(err, c.err) {
+			return c.name
+		}
+	}
+	return "failed"
+}
+
+func controlError(name string) error {
+	if name == "" {
+		return nil
+	}
+	for _, c := range controlErrors {
+		if c.name == name {
+			return c.err
+		}
+	}
+	return fmt.Errorf("%w: the runner failed the request", ErrShared)
+}
+
+// serveControl applies a control request of another replica to a task this
+// engine runs, writes the record, and replies with it.
+func (e *Engine) serveControl(ctx context.Context, c Control) Reply {
+	e.mu.Lock()
+	t, err := e.lookupLocked(c.Owner, c.ID, time.Now())
+	e.mu.Unlock()
+	if err != nil {
+		return Reply{Err: controlErrName(err)}
+	}
+	switch c.Op {
+	case ControlCancel:
+		_, err = e.Cancel(c.Owner, c.ID)
+	case ControlAnswer:
+		var v any
+		if v, err = e.cfg.Codec.Decode(KindAnswer, c.Answer); err == nil {
+			err = e.Answer(c.Owner, c.ID, c.RequestID, v)
+		} else {
+			err = fmt.Errorf("%w: decode answer: %w", ErrShared, err)
+		}
+	default:
+		err = fmt.Errorf("%w: unknown control %q", ErrShared, c.Op)
+	}
+	e.writeRecord(t) // before the reply: the caller reads the store next
+	e.mu.Lock()
+	r := e.recordLocked(t)
+	out := t.outcome
+	e.mu.Unlock()
+	if eerr := e.encodeOutcome(r, out); eerr != nil && err == nil {
+		err = eerr
+	}
+	return Reply{Record: r, Err: controlErrName(err)}
+}
+
+// pendingRemote is PendingInput for a task the engine does not hold.
+func (e *Engine) pendingRemote(owner, id string) ([]InputRequest, error) {
+	ctx, cancel := e.sharedCtx()
+	defer cancel()
+	rt, err := e.loadRemote(ctx, owner, id)
+	if err != nil {
+		return nil, err
+	}
+	reqs := make([]InputRequest, 0, len(rt.r.Inputs))
+	for _, in := range rt.r.Inputs {
+		v, err := e.cfg.Codec.Decode(KindInput, in.Payload)
+		if err != nil {
+			return nil, fmt.Errorf("%w: decode input: %w", ErrShared, err)
+		}
+		reqs = append(reqs, InputRequest{ID: in.ID, Payload: v})
+	}
+	return reqs, nil
+}
+
+// answerRemote is Answer for a task the engine does not hold.
+func (e *Engine) answerRemote(owner, id, requestID string, answer any) error {
+	b, err := e.cfg.Codec.Encode(KindAnswer, answer)
+	if err != nil {
+		return fmt.Errorf("%w: encode answer: %w", ErrShared, err)
+	}
+	_, err = e.askRunner(owner, id, Control{Op: ControlAnswer, Owner: owner, ID: id, RequestID: requestID, Answer: b})
+	if errors.Is(err, ErrTerminal) {
+		return ErrNoSuchInput
+	}
+	return err
+}
+
+// listShared is List over the shared store: every replica's tasks of
+// owner, oldest first by creation time (then ID). The cursor holds the
+// creation time of the last task returned; a page never ends inside a run
+// of tasks created in the same nanosecond, so none is skipped.
+func (e *Engine) listShared(owner, cursor string, limit int) ([]Task, string, error) {
+	var after uint64
+	if cursor != "" {
+		var err error
+		if after, err = e.cursors.decode(owner, cursor); err != nil {
+			return nil, "", err
+		}
+	}
+	ctx, cancel := e.sharedCtx()
+	defer cancel()
+	recs, err := e.cfg.Shared.List(ctx, owner, e.cfg.ownerLimits(owner).MaxTasks*replicaSpread)
+	if err != nil {
+		return nil, "", sharedErr("list", err)
+	}
+	now := time.Now()
+	recs = slices.DeleteFunc(recs, func(r *Record) bool {
+		return r.Owner != owner || (r.TTL > 0 && !now.Before(r.CreatedAt.Add(r.TTL))) ||
+			uint64(r.CreatedAt.UnixNano()) <= after
+	})
+	slices.SortFunc(recs, func(a, b *Record) int {
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
+	})
+	alive := map[string]bool{} // runner → holds its lease, asked once per List
+	out := []Task{}
+	for i, r := range recs {
+		if len(out) >= limit && !r.CreatedAt.Equal(recs[i-1].CreatedAt) {
+			return out, e.cursors.encode(owner, uint64(recs[i-1].CreatedAt.UnixNano())), nil
+		}
+		if !r.Status.Terminal() && r.Runner != e.replica {
+			ok, seen := alive[r.Runner]
+			if !seen {
+				if ok, err = e.cfg.Shared.Alive(ctx, r.Runner); err != nil {
+					return nil, "", sharedErr("lease", err)
+				}
+				alive[r.Runner] = ok
+			}
+			if !ok { // fail it in the store, as a Get would
+				if rt, err := e.loadRemote(ctx, owner, r.ID); err == nil {
+					r = rt.r
+				}
+			}
+		}
+		t, _, err := e.taskOf(r)
+		if err != nil {
+			return nil, "", err
+		}
+		out = append(out, t)
+	}
+	return out, "", nil
+}
+
+// replicaSpread bounds how many of an owner's records List reads from the
+// shared store, as a multiple of the owner's retained-task bound on one
+// replica: an owner's tasks may be spread over several replicas.
+const replicaSpread = 8

@@ -1,0 +1,292 @@
+package taskengine
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+var sharedKey = []byte("0123456789abcdef0123456789abcdef")
+
+// replicas returns n engines sharing one in-memory store, named r0, r1, …
+func replicas(t *testing.T, m *memStore, n int) []*Engine {
+	t.Helper()
+	es := make([]*Engine, n)
+	for i := range es {
+		es[i] = newTestEngine(t, Config{
+			Shared: newMemShared(m, string(rune('A'+i))), Codec: jsonCodec{}, SharedKey: sharedKey,
+		})
+	}
+	return es
+}
+
+// blocking is work that returns "done" once release is closed, or its
+// context's cause when the task ends first (sent on ended).
+func blocking(release <-chan struct{}, ended chan<- error) Work {
+	return func(ctx context.Context, run *Run) Outcome {
+		select {
+		case <-release:
+			return Outcome{Value: "done", Size: 4}
+		case <-ctx.Done():
+			ended <- context.Cause(ctx)
+			return Outcome{Err: context.Cause(ctx)}
+		}
+	}
+}
+
+func TestReplicasAnswerForEachOther(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		es := replicas(t, newMemStore(), 3)
+		a, b, c := es[0], es[1], es[2]
+		ended := make(chan error, 1)
+		task, err := a.Submit("alice", SubmitOptions{Meta: "tool-x"}, blocking(make(chan struct{}), ended))
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		got, err := b.Get("alice", task.ID)
+		if err != nil || got.Status != StatusWorking || got.Meta != "tool-x" || got.ID != task.ID {
+			t.Fatalf("B: Get = %+v, %v; want working with meta tool-x", got, err)
+		}
+		if _, err := b.Get("mallory", task.ID); !errors.Is(err, ErrNotFound) {
+			t.Errorf("B: another owner's Get = %v, want ErrNotFound", err)
+		}
+		if _, err := b.Cancel("mallory", task.ID); !errors.Is(err, ErrNotFound) {
+			t.Errorf("B: another owner's Cancel = %v, want ErrNotFound", err)
+		}
+
+		// Cancel on C stops the work on A, and answers cancelled.
+		got, err = c.Cancel("alice", task.ID)
+		if err != nil || got.Status != StatusCancelled {
+			t.Fatalf("C: Cancel = %+v, %v; want cancelled", got, err)
+		}
+		if cause := <-ended; !errors.Is(cause, ErrCancelled) {
+			t.Errorf("A: the work's context ended with %v, want ErrCancelled", cause)
+		}
+		got, out, err := b.Wait(t.Context(), "alice", task.ID)
+		if err != nil || got.Status != StatusCancelled || !errors.Is(out.Err, ErrCancelled) || !errors.Is(got.Err, ErrCancelled) {
+			t.Errorf("B: Wait = %+v, %+v, %v; want cancelled with ErrCancelled", got, out, err)
+		}
+		if _, err := c.Cancel("alice", task.ID); !errors.Is(err, ErrTerminal) {
+			t.Errorf("C: second Cancel = %v, want ErrTerminal", err)
+		}
+	})
+}
+
+func TestReplicaWaitWakesWhenRunnerFinishes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		es := replicas(t, newMemStore(), 2)
+		a, b := es[0], es[1]
+		release := make(chan struct{})
+		task, err := a.Submit("alice", SubmitOptions{}, blocking(release, make(chan error, 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		type result struct {
+			t   Task
+			out Outcome
+			err error
+		}
+		waited := make(chan result, 1)
+		go func() {
+			t, out, err := b.Wait(context.Background(), "alice", task.ID)
+			waited <- result{t, out, err}
+		}()
+		synctest.Wait() // B is blocked on the record
+		select {
+		case r := <-waited:
+			t.Fatalf("B: Wait returned before the task ended: %+v", r)
+		default:
+		}
+		close(release)
+		r := <-waited
+		if r.err != nil || r.t.Status != StatusCompleted || r.out.Value != "done" || r.out.Size != 4 {
+			t.Fatalf("B: Wait = %+v; want completed with \"done\" (4 bytes)", r)
+		}
+	})
+}
+
+func TestReplicaLossFailsItsTasks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newMemStore()
+		es := replicas(t, m, 3)
+		a, b, c := es[0], es[1], es[2]
+		ended := make(chan error, 1)
+		task, err := a.Submit("alice", SubmitOptions{}, blocking(make(chan struct{}), ended))
+		if err != nil {
+			t.Fatal(err)
+		}
+		waited := make(chan error, 1)
+		go func() {
+			got, _, err := c.Wait(context.Background(), "alice", task.ID)
+			if err == nil && (got.Status != StatusFailed || !errors.Is(got.Err, ErrReplicaLost)) {
+				err = errors.New("C: Wait ended with " + string(got.Status))
+			}
+			waited <- err
+		}()
+		synctest.Wait()
+
+		m.kill("A")
+		got, err := b.Get("alice", task.ID)
+		if err != nil || got.Status != StatusFailed || !errors.Is(got.Err, ErrReplicaLost) {
+			t.Fatalf("B: Get after A died = %+v, %v; want failed with ErrReplicaLost", got, err)
+		}
+		if err := <-waited; err != nil { // at its next liveness check
+			t.Fatal(err)
+		}
+		if _, err := b.Cancel("alice", task.ID); !errors.Is(err, ErrTerminal) {
+			t.Errorf("B: Cancel of a lost task = %v, want ErrTerminal", err)
+		}
+
+		// A was only cut off: its next write meets the lost record and
+		// it stops the work itself, without overwriting what B wrote.
+		run := a.running[taskKey{"alice", task.ID}]
+		(&Run{e: a, t: run}).SetStatusMessage("still here")
+		if cause := <-ended; !errors.Is(cause, ErrReplicaLost) {
+			t.Errorf("A: the work's context ended with %v, want ErrReplicaLost", cause)
+		}
+		synctest.Wait()
+		got, err = c.Get("alice", task.ID)
+		if err != nil || got.StatusMessage == "still here" || !errors.Is(got.Err, ErrReplicaLost) {
+			t.Errorf("C: Get = %+v, %v; want the lost record unchanged", got, err)
+		}
+	})
+}
+
+func TestReplicaAnswersInput(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		es := replicas(t, newMemStore(), 2)
+		a, b := es[0], es[1]
+		task, err := a.Submit("alice", SubmitOptions{}, func(ctx context.Context, run *Run) Outcome {
+			v, err := run.RequestInput(ctx, "proceed?")
+			if err != nil {
+				return Outcome{Err: err}
+			}
+			return Outcome{Value: v}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sub, err := b.Watch("alice", task.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sub.Stop()
+		for s := range sub.C() {
+			if s.Status == StatusInputRequired {
+				break
+			}
+		}
+		reqs, err := b.PendingInput("alice", task.ID)
+		if err != nil || len(reqs) != 1 || reqs[0].Payload != "proceed?" {
+			t.Fatalf("B: PendingInput = %+v, %v; want the one question", reqs, err)
+		}
+		if err := b.Answer("alice", task.ID, "nope", "x"); !errors.Is(err, ErrNoSuchInput) {
+			t.Errorf("B: Answer to an unknown request = %v, want ErrNoSuchInput", err)
+		}
+		if err := b.Answer("alice", task.ID, reqs[0].ID, "yes"); err != nil {
+			t.Fatal(err)
+		}
+		var last Task
+		for s := range sub.C() { // closed after the terminal snapshot
+			last = s
+		}
+		if last.Status != StatusCompleted {
+			t.Errorf("B: the subscription's last snapshot is %s, want completed", last.Status)
+		}
+		_, out, err := b.Wait(t.Context(), "alice", task.ID)
+		if err != nil || out.Value != "yes" {
+			t.Errorf("B: Wait = %+v, %v; want the answer as the value", out, err)
+		}
+	})
+}
+
+func TestReplicaListPagesAcrossReplicas(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		es := replicas(t, newMemStore(), 3)
+		done := func(context.Context, *Run) Outcome { return Outcome{Value: "ok"} }
+		var want []string
+		for i := range 5 {
+			task, err := es[i%2].Submit("alice", SubmitOptions{}, done)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, task.ID)
+			time.Sleep(time.Millisecond) // fake clock: distinct creation times
+		}
+		if _, err := es[0].Submit("bob", SubmitOptions{}, done); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		var got []string
+		cursor := ""
+		for page := 0; ; page++ {
+			ts, next, err := es[page%3].List("alice", cursor, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tk := range ts {
+				got = append(got, tk.ID)
+			}
+			if next == "" {
+				break
+			}
+			if _, _, err := es[2].List("bob", next, 2); !errors.Is(err, ErrBadCursor) {
+				t.Errorf("another owner's use of a cursor = %v, want ErrBadCursor", err)
+			}
+			cursor = next
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("pages over three replicas = %v, want %v (creation order, each once)", got, want)
+		}
+	})
+}
+
+func TestReplicaRestartKeepsFinishedResults(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newMemStore()
+		a, err := New(Config{Shared: newMemShared(m, "A"), Codec: jsonCodec{}, SharedKey: sharedKey})
+		if err != nil {
+			t.Fatal(err)
+		}
+		finished, _ := a.Submit("alice", SubmitOptions{}, func(context.Context, *Run) Outcome { return Outcome{Value: "kept"} })
+		if _, _, err := a.Wait(t.Context(), "alice", finished.ID); err != nil {
+			t.Fatal(err)
+		}
+		running, _ := a.Submit("alice", SubmitOptions{}, blocking(make(chan struct{}), make(chan error, 1)))
+		a.Close() // every record is written before Close returns
+		m.kill("A")
+
+		a2 := newTestEngine(t, Config{Shared: newMemShared(m, "A2"), Codec: jsonCodec{}, SharedKey: sharedKey})
+		got, out, err := a2.Wait(t.Context(), "alice", finished.ID)
+		if err != nil || got.Status != StatusCompleted || out.Value != "kept" {
+			t.Errorf("after restart: Wait(finished) = %+v, %+v, %v; want completed, \"kept\"", got, out, err)
+		}
+		got, err = a2.Get("alice", running.ID)
+		if err != nil || got.Status != StatusCancelled || !errors.Is(got.Err, ErrClosed) {
+			t.Errorf("after restart: Get(running at shutdown) = %+v, %v; want cancelled by ErrClosed", got, err)
+		}
+	})
+}
+
+// failingShared refuses every write.
+type failingShared struct{ *memShared }
+
+func (failingShared) Create(context.Context, *Record) (uint64, error) {
+	return 0, errors.New("store unreachable")
+}
+
+func TestReplicaSubmitFailsClosedWhenTheStoreFails(t *testing.T) {
+	e := newTestEngine(t, Config{Shared: failingShared{newMemShared(newMemStore(), "A")}, Codec: jsonCodec{}, SharedKey: sharedKey})
+	started := false
+	_, err := e.Submit("alice", SubmitOptions{}, func(context.Context, *Run) Outcome { started = true; return Outcome{} })
+	if !errors.Is(err, ErrShared) {
+		t.Fatalf("Submit = %v, want ErrShared", err)
+	}
+	if s := e.Stats(); s.Tasks != 0 || s.Running != 0 || s.Owners != 0 || started {
+		t.Errorf("after a failed Submit: %+v, work started %v; want nothing kept or run", s, started)
+	}
+}

@@ -1,0 +1,176 @@
+package taskengine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Shared is a store of task records that several engines (replicas of one
+// server) use together, so that any of them answers for any task of the same
+// owner. The engine that runs a task writes its record, every other engine
+// only reads it, and asks the runner to act on it (cancel, answer). An
+// implementation persists records outside the process (the server's NATS
+// JetStream store) or in memory (tests).
+//
+// Every method must honour ctx and be safe for concurrent use. Records are
+// addressed by owner and ID together, like the engine's own lookups: a
+// record of another owner is ErrNotFound.
+type Shared interface {
+	// Replica names this engine's replica among those sharing the store. It
+	// must be unique per process start, so that a restarted replica is not
+	// mistaken for the one that died.
+	Replica() string
+
+	// Create stores a new record and returns its revision.
+	Create(ctx context.Context, r *Record) (rev uint64, err error)
+	// Update replaces the record if its latest revision is still rev, and
+	// returns the new revision; [ErrConflict] if another write came first.
+	Update(ctx context.Context, r *Record, rev uint64) (uint64, error)
+	// Load returns the record and its revision, or [ErrNotFound].
+	Load(ctx context.Context, owner, id string) (*Record, uint64, error)
+	// List returns owner's records, in no particular order, at most max of
+	// them.
+	List(ctx context.Context, owner string, max int) ([]*Record, error)
+	// Watch delivers the record's versions from its current one on, until
+	// ctx ends; the channel is closed then (or when the store fails).
+	Watch(ctx context.Context, owner, id string) (<-chan *Record, error)
+
+	// Alive reports whether replica holds its lease: it is running and
+	// reachable. A task whose runner is not alive never finishes.
+	Alive(ctx context.Context, replica string) (bool, error)
+	// Ask delivers a control request to the replica running a task and
+	// returns its reply.
+	// An error means the request may not have reached the runner.
+	Ask(ctx context.Context, replica string, c Control) (Reply, error)
+	// Serve hands control requests addressed to this replica to h until the
+	// store is closed; the engine calls it once, from New.
+	Serve(h func(ctx context.Context, c Control) Reply) error
+}
+
+// Record is the shared form of a task: everything another engine needs to
+// answer for it. The opaque parts (Meta, the outcome, input payloads) are
+// encoded by the [Codec] the engines share.
+type Record struct {
+	ID, Owner     string
+	Runner        string // replica whose engine runs (or ran) the task
+	Status        Status
+	StatusMessage string
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+	TTL           time.Duration // granted retention from CreatedAt; 0 = unlimited
+	Progress      float64
+	Total         float64
+	Meta          []byte        // Codec.Encode(KindMeta, SubmitOptions.Meta)
+	Inputs        []RecordInput // pending input requests, oldest first
+	Outcome       []byte        // Codec.Encode(KindOutcome, …) of a terminal task's work outcome
+	Size          int64         // Outcome.Size
+	Ended         string        // why the engine ended it: an engineEnds name, or ""
+	EndText       string        // that error's text
+}
+
+// RecordInput is a pending input request in a [Record].
+type RecordInput struct {
+	ID      string
+	Payload []byte // Codec.Encode(KindInput, InputRequest.Payload)
+}
+
+// Control is a request one engine makes of the engine running a task.
+type Control struct {
+	Op        string // ControlCancel or ControlAnswer
+	Owner, ID string
+	RequestID string // ControlAnswer: the input request answered
+	Answer    []byte // ControlAnswer: Codec.Encode(KindAnswer, answer)
+}
+
+// Control operations.
+const (
+	ControlCancel = "cancel"
+	ControlAnswer = "answer"
+)
+
+// Kind says what a [Codec] encodes.
+type Kind int
+
+// What crosses replicas besides the engine's own fields.
+const (
+	KindMeta    Kind = iota // SubmitOptions.Meta
+	KindOutcome             // an Outcome the work returned: Value, Failed and Err (not an engine error)
+	KindInput               // InputRequest.Payload
+	KindAnswer              // an answer to an input request
+)
+
+// Codec turns the opaque values of tasks into bytes and back, for engines
+// sharing a store. KindOutcome encodes an [Outcome] and decodes to one.
+type Codec interface {
+	Encode(k Kind, v any) ([]byte, error)
+	Decode(k Kind, b []byte) (any, error)
+}
+
+// Shared-store errors.
+var (
+	// ErrConflict: a record changed since the revision a write named.
+	ErrConflict = errors.New("taskengine: record changed concurrently")
+	// ErrReplicaLost ends a task whose runner stopped holding its lease
+	// before the task ended: the task is failed, its work lost.
+	ErrReplicaLost = errors.New("taskengine: the replica running the task stopped")
+	// ErrShared wraps failures of the shared store (unreachable, a record
+	// that does not decrypt or decode): the engine fails closed.
+	ErrShared = errors.New("taskengine: shared store")
+)
+
+// engineEnds names the errors by which the engine itself ends a task, so
+// that they cross replicas as themselves (errors.Is holds on the far side).
+var engineEnds = []struct {
+	name string
+	err  error
+}{
+	{"cancelled", ErrCancelled},
+	{"deadline", ErrDeadline},
+	{"closed", ErrClosed},
+	{"panic", ErrPanic},
+	{"too_large", ErrTooLarge},
+	{"replica_lost", ErrReplicaLost},
+}
+
+// endName is the engineEnds name of err, or "".
+func endName(err error) string {
+	for _, e := range engineEnds {
+		if errors.Is(err, e.err) {
+			return e.name
+		}
+	}
+	return ""
+}
+
+// remoteEnd is an engine error read back from a record: it has the text
+// the runner's error had and is the same sentinel for errors.Is.
+type remoteEnd struct {
+	sentinel error
+	text     string
+}
+
+func (e *remoteEnd) Error() string { return e.text }
+func (e *remoteEnd) Unwrap() error { return e.sentinel }
+
+// endError is the error named by a record's Ended and EndText.
+func endError(name, text string) error {
+	for _, e := range engineEnds {
+		if e.name == name {
+			if text == e.err.Error() || text == "" {
+				return e.err
+			}
+			return &remoteEnd{sentinel: e.err, text: text}
+		}
+	}
+	return fmt.Errorf("%w: unknown end %q", ErrShared, name)
+}
+
+func sharedErr(op string, err error) error {
+	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrConflict) || errors.Is(err, ErrShared) ||
+		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("%w: %s: %w", ErrShared, op, err)
+}
