@@ -164,6 +164,8 @@ type task struct {
 	inputSeq  int
 	subs      []*Subscription
 	queued    bool   // in Engine.queue
+	skipWrite bool   // the change about to be announced is already written
+	persisted Status // the terminal status persistOutcome wrote, if any
 	metaBytes []byte // with Config.Shared: meta, encoded
 
 	// With Config.Shared: wmu orders the writes of this task's record;
@@ -309,6 +311,9 @@ func (e *Engine) run(t *task, ctx context.Context, work Work, cleanup func()) {
 				out = Outcome{Err: fmt.Errorf("%w: work exited without returning", ErrPanic)}
 			}
 		}
+		if e.cfg.Shared != nil {
+			e.persistOutcome(t, out) // before anyone can see it: a result shown survives a crash
+		}
 		e.workReturned(t, out) // first, so a deadline at this instant cannot override out
 		cleanup()
 	}()
@@ -342,7 +347,10 @@ func (e *Engine) workReturned(t *task, out Outcome) {
 		if err := e.unkeepableLocked(oi, lim, max(out.Size, 0)); err != nil {
 			out = Outcome{Err: err}
 		}
+		// The record persistOutcome wrote says the same: no second write.
+		t.skipWrite = t.persisted == outcomeStatus(out) && out.Err == nil
 		e.finishLocked(t, outcomeStatus(out), out, now)
+		t.skipWrite = false
 	}
 	t.isRunning = false
 	t.ctx, t.cancel = nil, nil

@@ -55,7 +55,7 @@ func (e *Engine) sharedCtx() (context.Context, context.CancelFunc) {
 
 // queueWriteLocked queues t's record for writing, once.
 func (e *Engine) queueWriteLocked(t *task) {
-	if e.wake == nil || t.queued {
+	if e.wake == nil || t.queued || t.skipWrite {
 		return
 	}
 	t.queued = true
@@ -113,6 +113,10 @@ func (e *Engine) writeRecord(t *task) {
 	defer t.wmu.Unlock()
 	for attempt := range 5 {
 		e.mu.Lock()
+		if t.persisted != "" && !t.status.Terminal() {
+			e.mu.Unlock()
+			return // persistOutcome wrote a newer state than this one
+		}
 		r := e.recordLocked(t)
 		out := t.outcome
 		e.mu.Unlock()
@@ -141,6 +145,41 @@ func (e *Engine) writeRecord(t *task) {
 		case <-e.closing:
 		}
 	}
+}
+
+// persistOutcome writes the record of a task whose work returned out, as
+// workReturned is about to make it, before it does: a result that anyone
+// has seen is in the store, so it survives a crash of this replica. If the
+// task changes meanwhile (a cancel), the writer writes that over it.
+func (e *Engine) persistOutcome(t *task, out Outcome) {
+	e.mu.Lock()
+	if t.status.Terminal() {
+		e.mu.Unlock()
+		return // ended by the engine: the writer records that
+	}
+	if err := e.unkeepableLocked(e.owners[t.key.owner], e.cfg.ownerLimits(t.key.owner), max(out.Size, 0)); err != nil {
+		e.mu.Unlock()
+		return // not kept: workReturned fails it, the writer records that
+	}
+	r := e.recordLocked(t)
+	e.mu.Unlock()
+	r.Status, r.UpdatedAt, r.Inputs = outcomeStatus(out), time.Now().Round(0), nil
+	out.Size = max(out.Size, 0)
+	if err := e.encodeOutcome(r, out); err != nil {
+		return
+	}
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
+	ctx, cancel := e.sharedCtx()
+	defer cancel()
+	rev, err := e.cfg.Shared.Update(ctx, r, t.rev)
+	if err != nil {
+		return // the writer tries again with the final state (or meets the conflict)
+	}
+	t.rev = rev
+	e.mu.Lock()
+	t.persisted = r.Status
+	e.mu.Unlock()
 }
 
 // createRecord writes a new task's first record.

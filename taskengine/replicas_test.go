@@ -256,6 +256,10 @@ func TestReplicaRestartKeepsFinishedResults(t *testing.T) {
 		if _, _, err := a.Wait(t.Context(), "alice", finished.ID); err != nil {
 			t.Fatal(err)
 		}
+		// Written before Wait could return: a crash now loses nothing.
+		if r, _, err := newMemShared(m, "probe").Load(t.Context(), "alice", finished.ID); err != nil || r.Status != StatusCompleted {
+			t.Fatalf("the record when Wait returned: %+v, %v; want completed", r, err)
+		}
 		running, _ := a.Submit("alice", SubmitOptions{}, blocking(make(chan struct{}), make(chan error, 1)))
 		a.Close() // every record is written before Close returns
 		m.kill("A")

@@ -321,3 +321,36 @@ func TestSoak(t *testing.T) {
 		t.Fatalf("%d of %d results lost or wrong, first: %s", len(lost), n, lost[0])
 	}
 }
+
+// TestEmbeddedStoreSurvivesRestart: one server with an embedded store on
+// a directory keeps its finished results across a crash and restart (the
+// crash: no goodbye, the embedded server stopped under it).
+func TestEmbeddedStoreSurvivesRestart(t *testing.T) {
+	cfg := Config{Dir: t.TempDir(), Keys: testKeys(t, NewKeyFile())}
+	first := openReplica(t, cfg)
+	task, err := first.e.Submit("alice", taskengine.SubmitOptions{TTL: time.Hour}, func(context.Context, *taskengine.Run) taskengine.Outcome {
+		return taskengine.Outcome{Value: "kept across restarts"}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := first.e.Wait(t.Context(), "alice", task.ID); err != nil {
+		t.Fatal(err)
+	}
+	running, err := first.e.Submit("alice", taskengine.SubmitOptions{TTL: time.Hour}, blockingWork(make(chan struct{}, 1), make(chan error, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.s.crash()
+	first.s.shutdownServer()
+
+	second := openReplica(t, cfg)
+	_, out, err := second.e.Wait(t.Context(), "alice", task.ID)
+	if err != nil || out.Value != "kept across restarts" {
+		t.Errorf("after restart: Wait = %+v, %v; want the result finished before the crash", out, err)
+	}
+	got, _, err := second.e.Wait(t.Context(), "alice", running.ID) // its lease lapses
+	if err != nil || got.Status != taskengine.StatusFailed || !errors.Is(got.Err, taskengine.ErrReplicaLost) {
+		t.Errorf("after restart: the task running at the crash = %+v, %v; want failed, ErrReplicaLost", got, err)
+	}
+}
