@@ -55,6 +55,10 @@
 // requestedSchema of an elicitation must be the flat form MCP allows
 // (elicitschema.go).
 //
+// Load also merges the module's active data segments into as few as
+// possible (datamerge.go): instantiation applies each segment, and a
+// Go-built tool has tens of thousands.
+//
 // Load does not share modules: plugins.Build loads each content digest once
 // and keeps the Module across reloads. Each Module has a wazero runtime and
 // compilation cache of its own, so its compiled code is freed, all of it,

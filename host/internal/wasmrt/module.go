@@ -157,6 +157,9 @@ func (m *Module) compile(ctx context.Context, wasm []byte) error {
 	guarded := wasm
 	if guardErr == nil {
 		guarded = g.wasm
+		if !m.r.keepSegments {
+			guarded = mergeDataSection(guarded)
+		}
 	}
 	// On a guard error, let wazero explain a malformed module; refuse one
 	// it would accept but that cannot be guarded.

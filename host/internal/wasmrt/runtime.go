@@ -81,6 +81,9 @@ type Runtime struct {
 
 	wasi   map[string]hostSignature // the WASI functions the runtime provides
 	linear *linearCache             // linear memories kept for reuse
+	// keepSegments leaves modules' data segments as they are (a benchmark
+	// compares with and without mergeDataSection).
+	keepSegments bool
 
 	mu      sync.Mutex
 	closed  bool
