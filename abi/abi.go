@@ -48,6 +48,11 @@ const MaxElicitAll = 4
 // preview1 command and its entry point reads one [Request] from stdin.
 const ExportStart = "_start"
 
+// ExportInitialize is the optional export of a pre-initialisable module
+// (ABI 1.2, ABI.md section 13): the host runs it once, at load, and every
+// instance starts from the state it left; then _start serves the request.
+const ExportInitialize = "_initialize"
+
 // Elicit error codes: negative results of the elicit host function.
 const (
 	ElicitUnsupported int32 = -1 // the requestor cannot answer input requests

@@ -55,6 +55,16 @@
 // requestedSchema of an elicitation must be the flat form MCP allows
 // (elicitschema.go).
 //
+// Load also merges the module's active data segments into as few as
+// possible (datamerge.go): instantiation applies each segment, and a
+// Go-built tool has tens of thousands.
+//
+// A module that exports "_initialize" beside "_start" is pre-initialised
+// (snapshot.go, ABI.md section 13): Load runs _initialize once within
+// Config.LoadLimits, with the host functions trapping, and compiles a
+// module whose data and globals are the state it left; calls run _start
+// on fresh instances of that module.
+//
 // Load does not share modules: plugins.Build loads each content digest once
 // and keeps the Module across reloads. Each Module has a wazero runtime and
 // compilation cache of its own, so its compiled code is freed, all of it,

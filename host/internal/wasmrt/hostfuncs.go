@@ -44,6 +44,7 @@ type callState struct {
 	reply    []byte     // pending elicit reply
 
 	begun, isTask bool // begin_task was called, and what it answered
+	preinit       bool // the run is a pre-initialisation: host functions trap
 	abi11         bool // the module knows ABI 1.1's codes (elicit's -3)
 
 	elicits     int       // elicitations asked so far
@@ -158,7 +159,13 @@ func instantiateHost(ctx context.Context, r wazero.Runtime) error {
 	b := r.NewHostModuleBuilder(abi.ImportModule)
 	def := func(name string, fn api.GoModuleFunc) {
 		sig := hostFuncs[name]
-		b.NewFunctionBuilder().WithGoModuleFunction(fn, sig.params, sig.results).Export(name)
+		guarded := func(ctx context.Context, mod api.Module, stack []uint64) {
+			if s := stateOf(ctx); s != nil && s.preinit {
+				panic(fmt.Errorf("%s.%s: called during %s, before any call exists", abi.ImportModule, name, abi.ExportInitialize))
+			}
+			fn(ctx, mod, stack)
+		}
+		b.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(guarded), sig.params, sig.results).Export(name)
 	}
 	def(abi.FuncProgress, hostProgress)
 	def(abi.FuncStatus, hostStatus)

@@ -39,6 +39,12 @@ type Module struct {
 	static   uint64                 // host bytes of an instance outside linear memory and stack
 	hasStart bool                   // the module's start function is exported as startExport
 	abi11    bool                   // imports an ABI 1.1 function, so knows elicit's -3
+	// initEach: the module exports abi.ExportInitialize and is not
+	// pre-initialised, so every instance runs it before _start.
+	initEach bool
+	// memOnly: compiled code is not kept on disk (a snapshot's bytes
+	// differ from one load to the next).
+	memOnly bool
 
 	engineOnce sync.Once
 	engineErr  error
@@ -157,6 +163,9 @@ func (m *Module) compile(ctx context.Context, wasm []byte) error {
 	guarded := wasm
 	if guardErr == nil {
 		guarded = g.wasm
+		if !m.r.keepSegments {
+			guarded = mergeDataSection(guarded)
+		}
 	}
 	// On a guard error, let wazero explain a malformed module; refuse one
 	// it would accept but that cannot be guarded.
@@ -191,7 +200,7 @@ func (m *Module) compile(ctx context.Context, wasm []byte) error {
 // refuse a module). On error, the module has no runtime left open.
 func (m *Module) compileCached(ctx context.Context, wasm []byte) (wazero.CompiledModule, error) {
 	d := m.r.disk
-	if d != nil {
+	if d != nil && !m.memOnly {
 		entry := d.entry(wasm)
 		cache, err := wazero.NewCompilationCacheWithDir(entry)
 		if err == nil {
@@ -395,7 +404,14 @@ func snippet(out []byte) string {
 // the only place a guest runs: prepare the call's sandbox, instantiate (which
 // runs _start), then classify how it ended.
 func (r *Runtime) run(ctx context.Context, m *Module, tool string, req []byte, lim Limits, ev abi.Events) ([]byte, *GuestError) {
-	c := &call{r: r, m: m, tool: tool, lim: lim}
+	return r.runWith(ctx, m, tool, req, lim, ev, nil)
+}
+
+// runWith is run; with a non-nil snap, the run is a pre-initialisation
+// (snapshot.go): the instance runs _initialize instead of _start, its host
+// functions trap, and snap reads it before it is closed.
+func (r *Runtime) runWith(ctx context.Context, m *Module, tool string, req []byte, lim Limits, ev abi.Events, snap func(*call, api.Module) error) ([]byte, *GuestError) {
+	c := &call{r: r, m: m, tool: tool, lim: lim, snap: snap}
 	if lim.MemoryMiB > r.cfg.MaxMemoryMiB {
 		c.lim.MemoryMiB = r.cfg.MaxMemoryMiB
 	}
@@ -413,6 +429,7 @@ func (r *Runtime) run(ctx context.Context, m *Module, tool string, req []byte, l
 	defer cancel()
 
 	state := newCallState(ev, c.lim.MaxLogBytes)
+	state.preinit = snap != nil
 	state.abi11 = m.abi11 || m.manifest != nil && m.manifest.Revision >= 1
 	if !r.track(state, cancel) {
 		return nil, c.fail(KindCanceled, "the runtime was closed", ErrClosed)
@@ -459,17 +476,29 @@ func (c *call) execute(ctx context.Context) error {
 		return &instantiateError{errors.New("the instance has no memory pool")}
 	}
 	c.alloc.attach(left, low)
-	for _, name := range []string{startExport, abi.ExportStart} {
-		if name == startExport && !c.m.hasStart {
-			continue
-		}
+	entries := []string{abi.ExportStart}
+	switch {
+	case c.snap != nil:
+		entries = []string{abi.ExportInitialize}
+	case c.m.initEach:
+		entries = []string{abi.ExportInitialize, abi.ExportStart}
+	}
+	if c.m.hasStart {
+		entries = append([]string{startExport}, entries...)
+	}
+	for _, name := range entries {
 		if _, err := mod.ExportedFunction(name).Call(ctx); err != nil {
 			var exit *sys.ExitError
-			if errors.As(err, &exit) && exit.ExitCode() == 0 {
+			if errors.As(err, &exit) && exit.ExitCode() == 0 && c.snap == nil {
 				return nil // proc_exit(0): the program is done
 			}
 			c.poolLow = int64(low.Get())
 			return err
+		}
+	}
+	if c.snap != nil {
+		if err := c.snap(c, mod); err != nil {
+			return &instantiateError{err}
 		}
 	}
 	return nil
@@ -496,6 +525,8 @@ type call struct {
 	// poolLow is the pool's low-water mark when the guest trapped:
 	// negative when the pool ended the call.
 	poolLow int64
+	// snap, when set, makes the run a pre-initialisation (runWith).
+	snap func(*call, api.Module) error
 }
 
 func (c *call) memMsg() string {

@@ -81,6 +81,12 @@ type Runtime struct {
 
 	wasi   map[string]hostSignature // the WASI functions the runtime provides
 	linear *linearCache             // linear memories kept for reuse
+	// keepSegments leaves modules' data segments as they are (a benchmark
+	// compares with and without mergeDataSection).
+	keepSegments bool
+	// noPreinit runs a pre-initialisable module's _initialize in every
+	// instance instead of snapshotting it at load (a benchmark compares).
+	noPreinit bool
 
 	mu      sync.Mutex
 	closed  bool
@@ -215,6 +221,17 @@ func (r *Runtime) Load(ctx context.Context, name string, wasm []byte) (*Module, 
 		return nil, fmt.Errorf("load %q: %w", name, ErrClosed)
 	}
 	m := &Module{r: r, name: name, done: make(chan struct{})}
+	if wantsPreinit(wasm) {
+		if r.noPreinit {
+			m.initEach = true
+		} else {
+			snap, err := r.preinit(ctx, name, wasm)
+			if err != nil {
+				return nil, err
+			}
+			wasm, m.memOnly = snap, true
+		}
+	}
 	if err := m.compile(ctx, wasm); err != nil {
 		return nil, err
 	}
@@ -279,6 +296,9 @@ func checkImportsExports(c wazero.CompiledModule, wasi map[string]hostSignature)
 	}
 	if len(start.ParamTypes()) != 0 || len(start.ResultTypes()) != 0 {
 		return fmt.Errorf("%w: %q has type %s, want () -> ()", ErrABI, abi.ExportStart, sigString(start.ParamTypes(), start.ResultTypes()))
+	}
+	if init, ok := c.ExportedFunctions()[abi.ExportInitialize]; ok && len(init.ParamTypes())+len(init.ResultTypes()) != 0 {
+		return fmt.Errorf("%w: %q has type %s, want () -> ()", ErrABI, abi.ExportInitialize, sigString(init.ParamTypes(), init.ResultTypes()))
 	}
 	// WASI needs the memory exported as "memory", and the host checks its
 	// initial size against the call's limit before instantiating; a memory
