@@ -103,11 +103,15 @@ type Engine struct {
 	// With Config.Shared (shared.go): changed tasks wait in writes for a
 	// writer, which records them in the shared store.
 	replica     string
-	queue       []*task       // guarded by mu; each task at most once (task.queued)
-	wake        chan struct{} // capacity 1: the queue has work
-	writersStop chan struct{} // closed by Close once no work runs
-	writers     sync.WaitGroup
-	stopWriters sync.Once
+	queue       []*task         // guarded by mu; each task at most once (task.queued)
+	wake        chan struct{}   // capacity 1: the queue has work
+	writersStop chan struct{}   // closed by Close once no work runs
+	drain       context.Context // set by Close: the writers' last deadline
+	// Subscriptions to other replicas' tasks, by task and in all.
+	remoteWatches    map[taskKey]int
+	remoteWatchTotal int
+	writers          sync.WaitGroup
+	stopWriters      sync.Once
 }
 
 // taskKey indexes running tasks by owner and ID together, so that a lookup
@@ -165,6 +169,9 @@ type task struct {
 	subs      []*Subscription
 	queued    bool   // in Engine.queue
 	skipWrite bool   // the change about to be announced is already written
+	writing   bool   // a writer is writing its record
+	dirty     bool   // changed while being written: write again
+	deleted   bool   // evicted: delete its record
 	persisted Status // the terminal status persistOutcome wrote, if any
 	metaBytes []byte // with Config.Shared: meta, encoded
 
@@ -370,7 +377,7 @@ func (e *Engine) workReturned(t *task, out Outcome) {
 		if !ok {
 			break // cannot happen: see above
 		}
-		e.dropLocked(oldest) // t is still in oi.tasks, so oi stays indexed
+		e.evictLocked(oldest) // t is still in oi.tasks, so oi stays indexed
 	}
 	oi.finished.Add(t.key.id, t)
 	oi.bytes += size
@@ -563,8 +570,13 @@ func (e *Engine) Close() error {
 	e.mu.Unlock()
 	e.wg.Wait()
 	if e.writersStop != nil {
-		e.stopWriters.Do(func() { close(e.writersStop) })
-		e.writers.Wait() // every record written
+		e.stopWriters.Do(func() {
+			drain, cancel := context.WithTimeout(context.Background(), e.cfg.SharedTimeout)
+			defer cancel()
+			e.drain = drain // before the close that the writers read it after
+			close(e.writersStop)
+			e.writers.Wait() // every record written, or the drain deadline passed
+		})
 	}
 	return nil
 }

@@ -19,6 +19,10 @@ type memStore struct {
 	leases   map[string]bool
 	servers  map[string]func(context.Context, Control) Reply
 	writes   int // record writes, for tests that count them
+	deletes  int
+	// fail, if set, is asked before each Update: it may fail the write
+	// before (lost) or after (applied, answer lost) it is applied.
+	fail func(r *Record) (before, after error)
 }
 
 type memEntry struct {
@@ -85,11 +89,23 @@ func (s *memShared) write(r *Record, rev uint64, create bool) (uint64, error) {
 	case !create && (!ok || cur.rev != rev):
 		return 0, ErrConflict
 	}
+	var after error
+	if !create && m.fail != nil {
+		var before error
+		if before, after = m.fail(r); before != nil {
+			return 0, before
+		}
+	}
 	m.rev++
 	m.writes++
 	m.recs[k] = memEntry{b: b, rev: m.rev}
 	for _, ch := range m.watchers[k] {
-		offerRecord(ch, decodeRecord(b))
+		r := decodeRecord(b)
+		omitLarge(r)
+		offerRecord(ch, r)
+	}
+	if after != nil {
+		return 0, after
 	}
 	return m.rev, nil
 }
@@ -110,14 +126,42 @@ func offerRecord(ch chan *Record, r *Record) {
 	ch <- r
 }
 
-func (s *memShared) Load(ctx context.Context, owner, id string) (*Record, uint64, error) {
+func (s *memShared) Load(ctx context.Context, owner, id string, outcome bool) (*Record, uint64, error) {
 	s.m.mu.Lock()
 	defer s.m.mu.Unlock()
 	e, ok := s.m.recs[memKey(owner, id)]
 	if !ok {
 		return nil, 0, ErrNotFound
 	}
-	return decodeRecord(e.b), e.rev, nil
+	r := decodeRecord(e.b)
+	if !outcome {
+		omitLarge(r)
+	}
+	return r, e.rev, nil
+}
+
+// omitLarge leaves a large outcome out, as a real store may.
+func omitLarge(r *Record) {
+	if len(r.Outcome) > memInline {
+		r.Outcome, r.OutcomeOmitted = nil, true
+	}
+}
+
+// memInline is the largest outcome memShared returns without being asked.
+const memInline = 64
+
+func (s *memShared) Delete(ctx context.Context, owner, id string) error {
+	m := s.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := memKey(owner, id)
+	delete(m.recs, k)
+	m.deletes++
+	for _, ch := range m.watchers[k] {
+		close(ch)
+	}
+	delete(m.watchers, k)
+	return nil
 }
 
 func (s *memShared) List(ctx context.Context, owner string, max int) ([]*Record, error) {
@@ -126,6 +170,7 @@ func (s *memShared) List(ctx context.Context, owner string, max int) ([]*Record,
 	var out []*Record
 	for _, e := range s.m.recs {
 		if r := decodeRecord(e.b); r.Owner == owner && len(out) < max {
+			omitLarge(r)
 			out = append(out, r)
 		}
 	}
@@ -139,13 +184,15 @@ func (s *memShared) Watch(ctx context.Context, owner, id string) (<-chan *Record
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if e, ok := m.recs[k]; ok {
-		ch <- decodeRecord(e.b)
+		r := decodeRecord(e.b)
+		omitLarge(r)
+		ch <- r
 	}
 	m.watchers[k] = append(m.watchers[k], ch)
 	context.AfterFunc(ctx, func() {
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		ws := m.watchers[k]
+		ws := m.watchers[k] // gone if Delete closed them
 		for i, w := range ws {
 			if w == ch {
 				m.watchers[k] = append(ws[:i:i], ws[i+1:]...)

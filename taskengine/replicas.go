@@ -53,9 +53,15 @@ func (e *Engine) sharedCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), e.cfg.SharedTimeout)
 }
 
-// queueWriteLocked queues t's record for writing, once.
+// queueWriteLocked queues t's record for writing, once: a task whose
+// record is being written is marked dirty instead, and its writer writes
+// it again, so one busy task holds at most one writer.
 func (e *Engine) queueWriteLocked(t *task) {
-	if e.wake == nil || t.queued || t.skipWrite {
+	switch {
+	case e.wake == nil || t.queued || t.skipWrite:
+		return
+	case t.writing:
+		t.dirty = true
 		return
 	}
 	t.queued = true
@@ -66,85 +72,173 @@ func (e *Engine) queueWriteLocked(t *task) {
 	}
 }
 
-// writeLoop writes queued records until the engine closes and the queue is
-// empty.
+// evictLocked drops a finished task to make room, and deletes its record:
+// an evicted task is gone on every replica, as in one process.
+func (e *Engine) evictLocked(t *task) {
+	e.dropLocked(t)
+	if e.wake != nil {
+		t.deleted = true
+		e.queueWriteLocked(t)
+	}
+}
+
+// writeLoop writes queued records until Close has stopped the work and
+// the queue is empty (or the drain deadline passed).
 func (e *Engine) writeLoop() {
 	for {
-		e.mu.Lock()
-		if len(e.queue) == 0 {
-			e.mu.Unlock()
-			select {
-			case <-e.wake:
-			case <-e.writersStop:
-				e.mu.Lock()
-				empty := len(e.queue) == 0
-				e.mu.Unlock()
-				if empty {
-					return
-				}
-			}
-			e.mu.Lock()
+		t, ok := e.nextWrite()
+		if !ok {
+			return
 		}
-		var t *task
-		if len(e.queue) > 0 {
-			t = e.queue[0]
-			e.queue[0] = nil
-			e.queue = e.queue[1:]
-			t.queued = false
-		}
-		if len(e.queue) > 0 { // pass the wake-up on to another writer
-			select {
-			case e.wake <- struct{}{}:
-			default:
-			}
-		}
-		e.mu.Unlock()
-		if t != nil {
+		for {
 			e.writeRecord(t)
+			e.mu.Lock()
+			again := t.dirty
+			t.dirty, t.writing = false, again
+			e.mu.Unlock()
+			if !again {
+				break
+			}
 		}
 	}
 }
 
-// writeRecord writes t's current state over its record, retrying a failed
-// write a few times. A conflict means another replica declared the task
-// lost: the runner then ends it the same way.
-func (e *Engine) writeRecord(t *task) {
-	t.wmu.Lock()
-	defer t.wmu.Unlock()
-	for attempt := range 5 {
-		e.mu.Lock()
-		if t.persisted != "" && !t.status.Terminal() {
-			e.mu.Unlock()
-			return // persistOutcome wrote a newer state than this one
+// nextWrite takes the next task to write, marking it as being written.
+func (e *Engine) nextWrite() (*task, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for {
+		for len(e.queue) > 0 {
+			t := e.queue[0]
+			e.queue[0] = nil
+			e.queue = e.queue[1:]
+			t.queued = false
+			if t.writing {
+				t.dirty = true
+				continue
+			}
+			t.writing = true
+			if len(e.queue) > 0 { // pass the wake-up on to another writer
+				select {
+				case e.wake <- struct{}{}:
+				default:
+				}
+			}
+			return t, true
 		}
-		r := e.recordLocked(t)
-		out := t.outcome
 		e.mu.Unlock()
-		err := e.encodeOutcome(r, out)
-		if err == nil {
-			ctx, cancel := e.sharedCtx()
-			var rev uint64
-			rev, err = e.cfg.Shared.Update(ctx, r, t.rev)
-			cancel()
-			if err == nil {
-				t.rev = rev
-				return
-			}
-		}
-		if errors.Is(err, ErrConflict) {
+		select {
+		case <-e.wake:
 			e.mu.Lock()
-			if !t.status.Terminal() {
-				e.finishLocked(t, StatusFailed, Outcome{Err: ErrReplicaLost}, time.Now())
-				t.cancel(ErrReplicaLost)
+		case <-e.writersStop:
+			e.mu.Lock()
+			if len(e.queue) == 0 || e.drain.Err() != nil {
+				return nil, false
 			}
-			e.mu.Unlock()
-			return
-		}
-		select { // back off: 50ms, 100ms, … unless the engine closes
-		case <-time.After(50 * time.Millisecond << attempt):
-		case <-e.closing:
 		}
 	}
+}
+
+// writeCtx bounds one write: SharedTimeout, and once Close has begun, the
+// drain deadline too.
+func (e *Engine) writeCtx() (context.Context, context.CancelFunc) {
+	select {
+	case <-e.writersStop:
+		return context.WithTimeout(e.drain, e.cfg.SharedTimeout)
+	default:
+		return e.sharedCtx()
+	}
+}
+
+// writeRecord writes t's current state over its record (or deletes it),
+// retrying until it is written: a task's last state is never dropped while
+// the engine runs (after Close, until the drain deadline). A conflict is
+// resolved by reading the record: if another replica declared the task
+// lost, the runner ends it the same way; otherwise it was this replica's
+// own write whose answer was lost, and it writes again on top of it. It
+// holds t.wmu for one attempt at a time, never while it backs off.
+func (e *Engine) writeRecord(t *task) {
+	for attempt := 0; ; attempt++ {
+		done, conflict := e.writeOnce(t)
+		if conflict {
+			if e.resolveConflict(t) {
+				continue
+			}
+			return
+		}
+		if done {
+			return
+		}
+		select { // back off: 50ms, 100ms, … 2s
+		case <-time.After(min(50*time.Millisecond<<min(attempt, 6), 2*time.Second)):
+		case <-e.writersStop:
+			if attempt > 0 || e.drain.Err() != nil {
+				return // closing: the replica's lease ends and others fail what is left
+			}
+		}
+	}
+}
+
+// writeOnce makes one attempt at writing t's record: done when there is
+// nothing more to write, conflict when another write came first.
+func (e *Engine) writeOnce(t *task) (done, conflict bool) {
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
+	e.mu.Lock()
+	if t.rev == 0 || t.persisted != "" && !t.status.Terminal() && !t.deleted {
+		// Not created yet: createRecord writes it and queues any change
+		// since. Or persistOutcome wrote a newer state than this one.
+		e.mu.Unlock()
+		return true, false
+	}
+	del := t.deleted
+	r := e.recordLocked(t)
+	out := t.outcome
+	e.mu.Unlock()
+	ctx, cancel := e.writeCtx()
+	defer cancel()
+	var err error
+	if del {
+		err = e.cfg.Shared.Delete(ctx, t.key.owner, t.key.id)
+	} else if err = e.encodeOutcome(r, out); err != nil {
+		return true, false // our own codec cannot encode it: no retry helps
+	} else {
+		var rev uint64
+		if rev, err = e.cfg.Shared.Update(ctx, r, t.rev); err == nil {
+			t.rev = rev
+		}
+	}
+	switch {
+	case err == nil || errors.Is(err, ErrNotFound):
+		return true, false
+	case errors.Is(err, ErrConflict):
+		return false, true
+	}
+	return false, false
+}
+
+// resolveConflict reads the record a write conflicted with. It reports
+// whether to write again (t.rev now names the stored revision).
+func (e *Engine) resolveConflict(t *task) bool {
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
+	ctx, cancel := e.writeCtx()
+	defer cancel()
+	r, rev, err := e.cfg.Shared.Load(ctx, t.key.owner, t.key.id, false)
+	if err != nil {
+		return false // gone (expired), or unreadable: nothing to write over
+	}
+	if r.Runner != e.replica || r.Ended == endName(ErrReplicaLost) {
+		e.mu.Lock()
+		if !t.status.Terminal() {
+			e.finishLocked(t, StatusFailed, Outcome{Err: ErrReplicaLost}, time.Now())
+			t.cancel(ErrReplicaLost)
+		}
+		e.mu.Unlock()
+		return false
+	}
+	t.rev = rev
+	return true
 }
 
 // persistOutcome writes the record of a task whose work returned out, as
@@ -204,6 +298,11 @@ func (e *Engine) createRecord(t *task) error {
 		return sharedErr("create", err)
 	}
 	t.rev = rev
+	e.mu.Lock()
+	if t.status != r.Status || !t.updatedAt.Round(0).Equal(r.UpdatedAt) {
+		e.queueWriteLocked(t) // changed while it was created
+	}
+	e.mu.Unlock()
 	return nil
 }
 
@@ -255,10 +354,11 @@ type remote struct {
 	rev uint64
 }
 
-// loadRemote loads owner's task id from the shared store. A task that is
-// not terminal but whose runner lost its lease is failed first.
-func (e *Engine) loadRemote(ctx context.Context, owner, id string) (remote, error) {
-	r, rev, err := e.cfg.Shared.Load(ctx, owner, id)
+// loadRemote loads owner's task id from the shared store (with its
+// outcome if outcome is set). A task that is not terminal but whose runner
+// lost its lease is failed first.
+func (e *Engine) loadRemote(ctx context.Context, owner, id string, outcome bool) (remote, error) {
+	r, rev, err := e.cfg.Shared.Load(ctx, owner, id, outcome)
 	if err != nil {
 		return remote{}, sharedErr("load", err)
 	}
@@ -271,17 +371,32 @@ func (e *Engine) loadRemote(ctx context.Context, owner, id string) (remote, erro
 	return e.checkRunner(ctx, remote{r, rev})
 }
 
-// checkRunner fails a live remote task whose runner does not hold its lease.
+// checkRunner fails a live remote task whose runner does not hold its
+// lease. A live task whose runner is this replica is an orphan (this
+// engine would hold it otherwise: a Create whose answer was lost): it is
+// failed the same way.
 func (e *Engine) checkRunner(ctx context.Context, rt remote) (remote, error) {
-	for range 3 { // a conflict means the runner or another replica wrote: reread
-		if rt.r.Status.Terminal() || rt.r.Runner == e.replica {
-			return rt, nil
-		}
+	if rt.r.Status.Terminal() {
+		return rt, nil
+	}
+	if rt.r.Runner != e.replica {
 		alive, err := e.cfg.Shared.Alive(ctx, rt.r.Runner)
 		if err != nil {
 			return remote{}, sharedErr("lease", err)
 		}
 		if alive {
+			return rt, nil
+		}
+	}
+	return e.markLost(ctx, rt)
+}
+
+// markLost fails a live task whose runner no longer runs it, by
+// compare-and-set: if the record changed meanwhile, the newer one is read
+// and judged again.
+func (e *Engine) markLost(ctx context.Context, rt remote) (remote, error) {
+	for range 3 {
+		if rt.r.Status.Terminal() {
 			return rt, nil
 		}
 		lost := *rt.r
@@ -296,13 +411,25 @@ func (e *Engine) checkRunner(ctx context.Context, rt remote) (remote, error) {
 		if !errors.Is(err, ErrConflict) {
 			return remote{}, sharedErr("update", err)
 		}
-		r, rev, err := e.cfg.Shared.Load(ctx, rt.r.Owner, rt.r.ID)
+		r, rev, err := e.cfg.Shared.Load(ctx, rt.r.Owner, rt.r.ID, false)
 		if err != nil {
 			return remote{}, sharedErr("load", err)
 		}
 		rt = remote{r, rev}
+		if !rt.r.Status.Terminal() && rt.r.Runner != e.replica {
+			if alive, err := e.cfg.Shared.Alive(ctx, rt.r.Runner); err != nil || alive {
+				return rt, sharedErrOrNil("lease", err)
+			}
+		}
 	}
 	return rt, nil
+}
+
+func sharedErrOrNil(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return sharedErr(op, err)
 }
 
 // taskOf is the snapshot a record describes.
@@ -345,7 +472,7 @@ func (e *Engine) taskOf(r *Record) (Task, Outcome, error) {
 func (e *Engine) getRemote(owner, id string) (Task, error) {
 	ctx, cancel := e.sharedCtx()
 	defer cancel()
-	rt, err := e.loadRemote(ctx, owner, id)
+	rt, err := e.loadRemote(ctx, owner, id, false)
 	if err != nil {
 		return Task{}, err
 	}
@@ -356,13 +483,21 @@ func (e *Engine) getRemote(owner, id string) (Task, error) {
 // waitRemote is Wait for a task the engine does not hold.
 func (e *Engine) waitRemote(ctx context.Context, owner, id string) (Task, Outcome, error) {
 	lctx, cancel := e.sharedCtx()
-	rt, err := e.loadRemote(lctx, owner, id)
+	rt, err := e.loadRemote(lctx, owner, id, false)
 	cancel()
 	if err != nil {
 		return Task{}, Outcome{}, err
 	}
 	if rt, err = e.follow(ctx, rt, nil); err != nil {
 		return Task{}, Outcome{}, err
+	}
+	if rt.r.OutcomeOmitted { // a large outcome: read only now, once
+		lctx, cancel := e.sharedCtx()
+		rt, err = e.loadRemote(lctx, owner, id, true)
+		cancel()
+		if err != nil {
+			return Task{}, Outcome{}, err
+		}
 	}
 	return e.taskOf(rt.r)
 }
@@ -397,7 +532,7 @@ func (e *Engine) follow(ctx context.Context, rt remote, each func(*Record)) (rem
 			rt.r = r
 		case <-tick.C:
 			lctx, cancel := e.sharedCtx()
-			rt, err = e.loadRemote(lctx, rt.r.Owner, rt.r.ID)
+			rt, err = e.loadRemote(lctx, rt.r.Owner, rt.r.ID, false)
 			cancel()
 			if err != nil {
 				return remote{}, err
@@ -419,7 +554,7 @@ func (e *Engine) follow(ctx context.Context, rt remote, each func(*Record)) (rem
 // each version to the subscription.
 func (e *Engine) watchRemote(owner, id string) (*Subscription, error) {
 	ctx, cancel := e.sharedCtx()
-	rt, err := e.loadRemote(ctx, owner, id)
+	rt, err := e.loadRemote(ctx, owner, id, false)
 	cancel()
 	if err != nil {
 		return nil, err
@@ -437,10 +572,29 @@ func (e *Engine) watchRemote(owner, id string) (*Subscription, error) {
 		close(s.ch)
 		return s, nil
 	}
+	// Each costs a goroutine here and a consumer in the store: bounded per
+	// task as a local task's are, and in all.
+	key := taskKey{owner, id}
+	if e.remoteWatches[key] >= e.cfg.MaxWatchersPerTask || e.remoteWatchTotal >= maxRemoteWatches {
+		return nil, ErrTooManyWatchers
+	}
+	if e.remoteWatches == nil {
+		e.remoteWatches = map[taskKey]int{}
+	}
+	e.remoteWatches[key]++
+	e.remoteWatchTotal++
 	fctx, stop := context.WithCancel(context.Background())
 	s.stop = stop
 	e.wg.Go(func() {
 		defer stop()
+		defer func() {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			if e.remoteWatches[key]--; e.remoteWatches[key] == 0 {
+				delete(e.remoteWatches, key)
+			}
+			e.remoteWatchTotal--
+		}()
 		_, _ = e.follow(fctx, rt, func(r *Record) {
 			t, _, err := e.taskOf(r)
 			if err != nil {
@@ -469,7 +623,7 @@ func (e *Engine) watchRemote(owner, id string) (*Subscription, error) {
 func (e *Engine) askRunner(owner, id string, c Control) (Task, error) {
 	ctx, cancel := e.sharedCtx()
 	defer cancel()
-	rt, err := e.loadRemote(ctx, owner, id)
+	rt, err := e.loadRemote(ctx, owner, id, false)
 	if err != nil {
 		return Task{}, err
 	}
@@ -491,12 +645,31 @@ func (e *Engine) askRunner(owner, id string, c Control) (Task, error) {
 		}
 		return Task{}, sharedErr("ask", err)
 	}
+	if reply.Record == nil {
+		if reply.Err == controlErrName(ErrNotFound) {
+			// The runner holds its lease but not the task (it expired or
+			// was evicted there before its end was written, or its create
+			// was never confirmed): it runs nowhere. Fail it.
+			if rt, err = e.markLost(ctx, rt); err != nil {
+				return Task{}, err
+			}
+			t, _, err := e.taskOf(rt.r)
+			if err != nil {
+				return Task{}, err
+			}
+			return t, ErrTerminal
+		}
+		return Task{}, controlError(reply.Err)
+	}
 	t, _, derr := e.taskOf(reply.Record)
 	if derr != nil {
 		return Task{}, derr
 	}
 	return t, controlError(reply.Err)
 }
+
+// maxReplyOutcome bounds the outcome bytes a control reply carries.
+const maxReplyOutcome = 4 << 10
 
 // Reply is a runner's answer to a [Control] request.
 type Reply struct {
@@ -570,6 +743,9 @@ func (e *Engine) serveControl(ctx context.Context, c Control) Reply {
 	if eerr := e.encodeOutcome(r, out); eerr != nil && err == nil {
 		err = eerr
 	}
+	if len(r.Outcome) > maxReplyOutcome { // the asker needs the task, not its result
+		r.Outcome, r.OutcomeOmitted = nil, true
+	}
 	return Reply{Record: r, Err: controlErrName(err)}
 }
 
@@ -577,7 +753,7 @@ func (e *Engine) serveControl(ctx context.Context, c Control) Reply {
 func (e *Engine) pendingRemote(owner, id string) ([]InputRequest, error) {
 	ctx, cancel := e.sharedCtx()
 	defer cancel()
-	rt, err := e.loadRemote(ctx, owner, id)
+	rt, err := e.loadRemote(ctx, owner, id, false)
 	if err != nil {
 		return nil, err
 	}
@@ -637,7 +813,22 @@ func (e *Engine) listShared(owner, cursor string, limit int) ([]Task, string, er
 		if len(out) >= limit && !r.CreatedAt.Equal(recs[i-1].CreatedAt) {
 			return out, e.cursors.encode(owner, uint64(recs[i-1].CreatedAt.UnixNano())), nil
 		}
-		if !r.Status.Terminal() && r.Runner != e.replica {
+		if r.Runner == e.replica && !r.Status.Terminal() {
+			e.mu.Lock()
+			lt, err := e.lookupLocked(owner, r.ID, now)
+			var snap Task
+			if err == nil {
+				snap = e.snapshotLocked(lt)
+			}
+			e.mu.Unlock()
+			if err == nil { // this engine's own state is the newest
+				out = append(out, snap)
+				continue
+			}
+			if rt, err := e.loadRemote(ctx, owner, r.ID, false); err == nil {
+				r = rt.r // an orphan: failed now
+			}
+		} else if !r.Status.Terminal() {
 			ok, seen := alive[r.Runner]
 			if !seen {
 				if ok, err = e.cfg.Shared.Alive(ctx, r.Runner); err != nil {
@@ -646,7 +837,7 @@ func (e *Engine) listShared(owner, cursor string, limit int) ([]Task, string, er
 				alive[r.Runner] = ok
 			}
 			if !ok { // fail it in the store, as a Get would
-				if rt, err := e.loadRemote(ctx, owner, r.ID); err == nil {
+				if rt, err := e.loadRemote(ctx, owner, r.ID, false); err == nil {
 					r = rt.r
 				}
 			}
@@ -659,6 +850,10 @@ func (e *Engine) listShared(owner, cursor string, limit int) ([]Task, string, er
 	}
 	return out, "", nil
 }
+
+// maxRemoteWatches bounds the subscriptions to other replicas' tasks
+// that one engine holds at once.
+const maxRemoteWatches = 1024
 
 // replicaSpread bounds how many of an owner's records List reads from the
 // shared store, as a multiple of the owner's retained-task bound on one

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -257,7 +258,7 @@ func TestReplicaRestartKeepsFinishedResults(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Written before Wait could return: a crash now loses nothing.
-		if r, _, err := newMemShared(m, "probe").Load(t.Context(), "alice", finished.ID); err != nil || r.Status != StatusCompleted {
+		if r, _, err := newMemShared(m, "probe").Load(t.Context(), "alice", finished.ID, true); err != nil || r.Status != StatusCompleted {
 			t.Fatalf("the record when Wait returned: %+v, %v; want completed", r, err)
 		}
 		running, _ := a.Submit("alice", SubmitOptions{}, blocking(make(chan struct{}), make(chan error, 1)))
@@ -293,4 +294,165 @@ func TestReplicaSubmitFailsClosedWhenTheStoreFails(t *testing.T) {
 	if s := e.Stats(); s.Tasks != 0 || s.Running != 0 || s.Owners != 0 || started {
 		t.Errorf("after a failed Submit: %+v, work started %v; want nothing kept or run", s, started)
 	}
+}
+
+// TestReplicaWriteWhoseAnswerIsLost: a write the store applied but whose
+// answer was lost conflicts when it is retried; the runner reads its own
+// record back and writes again, and the task is not taken for lost.
+func TestReplicaWriteWhoseAnswerIsLost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newMemStore()
+		es := replicas(t, m, 2)
+		lost := 0
+		m.fail = func(r *Record) (error, error) {
+			if r.StatusMessage == "halfway" && lost == 0 {
+				lost++
+				return nil, errors.New("timeout: no answer")
+			}
+			return nil, nil
+		}
+		release := make(chan struct{})
+		task, err := es[0].Submit("alice", SubmitOptions{}, func(ctx context.Context, run *Run) Outcome {
+			run.SetStatusMessage("halfway")
+			<-release
+			return Outcome{Value: "v"}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait() // the write was applied, its answer lost, and resolved
+		close(release)
+		for i, e := range es {
+			got, out, err := e.Wait(t.Context(), "alice", task.ID)
+			if err != nil || got.Status != StatusCompleted || out.Value != "v" {
+				t.Errorf("replica %d: Wait = %+v, %+v, %v; want completed with v", i, got, out, err)
+			}
+		}
+		if lost != 1 {
+			t.Errorf("answers lost: %d, want 1", lost)
+		}
+	})
+}
+
+// TestReplicaFinalWriteIsRetried: while the store refuses writes, the
+// runner keeps trying; the task's end is never dropped, and a waiter on
+// another replica sees it once the store is back.
+func TestReplicaFinalWriteIsRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newMemStore()
+		es := replicas(t, m, 2)
+		refused := 0
+		m.fail = func(r *Record) (error, error) {
+			if r.Status.Terminal() && refused < 20 {
+				refused++
+				return errors.New("store unavailable"), nil
+			}
+			return nil, nil
+		}
+		task, err := es[0].Submit("alice", SubmitOptions{}, func(context.Context, *Run) Outcome { return Outcome{Value: "v"} })
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, out, err := es[1].Wait(t.Context(), "alice", task.ID)
+		if err != nil || got.Status != StatusCompleted || out.Value != "v" {
+			t.Errorf("B: Wait = %+v, %+v, %v; want completed with v", got, out, err)
+		}
+		if refused != 20 {
+			t.Errorf("writes refused: %d, want 20 before the store came back", refused)
+		}
+	})
+}
+
+// TestReplicaTaskItsRunnerNoLongerHolds: a live record whose runner holds
+// its lease but not the task (its create was never confirmed, or it was
+// forgotten before its end was written) is failed, never left working;
+// cancelling or answering it does not reach a task that is not there.
+func TestReplicaTaskItsRunnerNoLongerHolds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newMemStore()
+		es := replicas(t, m, 2)
+		a := newMemShared(m, "A")
+		for _, id := range []string{"ORPHANAAAAAAAAAAAAAAAAAAAA", "ORPHANBBBBBBBBBBBBBBBBBBBB"} {
+			if _, err := a.Create(t.Context(), &Record{ID: id, Owner: "alice", Runner: "A", Status: StatusWorking, CreatedAt: time.Now(), UpdatedAt: time.Now()}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := es[1].Cancel("alice", "ORPHANAAAAAAAAAAAAAAAAAAAA")
+		if !errors.Is(err, ErrTerminal) || got.Status != StatusFailed || !errors.Is(got.Err, ErrReplicaLost) {
+			t.Errorf("B: Cancel = %+v, %v; want ErrTerminal on a task failed as lost", got, err)
+		}
+		if err := es[1].Answer("alice", "ORPHANBBBBBBBBBBBBBBBBBBBB", "1", "x"); !errors.Is(err, ErrNoSuchInput) {
+			t.Errorf("B: Answer = %v, want ErrNoSuchInput", err)
+		}
+		got, err = es[0].Get("alice", "ORPHANBBBBBBBBBBBBBBBBBBBB") // the runner itself
+		if err != nil || got.Status != StatusFailed {
+			t.Errorf("A: Get of its own orphan = %+v, %v; want failed", got, err)
+		}
+	})
+}
+
+// TestReplicaEvictionDeletesTheRecord: an owner's bounds hold in the store
+// too: a task evicted to make room is gone on every replica.
+func TestReplicaEvictionDeletesTheRecord(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newMemStore()
+		a := newTestEngine(t, Config{Shared: newMemShared(m, "A"), Codec: jsonCodec{}, SharedKey: sharedKey, MaxTasksPerOwner: 1})
+		b := newTestEngine(t, Config{Shared: newMemShared(m, "B"), Codec: jsonCodec{}, SharedKey: sharedKey})
+		done := func(context.Context, *Run) Outcome { return Outcome{Value: "v"} }
+		first, _ := a.Submit("alice", SubmitOptions{}, done)
+		synctest.Wait()
+		if _, err := a.Submit("alice", SubmitOptions{}, done); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if _, err := b.Get("alice", first.ID); !errors.Is(err, ErrNotFound) {
+			t.Errorf("B: Get of the evicted task = %v, want ErrNotFound", err)
+		}
+		if m.deletes != 1 {
+			t.Errorf("records deleted: %d, want 1", m.deletes)
+		}
+	})
+}
+
+// TestReplicaWatchesAreBounded: subscriptions to another replica's task
+// are bounded per task, as a local task's are.
+func TestReplicaWatchesAreBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newMemStore()
+		a := newTestEngine(t, Config{Shared: newMemShared(m, "A"), Codec: jsonCodec{}, SharedKey: sharedKey})
+		b := newTestEngine(t, Config{Shared: newMemShared(m, "B"), Codec: jsonCodec{}, SharedKey: sharedKey, MaxWatchersPerTask: 2})
+		task, _ := a.Submit("alice", SubmitOptions{}, blocking(make(chan struct{}), make(chan error, 1)))
+		s1, err1 := b.Watch("alice", task.ID)
+		_, err2 := b.Watch("alice", task.ID)
+		if err1 != nil || err2 != nil {
+			t.Fatalf("two watches: %v, %v", err1, err2)
+		}
+		if _, err := b.Watch("alice", task.ID); !errors.Is(err, ErrTooManyWatchers) {
+			t.Errorf("third watch = %v, want ErrTooManyWatchers", err)
+		}
+		s1.Stop()
+		synctest.Wait() // its goroutine has ended
+		if s, err := b.Watch("alice", task.ID); err != nil {
+			t.Errorf("a watch after one stopped = %v, want room", err)
+		} else {
+			s.Stop()
+		}
+	})
+}
+
+// TestReplicaLargeOutcome: a store may leave large outcomes out of what it
+// reads; Get does without it, Wait reads it once.
+func TestReplicaLargeOutcome(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		es := replicas(t, newMemStore(), 2)
+		big := strings.Repeat("x", 10*memInline)
+		task, _ := es[0].Submit("alice", SubmitOptions{}, func(context.Context, *Run) Outcome { return Outcome{Value: big, Size: int64(len(big))} })
+		synctest.Wait()
+		if got, err := es[1].Get("alice", task.ID); err != nil || got.Status != StatusCompleted {
+			t.Errorf("B: Get = %+v, %v", got, err)
+		}
+		if _, out, err := es[1].Wait(t.Context(), "alice", task.ID); err != nil || out.Value != big {
+			t.Errorf("B: Wait: %v, the large value read back: %v", err, out.Value == big)
+		}
+	})
 }

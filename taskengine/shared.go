@@ -28,13 +28,18 @@ type Shared interface {
 	// Update replaces the record if its latest revision is still rev, and
 	// returns the new revision; [ErrConflict] if another write came first.
 	Update(ctx context.Context, r *Record, rev uint64) (uint64, error)
-	// Load returns the record and its revision, or [ErrNotFound].
-	Load(ctx context.Context, owner, id string) (*Record, uint64, error)
+	// Load returns the record and its revision, or [ErrNotFound]. Without
+	// outcome the store may leave a large outcome out (Record.Outcome nil,
+	// Record.OutcomeOmitted set).
+	Load(ctx context.Context, owner, id string, outcome bool) (*Record, uint64, error)
+	// Delete removes the record (the engine evicted the task).
+	Delete(ctx context.Context, owner, id string) error
 	// List returns owner's records, in no particular order, at most max of
-	// them.
+	// them, large outcomes left out.
 	List(ctx context.Context, owner string, max int) ([]*Record, error)
-	// Watch delivers the record's versions from its current one on, until
-	// ctx ends; the channel is closed then (or when the store fails).
+	// Watch delivers the record's versions from its current one on, large
+	// outcomes left out, until ctx ends; the channel is closed then (or
+	// when the record is deleted or the store fails).
 	Watch(ctx context.Context, owner, id string) (<-chan *Record, error)
 
 	// Alive reports whether replica holds its lease: it is running and
@@ -68,6 +73,9 @@ type Record struct {
 	Size          int64         // Outcome.Size
 	Ended         string        // why the engine ended it: an engineEnds name, or ""
 	EndText       string        // that error's text
+	// OutcomeOmitted is set by a store that read the record without its
+	// (large) outcome; it is never written.
+	OutcomeOmitted bool `json:"-"`
 }
 
 // RecordInput is a pending input request in a [Record].
@@ -167,9 +175,10 @@ func endError(name, text string) error {
 	return fmt.Errorf("%w: unknown end %q", ErrShared, name)
 }
 
+// Its own deadline (SharedTimeout) is such a failure too; a caller's
+// context that ends is returned as itself by the callers, not through here.
 func sharedErr(op string, err error) error {
-	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrConflict) || errors.Is(err, ErrShared) ||
-		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrConflict) || errors.Is(err, ErrShared) {
 		return err
 	}
 	return fmt.Errorf("%w: %s: %w", ErrShared, op, err)

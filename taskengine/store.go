@@ -41,7 +41,7 @@ func (e *Engine) makeRoomLocked(owner string, lim OwnerLimits) error {
 	}
 	for range max(own, global) { // a negative count runs no iteration
 		_, oldest, _ := oi.finished.GetOldest()
-		e.dropLocked(oldest)
+		e.evictLocked(oldest)
 	}
 	return nil
 }

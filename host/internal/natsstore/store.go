@@ -37,6 +37,9 @@ type Config struct {
 	LeaseTTL time.Duration
 	// Replicas is the JetStream replication of the buckets; default 1.
 	Replicas int
+	// MaxBytes bounds the tasks bucket; default 4 GiB. Past it, new tasks
+	// are refused (each replica's own bounds keep every owner's share).
+	MaxBytes int64
 }
 
 // Store is a taskengine.Shared on NATS JetStream. Open it, hand it to the
@@ -60,7 +63,7 @@ type Store struct {
 
 // Bounds.
 const (
-	maxInline      = 256 << 10 // outcome bytes kept in the record itself
+	maxInline      = 4 << 10   // outcome bytes kept in the record itself; more go in chunks, read only when asked
 	chunkSize      = 256 << 10 // outcome bytes per chunk beyond that
 	maxChunks      = 1024      // 256 MiB: the engine's default result bound
 	maxControls    = 16        // control requests served at once
@@ -81,6 +84,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	if cfg.Replicas <= 0 {
 		cfg.Replicas = 1
+	}
+	if cfg.MaxBytes <= 0 {
+		cfg.MaxBytes = 4 << 30
 	}
 	s := &Store{cfg: cfg, replica: rand.Text(), stop: make(chan struct{}), serving: make(chan struct{}, maxControls)}
 	opts := []nats.Option{nats.Name("wasmtask " + s.replica), nats.MaxReconnects(-1)}
@@ -131,6 +137,7 @@ func (s *Store) setup(ctx context.Context) error {
 		History:        1,
 		MaxValueSize:   maxRecordBytes + 1024,
 		LimitMarkerTTL: time.Minute, // per-key TTLs: each record expires with its task
+		MaxBytes:       s.cfg.MaxBytes,
 		Replicas:       s.cfg.Replicas,
 		Storage:        jetstream.FileStorage,
 	})
@@ -143,7 +150,9 @@ func (s *Store) setup(ctx context.Context) error {
 		History:     1,
 		TTL:         s.cfg.LeaseTTL,
 		Replicas:    s.cfg.Replicas,
-		Storage:     jetstream.MemoryStorage,
+		// On disk: a NATS restart must not erase every lease at once
+		// (every running task would then look lost).
+		Storage: jetstream.FileStorage,
 	})
 	if err != nil {
 		return fmt.Errorf("natsstore: leases bucket: %w", err)
@@ -179,10 +188,10 @@ func (s *Store) Close() error {
 		return nil
 	default:
 	}
-	close(s.stop)
 	s.mu.Lock()
+	close(s.stop) // under mu: no handler starts after this (Serve)
 	if s.sub != nil {
-		_ = s.sub.Drain()
+		_ = s.sub.Unsubscribe()
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
@@ -230,7 +239,7 @@ func ttlOf(r *taskengine.Record) time.Duration {
 
 // encode seals r for key, writing its outcome's chunks first if it is
 // large.
-func (s *Store) encode(ctx context.Context, key string, r *taskengine.Record) ([]byte, error) {
+func (s *Store) encode(ctx context.Context, key string, r *taskengine.Record, ttl time.Duration) ([]byte, error) {
 	st := stored{R: r}
 	if len(r.Outcome) > maxInline {
 		cp := *r
@@ -246,7 +255,7 @@ func (s *Store) encode(ctx context.Context, key string, r *taskengine.Record) ([
 		for i := range n {
 			part := out[i*chunkSize : min((i+1)*chunkSize, len(out))]
 			ck := chunkKey(key, i)
-			if err := s.publish(ctx, ck, s.cfg.Keys.seal(ck, part), ttlOf(r), nil); err != nil {
+			if err := s.publish(ctx, ck, s.cfg.Keys.seal(ck, part), ttl, nil); err != nil {
 				return nil, fmt.Errorf("chunk %d: %w", i, err)
 			}
 		}
@@ -261,8 +270,9 @@ func (s *Store) encode(ctx context.Context, key string, r *taskengine.Record) ([
 	return s.cfg.Keys.seal(key, b), nil
 }
 
-// decode opens a record value read from key, with its chunks.
-func (s *Store) decode(ctx context.Context, key string, v []byte) (*taskengine.Record, error) {
+// decode opens a record value read from key, with its chunks if outcome
+// is set (else a chunked outcome is left out).
+func (s *Store) decode(ctx context.Context, key string, v []byte, outcome bool) (*taskengine.Record, error) {
 	plain, err := s.cfg.Keys.open(key, v)
 	if err != nil {
 		return nil, err
@@ -271,7 +281,9 @@ func (s *Store) decode(ctx context.Context, key string, v []byte) (*taskengine.R
 	if err := json.Unmarshal(plain, &st); err != nil || st.R == nil {
 		return nil, fmt.Errorf("a stored record does not decode: %v", err)
 	}
-	if st.Chunks > 0 {
+	if st.Chunks > 0 && !outcome {
+		st.R.OutcomeOmitted = true
+	} else if st.Chunks > 0 {
 		if st.Chunks > maxChunks {
 			return nil, errors.New("a stored record names too many chunks")
 		}
@@ -279,6 +291,9 @@ func (s *Store) decode(ctx context.Context, key string, v []byte) (*taskengine.R
 		for i := range st.Chunks {
 			ck := chunkKey(key, i)
 			e, err := s.tasks.Get(ctx, ck)
+			if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+				return nil, taskengine.ErrNotFound // expired with its record, or deleted
+			}
 			if err != nil {
 				return nil, fmt.Errorf("chunk %d: %w", i, err)
 			}
@@ -326,26 +341,28 @@ func (s *Store) publishRev(ctx context.Context, key string, v []byte, ttl time.D
 // Create implements taskengine.Shared.
 func (s *Store) Create(ctx context.Context, r *taskengine.Record) (uint64, error) {
 	key := s.recordKey(r.Owner, r.ID)
-	v, err := s.encode(ctx, key, r)
+	ttl := ttlOf(r)
+	v, err := s.encode(ctx, key, r, ttl)
 	if err != nil {
 		return 0, err
 	}
 	zero := uint64(0)
-	return s.publishRev(ctx, key, v, ttlOf(r), &zero)
+	return s.publishRev(ctx, key, v, ttl, &zero)
 }
 
 // Update implements taskengine.Shared.
 func (s *Store) Update(ctx context.Context, r *taskengine.Record, rev uint64) (uint64, error) {
 	key := s.recordKey(r.Owner, r.ID)
-	v, err := s.encode(ctx, key, r)
+	ttl := ttlOf(r)
+	v, err := s.encode(ctx, key, r, ttl)
 	if err != nil {
 		return 0, err
 	}
-	return s.publishRev(ctx, key, v, ttlOf(r), &rev)
+	return s.publishRev(ctx, key, v, ttl, &rev)
 }
 
 // Load implements taskengine.Shared.
-func (s *Store) Load(ctx context.Context, owner, id string) (*taskengine.Record, uint64, error) {
+func (s *Store) Load(ctx context.Context, owner, id string, outcome bool) (*taskengine.Record, uint64, error) {
 	if !validTaskID(id) {
 		return nil, 0, taskengine.ErrNotFound
 	}
@@ -357,11 +374,40 @@ func (s *Store) Load(ctx context.Context, owner, id string) (*taskengine.Record,
 	if err != nil {
 		return nil, 0, err
 	}
-	r, err := s.decode(ctx, key, e.Value())
+	r, err := s.decode(ctx, key, e.Value(), outcome)
 	if err != nil {
 		return nil, 0, err
 	}
 	return r, e.Revision(), nil
+}
+
+// Delete implements taskengine.Shared: the record and its chunks.
+func (s *Store) Delete(ctx context.Context, owner, id string) error {
+	if !validTaskID(id) {
+		return taskengine.ErrNotFound
+	}
+	key := s.recordKey(owner, id)
+	e, err := s.tasks.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	chunks := 0
+	if plain, err := s.cfg.Keys.open(key, e.Value()); err == nil {
+		var st stored
+		if json.Unmarshal(plain, &st) == nil {
+			chunks = min(st.Chunks, maxChunks)
+		}
+	}
+	if err := s.tasks.Purge(ctx, key); err != nil {
+		return err
+	}
+	for i := range chunks {
+		_ = s.tasks.Purge(ctx, chunkKey(key, i)) // a chunk left behind expires with its TTL
+	}
+	return nil
 }
 
 // List implements taskengine.Shared.
@@ -386,7 +432,7 @@ func (s *Store) List(ctx context.Context, owner string, limit int) ([]*taskengin
 		if err != nil {
 			return nil, err
 		}
-		r, err := s.decode(ctx, key, e.Value())
+		r, err := s.decode(ctx, key, e.Value(), false)
 		if err != nil {
 			return nil, err
 		}
@@ -406,7 +452,18 @@ func (s *Store) Watch(ctx context.Context, owner, id string) (<-chan *taskengine
 		return nil, err
 	}
 	out := make(chan *taskengine.Record, 1)
-	s.wg.Go(func() {
+	s.mu.Lock()
+	select {
+	case <-s.stop:
+		s.mu.Unlock()
+		w.Stop()
+		return nil, errors.New("natsstore: closed")
+	default:
+	}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
 		defer close(out)
 		defer w.Stop()
 		for {
@@ -425,7 +482,7 @@ func (s *Store) Watch(ctx context.Context, owner, id string) (<-chan *taskengine
 				if e.Operation() != jetstream.KeyValuePut {
 					return // deleted or expired
 				}
-				r, err := s.decode(ctx, key, e.Value())
+				r, err := s.decode(ctx, key, e.Value(), false)
 				if err != nil {
 					return // the reader sees the watch end and reloads, which fails
 				}
@@ -436,7 +493,7 @@ func (s *Store) Watch(ctx context.Context, owner, id string) (<-chan *taskengine
 				out <- r
 			}
 		}
-	})
+	}()
 	return out, nil
 }
 
@@ -495,7 +552,18 @@ func (s *Store) Serve(h func(context.Context, taskengine.Control) taskengine.Rep
 		case <-s.stop:
 			return
 		}
-		s.wg.Go(func() {
+		s.mu.Lock()
+		select {
+		case <-s.stop: // closed: Close may already be waiting for wg
+			s.mu.Unlock()
+			<-s.serving
+			return
+		default:
+		}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go func() {
+			defer s.wg.Done()
 			defer func() { <-s.serving }()
 			plain, err := s.cfg.Keys.open(subj, m.Data)
 			if err != nil {
@@ -512,7 +580,7 @@ func (s *Store) Serve(h func(context.Context, taskengine.Control) taskengine.Rep
 				return
 			}
 			_ = m.Respond(s.cfg.Keys.seal(subj+".reply", b))
-		})
+		}()
 	})
 	if err != nil {
 		return err

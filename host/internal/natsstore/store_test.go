@@ -209,7 +209,9 @@ func TestThreeReplicas(t *testing.T) {
 // crash stops the store as a killed process would: no lease renewal, no
 // goodbye, the connection dropped.
 func (s *Store) crash() {
+	s.mu.Lock()
 	close(s.stop)
+	s.mu.Unlock()
 	s.nc.Close()
 	s.wg.Wait()
 }
