@@ -78,7 +78,7 @@ const (
 // instrumented and the reload function appended (reload is its index), or
 // nil when there is none. It appends to the function section's types only
 // when it appended the function (appendsReload).
-func (m *moduleInfo) instrumentCode(secs []section, left, low, reload uint64) ([]byte, error) {
+func (m *moduleInfo) instrumentCode(secs []section, ix appended) ([]byte, error) {
 	var code []byte
 	hasFunctions := false
 	for _, s := range secs {
@@ -121,7 +121,7 @@ func (m *moduleInfo) instrumentCode(secs []section, left, low, reload uint64) ([
 		f := &fns[i]
 		f.ft = m.types[m.funcs[m.imported+i]]
 		var err error
-		f.localsDecl, f.code, err = m.walkBody(&f.w, f.ft, body, left, low, reload)
+		f.localsDecl, f.code, err = m.walkBody(&f.w, f.ft, body, ix)
 		if err != nil {
 			return nil, fmt.Errorf("function %d: %w", m.imported+i, err)
 		}
@@ -144,12 +144,12 @@ func (m *moduleInfo) instrumentCode(secs []section, left, low, reload uint64) ([
 		m.frameCosts = append(m.frameCosts, cost)
 		b := make([]byte, 0, len(f.localsDecl)+len(f.code)+64)
 		b = append(b, f.localsDecl...)
-		b = append(b, 0x03, 0x40, 0x0b) // loop end
-		b = appendCharge(b, left, low, int64(cost))
+		b, _ = appendFuelCharge(b, ix.fuel, ix.check, int64(f.w.instrs))
+		b = appendCharge(b, ix.left, ix.low, int64(cost))
 		b = append(b, 0x02) // block
 		b = appendBlockType(b, m, f.ft.results)
 		b = append(b, f.code...) // ends with the end of that block
-		b = appendRelease(b, left, int64(cost))
+		b = appendRelease(b, ix.left, int64(cost))
 		b = append(b, 0x0b)
 		out = binary.AppendUvarint(out, uint64(len(b)))
 		out = append(out, b...)
@@ -163,7 +163,7 @@ func (m *moduleInfo) instrumentCode(secs []section, left, low, reload uint64) ([
 
 // walkBody reads the locals of body, walks its instructions with w and
 // returns the locals declaration and the instrumented instructions.
-func (m *moduleInfo) walkBody(w *walker, ft funcType, body []byte, left, low, reload uint64) (localsDecl, code []byte, err error) {
+func (m *moduleInfo) walkBody(w *walker, ft funcType, body []byte, ix appended) (localsDecl, code []byte, err error) {
 	r := reader{b: body}
 	groups := r.u32()
 	if r.err != nil || uint64(groups) > uint64(len(body)) {
@@ -187,14 +187,16 @@ func (m *moduleInfo) walkBody(w *walker, ft funcType, body []byte, left, low, re
 		w.slots += c
 		w.simd = w.simd || t == 0x7b
 	}
-	*w = walker{m: m, r: reader{b: r.b}, left: left, low: low, reload: reload, slots: w.slots, simd: w.simd}
+	*w = walker{m: m, r: reader{b: r.b}, left: ix.left, low: ix.low, reload: ix.reload, fuel: ix.fuel, check: ix.check,
+		slots: w.slots, simd: w.simd, maxArity: 1} // 1: the fuel check's result
 	code, err = w.walk(ft)
 	return body[:len(body)-len(r.b)], code, err
 }
 
 // frameCost is the bytes charged for one frame of the walked function.
 func (w *walker) frameCost(simd bool) uint64 {
-	values := w.pushes + w.slots*(w.blocks+1) + 2 // 2: the instrumentation's own i64s
+	// 2: the instrumentation's own i64s; and the entry's fuel charge.
+	values := w.pushes + w.slots*(w.blocks+1) + 2 + fuelChargeValues
 	slot := uint64(slotBytes)
 	if simd {
 		slot *= 2
@@ -292,8 +294,10 @@ type walker struct {
 	m                 *moduleInfo
 	r                 reader
 	left, low, reload uint64 // indices of what guardModule appends
+	fuel, check       uint64 // the fuel global and the check function (fuel.go)
 	out               []byte
 	ctrl              []ctrlFrame
+	instrs            uint64 // instructions decoded so far
 
 	height    uint64 // operand stack height now
 	maxHeight uint64 // its greatest value
@@ -308,6 +312,11 @@ type ctrlFrame struct {
 	height          uint64 // operand height below the frame
 	params, results uint64
 	unreachable     bool
+	// fuelAt is where the fuel charge of a loop has its weight, patched
+	// at the loop's end (0: not a loop); instrs is the instruction count
+	// at the loop's start.
+	fuelAt int
+	instrs uint64
 }
 
 func (w *walker) push(n uint64) {
@@ -406,6 +415,7 @@ func (w *walker) walk(ft funcType) ([]byte, error) {
 		if w.r.err != nil {
 			return nil, errors.New("body ends before its end")
 		}
+		w.instrs++
 		copyOp := true
 		switch {
 		case op == 0x00: // unreachable
@@ -421,7 +431,17 @@ func (w *walker) walk(ft funcType) ([]byte, error) {
 			}
 			w.pop(p)
 			w.blocks++
-			w.ctrl = append(w.ctrl, ctrlFrame{height: w.height, params: p, results: res})
+			f := ctrlFrame{height: w.height, params: p, results: res}
+			if op == 0x03 {
+				// The loop's header charges the loop's instructions,
+				// known at its end (fuel.go).
+				w.out = append(w.out, body[start:len(body)-len(w.r.b)]...)
+				copyOp = false
+				w.out, f.fuelAt = appendFuelCharge(w.out, w.fuel, w.check, -1)
+				f.instrs = w.instrs
+				w.pushes += fuelChargeValues
+			}
+			w.ctrl = append(w.ctrl, f)
 			w.push(p)
 		case op == 0x05: // else
 			f := &w.ctrl[len(w.ctrl)-1]
@@ -440,6 +460,9 @@ func (w *walker) walk(ft funcType) ([]byte, error) {
 					return nil, errors.New("bytes after the body's end")
 				}
 				return w.out, nil
+			}
+			if f.fuelAt != 0 {
+				patchFuelWeight(w.out, f.fuelAt, w.instrs-f.instrs)
 			}
 			w.height = f.height
 			w.push(f.results)
@@ -469,6 +492,9 @@ func (w *walker) walk(ft funcType) ([]byte, error) {
 			if err != nil {
 				return nil, err
 			}
+			copyOp = false
+			w.out = append(w.out, 0x10)
+			w.out = binary.AppendUvarint(w.out, w.m.funcOut(f))
 			w.call(w.m.types[w.m.funcs[f]], 0)
 		case op == 0x11: // call_indirect
 			t := w.r.u32()
@@ -554,11 +580,13 @@ func (w *walker) walk(ft funcType) ([]byte, error) {
 		case op == 0xd1: // ref.is_null
 			w.op(1, 1)
 		case op == 0xd2: // ref.func
-			if _, err := w.funcIndex(); err != nil {
+			f, err := w.funcIndex()
+			if err != nil {
 				return nil, err
 			}
 			w.push(1)
-			w.out = append(w.out, body[start:len(body)-len(w.r.b)]...)
+			w.out = append(w.out, 0xd2)
+			w.out = binary.AppendUvarint(w.out, w.m.funcOut(f))
 			copyOp = false
 			w.out = appendRefCharge(w.out, w.left, w.low)
 		case op == 0xfc:
