@@ -14,8 +14,8 @@ import (
 // WithCloseOnContextDone (RATIONALE.md, "Why is cancellation a fuel counter
 // instead of WithCloseOnContextDone?"). Load appends a mutable i32 global,
 // $fuel, and imports one host function, fuelModule.fuelFunc, of type
-// () -> i32. Every function entry and every loop header subtracts a weight
-// from $fuel and, when it falls below zero, calls the host:
+// () -> i32. Every function entry subtracts a weight from $fuel and, when
+// it falls below zero, calls the host:
 //
 //	global.get $fuel  i32.const W  i32.sub  global.set $fuel
 //	global.get $fuel  i32.const 0  i32.lt_s
@@ -27,12 +27,21 @@ import (
 // than setting the global from Go, keeps wazero's compiler right: it
 // reloads globals after a call, but its value is the call's own result.
 //
+// Loops count in a local of their function, $spent, and take it from $fuel
+// past spentLimit (appendWrappedLoop, appendLoopCharge): a global is a load
+// and a store in memory, and a call in a loop's body makes wazero's
+// compiler spill the loop's values; both cost a tight loop more than the
+// check itself. $spent is flushed to $fuel before every call and at the
+// function's end, so that only the running function holds fuel not yet
+// taken.
+//
 // The weight W is the number of instructions of the loop (nested loops
 // included) or of the function body, capped at fuelPerCheck: between two
 // charges a guest runs at most the instructions of one body, so fuel counts
 // instructions, give or take a body, and the time between two checks is
-// bounded by fuelPerCheck instructions whatever the shape of the code. A
-// bulk-memory instruction counts one, as it did for wazero's own check.
+// bounded by fuelPerCheck + spentLimit instructions whatever the shape of
+// the code. A bulk-memory instruction counts one, as it did for wazero's
+// own check.
 //
 // The host call is also where Go can preempt a goroutine running compiled
 // guest code (it cannot interrupt native code that does not call out), so
@@ -43,7 +52,8 @@ import (
 // grows by one, in code, exports, elements, global initializers, the start
 // function and the name section (moduleInfo.funcOut). A module that imports
 // from fuelModule itself is refused, so the only import of it is the one
-// Load adds.
+// Load adds. The rewritten bytes are the compile cache's key (cache.go):
+// code compiled before this instrumentation is never used.
 const (
 	fuelModule = "wasmtask:runtime"
 	fuelFunc   = "fuel"
@@ -55,30 +65,141 @@ const (
 // a module is loaded and when the check runs.
 var fuelPerCheck int32 = 1 << 20
 
-// fuelChargeValues is the values a fuel charge pushes (frame cost,
-// stack.go).
-const fuelChargeValues = 6
+// spentLimit is how much fuel a function's loops count in its $spent
+// local before they take it from $fuel.
+const spentLimit = 1 << 12
 
-// appendFuelCharge appends a fuel charge of weight (see above). A negative
-// weight leaves a 5-byte placeholder to patch with patchFuelWeight; at is
-// its offset in out.
-func appendFuelCharge(out []byte, fuel, check uint64, weight int64) (_ []byte, at int) {
+// Values the instrumentation pushes (frame cost, stack.go).
+const (
+	fuelChargeValues = 6
+	loopChargeValues = 12
+	flushValues      = 4
+)
+
+// appendFuelCharge appends a function entry's fuel charge of weight (see
+// above).
+func appendFuelCharge(out []byte, fuel, check uint64, weight int64) []byte {
 	out = appendGet(out, fuel)
 	out = append(out, 0x41) // i32.const
-	at = len(out)
-	if weight < 0 {
-		out = append(out, 0x80, 0x80, 0x80, 0x80, 0x00) // 0, padded
-	} else {
-		out = appendSleb(out, min(weight, int64(fuelPerCheck)))
-	}
+	out = appendSleb(out, min(weight, int64(fuelPerCheck)))
 	out = append(out, 0x6b, 0x24) // i32.sub; global.set
 	out = binary.AppendUvarint(out, fuel)
+	return appendFuelCheck(out, fuel, check)
+}
+
+// appendFuelCheck appends "if $fuel < 0 { $fuel = check() }".
+func appendFuelCheck(out []byte, fuel, check uint64) []byte {
 	out = appendGet(out, fuel)
 	out = append(out, 0x41, 0x00, 0x48, 0x04, 0x40, 0x10) // i32.const 0; i32.lt_s; if; call
 	out = binary.AppendUvarint(out, check)
 	out = append(out, 0x24) // global.set
 	out = binary.AppendUvarint(out, fuel)
+	return append(out, 0x0b) // end
+}
+
+// appendLoopCharge appends a loop header's charge: the weight, a 5-byte
+// placeholder at out[at:] that patchFuelWeight fills at the loop's end, is
+// added to the function's $spent local; past spentLimit, $spent is taken
+// from $fuel and the fuel checked:
+//
+//	local.get $spent  i32.const W  i32.add  local.tee $spent
+//	i32.const spentLimit  i32.ge_u
+//	if  <flush>  <check>  end
+//
+// In a loop, the counter then lives in a register: $fuel, a global, is a
+// load and a store to memory, and a store-to-load dependency from one
+// iteration to the next doubled the time of a tight loop (BenchmarkSpin).
+func appendLoopCharge(out []byte, fuel, check, spent uint64) (_ []byte, at int) {
+	out = append(out, 0x20) // local.get
+	out = binary.AppendUvarint(out, spent)
+	out = append(out, 0x41) // i32.const
+	at = len(out)
+	out = append(out, 0x80, 0x80, 0x80, 0x80, 0x00) // 0, padded
+	out = append(out, 0x6a, 0x22)                   // i32.add; local.tee
+	out = binary.AppendUvarint(out, spent)
+	out = append(out, 0x41)
+	out = appendSleb(out, spentLimit)
+	out = append(out, 0x4f, 0x04, 0x40) // i32.ge_u; if
+	out = appendFlush(out, fuel, spent)
+	out = appendFuelCheck(out, fuel, check)
 	return append(out, 0x0b), at // end
+}
+
+// appendWrappedLoop appends the header of a loop without parameters whose
+// block type is bt (its encoding), wrapped so that the fuel check is out of
+// the loop: wazero's compiler spills the values live across a call, and a
+// call in the loop's body, even on a path it seldom takes, tripled the time
+// of a tight loop (BenchmarkSpin). $spent is compared before it is
+// charged, so that a loop heavier than spentLimit still runs once per
+// check. The weight is a placeholder at out[at:]
+// (see appendLoopCharge); appendWrappedEnd appends the rest.
+//
+//	block bt                                   ;; $done
+//	  loop                                     ;; $again
+//	    block                                  ;; $refuel
+//	      loop bt                              ;; the module's loop
+//	        local.get $spent  i32.const spentLimit  i32.ge_u  br_if $refuel
+//	        local.get $spent  i32.const W  i32.add  local.set $spent
+//	        <the loop's body: branches that leave it skip three more labels>
+//	      end
+//	      br $done
+//	    end
+//	    <flush>  <check>  br $again
+//	  end
+//	  unreachable
+//	end
+func appendWrappedLoop(out, bt []byte, spent uint64) (_ []byte, at int) {
+	out = append(out, 0x02)
+	out = append(out, bt...)
+	out = append(out, 0x03, 0x40, 0x02, 0x40, 0x03)
+	out = append(out, bt...)
+	out = append(out, 0x20) // local.get
+	out = binary.AppendUvarint(out, spent)
+	out = append(out, 0x41)
+	out = appendSleb(out, spentLimit)
+	out = append(out, 0x4f, 0x0d, 0x01, 0x20) // i32.ge_u; br_if $refuel; local.get
+	out = binary.AppendUvarint(out, spent)
+	out = append(out, 0x41) // i32.const
+	at = len(out)
+	out = append(out, 0x80, 0x80, 0x80, 0x80, 0x00) // 0, padded
+	out = append(out, 0x6a, 0x21)                   // i32.add; local.set
+	return binary.AppendUvarint(out, spent), at
+}
+
+// appendWrappedEnd appends the end of a loop appendWrappedLoop began.
+func appendWrappedEnd(out []byte, fuel, check, spent uint64) []byte {
+	out = append(out, 0x0b, 0x0c, 0x02, 0x0b) // end; br $done; end
+	out = appendFlush(out, fuel, spent)
+	out = appendFuelCheck(out, fuel, check)
+	return append(out, 0x0c, 0x00, 0x0b, 0x00, 0x0b) // br $again; end; unreachable; end
+}
+
+// appendFlush appends "$fuel -= $spent; $spent = 0".
+func appendFlush(out []byte, fuel, spent uint64) []byte {
+	out = appendGet(out, fuel)
+	out = append(out, 0x20) // local.get
+	out = binary.AppendUvarint(out, spent)
+	out = append(out, 0x6b, 0x24) // i32.sub; global.set
+	out = binary.AppendUvarint(out, fuel)
+	out = append(out, 0x41, 0x00, 0x21) // i32.const 0; local.set
+	return binary.AppendUvarint(out, spent)
+}
+
+// flushAtCalls returns code with a flush of $spent before every call of a
+// function with loops: a callee counts on $fuel, so that at any time only
+// the running function holds fuel not yet taken (less than spentLimit plus
+// one loop's weight), however deep the call stack.
+func (w *walker) flushAtCalls(code []byte) []byte {
+	flush := appendFlush(nil, w.fuel, w.spent)
+	out := make([]byte, 0, len(code)+len(w.calls)*len(flush))
+	prev := 0
+	for _, at := range w.calls {
+		out = append(out, code[prev:at]...)
+		out = append(out, flush...)
+		prev = at
+	}
+	w.pushes += uint64(len(w.calls)+1) * flushValues // and the epilogue's
+	return append(out, code[prev:]...)
 }
 
 // patchFuelWeight writes weight, capped, into the placeholder at out[at:].

@@ -167,7 +167,7 @@ func fuelled(t *testing.T, wasm []byte, interp bool) api.Module {
 	return mod
 }
 
-func wat(t *testing.T, src string, flags ...string) []byte {
+func wat(t testing.TB, src string, flags ...string) []byte {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "m.wat")
 	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {

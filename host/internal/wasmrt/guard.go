@@ -37,12 +37,16 @@ const (
 // guardModule returns the module wasm as the host compiles it for one of
 // wazero's engines (interpreter or compiler):
 //
+//   - every function entry and loop header is charged to a fuel counter,
+//     checked by an imported host function that ends the guest when its
+//     call is over (fuel.go); defined functions' indices move up by one;
 //   - every function body is instrumented to charge its stack frame to the
-//     call's memory pool, to begin with a loop header, and to reload the
-//     pool after memory.grow (stack.go);
+//     call's memory pool and to reload the pool after memory.grow
+//     (stack.go);
 //   - the pool's two globals are appended and exported (leftExport,
-//     lowExport), with an empty function for the reload; a start section
-//     becomes the startExport export;
+//     lowExport), with an empty function for the reload, and the fuel
+//     counter, not exported; a start section becomes the startExport
+//     export;
 //   - every table gets a bounded maximum (boundTables);
 //   - DWARF sections (".debug_*") are dropped: the instrumentation moves
 //     code offsets, and a wrong source position in a trap is worse than none.
@@ -50,12 +54,14 @@ const (
 // It also counts what one instance allocates outside linear memory and the
 // stack: globals, tables at their maximum, element segments (staticBytes).
 //
-// Why: WithCloseOnContextDone makes wazero check for a closed module only
-// at loop headers, in both engines; a guest whose work is a loop-free call
-// tree never reached one. And wazero keeps globals, tables and the call
-// stack in host memory outside the linear-memory limit: a deep recursion
-// grew the compiler's stack to ~170 MB in one call. RATIONALE.md has the
-// alternatives ("Why is the guest's stack bounded by instrumentation?").
+// Why: a guest must stop at its cancel or timeout, also when its work is a
+// loop-free call tree, and wazero's WithCloseOnContextDone, which checks at
+// every loop iteration, made a tight loop 20 times slower (RATIONALE.md,
+// "Why is cancellation a fuel counter instead of WithCloseOnContextDone?").
+// And wazero keeps globals, tables and the call stack in host memory
+// outside the linear-memory limit: a deep recursion grew the compiler's
+// stack to ~170 MB in one call (RATIONALE.md, "Why is the guest's stack
+// bounded by instrumentation?").
 //
 // The rewrite decodes every instruction; it refuses what it does not know
 // (wazero's features beyond Wasm 2.0 are disabled anyway) rather than guess,

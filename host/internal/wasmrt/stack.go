@@ -22,7 +22,7 @@ import (
 // memory grows it takes the growth from both, and refuses it past $low.
 // Every function body is instrumented, at load, to charge its frame cost C:
 //
-//	loop end                                          ;; wazero's close-on-done check
+//	<the fuel charge (fuel.go)>
 //	global.get $left  i64.const C  i64.sub  global.set $left
 //	global.get $left  global.get $low  i64.lt_s
 //	if                                                ;; a new high-water mark
@@ -144,11 +144,14 @@ func (m *moduleInfo) instrumentCode(secs []section, ix appended) ([]byte, error)
 		m.frameCosts = append(m.frameCosts, cost)
 		b := make([]byte, 0, len(f.localsDecl)+len(f.code)+64)
 		b = append(b, f.localsDecl...)
-		b, _ = appendFuelCharge(b, ix.fuel, ix.check, int64(f.w.instrs))
+		b = appendFuelCharge(b, ix.fuel, ix.check, int64(f.w.instrs))
 		b = appendCharge(b, ix.left, ix.low, int64(cost))
 		b = append(b, 0x02) // block
 		b = appendBlockType(b, m, f.ft.results)
 		b = append(b, f.code...) // ends with the end of that block
+		if f.w.loops > 0 {
+			b = appendFlush(b, ix.fuel, f.w.spent)
+		}
 		b = appendRelease(b, ix.left, int64(cost))
 		b = append(b, 0x0b)
 		out = binary.AppendUvarint(out, uint64(len(b)))
@@ -188,9 +191,19 @@ func (m *moduleInfo) walkBody(w *walker, ft funcType, body []byte, ix appended) 
 		w.simd = w.simd || t == 0x7b
 	}
 	*w = walker{m: m, r: reader{b: r.b}, left: ix.left, low: ix.low, reload: ix.reload, fuel: ix.fuel, check: ix.check,
-		slots: w.slots, simd: w.simd, maxArity: 1} // 1: the fuel check's result
+		spent: w.slots, slots: w.slots, simd: w.simd, maxArity: 1} // 1: the fuel check's result
 	code, err = w.walk(ft)
-	return body[:len(body)-len(r.b)], code, err
+	if err != nil || w.loops == 0 {
+		return body[:len(body)-len(r.b)], code, err
+	}
+	// A function with loops counts their fuel in a local of its own
+	// ($spent, after the others), flushed before every call (fuel.go).
+	_, n := binary.Uvarint(body)
+	localsDecl = binary.AppendUvarint(nil, uint64(groups)+1)
+	localsDecl = append(localsDecl, body[n:len(body)-len(r.b)]...)
+	localsDecl = append(localsDecl, 1, 0x7f) // one i32
+	w.slots++
+	return localsDecl, w.flushAtCalls(code), nil
 }
 
 // frameCost is the bytes charged for one frame of the walked function.
@@ -295,6 +308,9 @@ type walker struct {
 	r                 reader
 	left, low, reload uint64 // indices of what guardModule appends
 	fuel, check       uint64 // the fuel global and the check function (fuel.go)
+	spent             uint64 // the local that counts the loops' fuel (fuel.go)
+	loops             int    // loops in the function
+	calls             []int  // offsets in out of its calls (flushAtCalls)
 	out               []byte
 	ctrl              []ctrlFrame
 	instrs            uint64 // instructions decoded so far
@@ -317,6 +333,20 @@ type ctrlFrame struct {
 	// at the loop's start.
 	fuelAt int
 	instrs uint64
+	// wrapped: the loop is wrapped in three more labels (fuel.go).
+	wrapped bool
+}
+
+// label returns the label l of the module's code as the instrumented code
+// numbers it: every wrapped loop the branch leaves adds three labels.
+func (w *walker) label(l uint64) uint64 {
+	out := l
+	for k := 0; uint64(k) < l && k < len(w.ctrl); k++ {
+		if w.ctrl[len(w.ctrl)-1-k].wrapped {
+			out += 3
+		}
+	}
+	return out
 }
 
 func (w *walker) push(n uint64) {
@@ -435,11 +465,18 @@ func (w *walker) walk(ft funcType) ([]byte, error) {
 			if op == 0x03 {
 				// The loop's header charges the loop's instructions,
 				// known at its end (fuel.go).
-				w.out = append(w.out, body[start:len(body)-len(w.r.b)]...)
 				copyOp = false
-				w.out, f.fuelAt = appendFuelCharge(w.out, w.fuel, w.check, -1)
+				if p == 0 {
+					w.out, f.fuelAt = appendWrappedLoop(w.out, body[start+1:len(body)-len(w.r.b)], w.spent)
+					f.wrapped = true
+					w.blocks++ // the re-entry loop's header
+				} else {
+					w.out = append(w.out, body[start:len(body)-len(w.r.b)]...)
+					w.out, f.fuelAt = appendLoopCharge(w.out, w.fuel, w.check, w.spent)
+				}
 				f.instrs = w.instrs
-				w.pushes += fuelChargeValues
+				w.pushes += loopChargeValues
+				w.loops++
 			}
 			w.ctrl = append(w.ctrl, f)
 			w.push(p)
@@ -464,28 +501,38 @@ func (w *walker) walk(ft funcType) ([]byte, error) {
 			if f.fuelAt != 0 {
 				patchFuelWeight(w.out, f.fuelAt, w.instrs-f.instrs)
 			}
+			if f.wrapped {
+				w.out = appendWrappedEnd(w.out, w.fuel, w.check, w.spent)
+				copyOp = false
+			}
 			w.height = f.height
 			w.push(f.results)
-		case op == 0x0c: // br
-			w.r.u32()
-			w.unreachable()
-		case op == 0x0d: // br_if
-			w.r.u32()
-			w.pop(1)
+		case op == 0x0c || op == 0x0d: // br br_if
+			copyOp = false
+			w.out = append(w.out, op)
+			w.out = binary.AppendUvarint(w.out, w.label(uint64(w.r.u32())))
+			if op == 0x0c {
+				w.unreachable()
+			} else {
+				w.pop(1)
+			}
 		case op == 0x0e: // br_table
 			n := w.r.u32()
 			if w.r.err == nil && uint64(n) > uint64(len(w.r.b)) {
 				return nil, errors.New("bad br_table")
 			}
+			copyOp = false
+			w.out = append(w.out, op)
+			w.out = binary.AppendUvarint(w.out, uint64(n))
 			for i := uint32(0); i <= n && w.r.err == nil; i++ {
-				w.r.u32()
+				w.out = binary.AppendUvarint(w.out, w.label(uint64(w.r.u32())))
 			}
 			w.pop(1)
 			w.unreachable()
 		case op == 0x0f: // return: br to the block around the body
 			copyOp = false
 			w.out = append(w.out, 0x0c)
-			w.out = binary.AppendUvarint(w.out, uint64(len(w.ctrl)-1))
+			w.out = binary.AppendUvarint(w.out, w.label(uint64(len(w.ctrl)-1)))
 			w.unreachable()
 		case op == 0x10: // call
 			f, err := w.funcIndex()
@@ -493,10 +540,12 @@ func (w *walker) walk(ft funcType) ([]byte, error) {
 				return nil, err
 			}
 			copyOp = false
+			w.calls = append(w.calls, len(w.out))
 			w.out = append(w.out, 0x10)
 			w.out = binary.AppendUvarint(w.out, w.m.funcOut(f))
 			w.call(w.m.types[w.m.funcs[f]], 0)
 		case op == 0x11: // call_indirect
+			w.calls = append(w.calls, len(w.out))
 			t := w.r.u32()
 			w.r.u32() // table
 			if w.r.err == nil && int(t) >= len(w.m.types) {
