@@ -109,7 +109,7 @@
 //
 // Load instruments every guest to stop itself (fuel.go): function entries
 // and loop headers count the instructions they run on a counter, and about
-// every million instructions the guest calls a host function that ends it
+// every 128k instructions the guest calls a host function that ends it
 // when the call's context is canceled or its Limits.Timeout has passed. A
 // loop-free call tree is counted at its function entries. That host call is
 // also where Go can preempt the goroutine for its garbage collector. The

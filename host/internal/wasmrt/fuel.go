@@ -63,7 +63,7 @@ const (
 // run between two checks (BenchmarkSpin measures the choice). It is a
 // variable only so that BenchmarkSpin can compare values; it is read when
 // a module is loaded and when the check runs.
-var fuelPerCheck int32 = 1 << 20
+var fuelPerCheck int32 = 1 << 17
 
 // spentLimit is how much fuel a function's loops count in its $spent
 // local before they take it from $fuel.
