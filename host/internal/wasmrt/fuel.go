@@ -73,7 +73,7 @@ const spentLimit = 1 << 12
 const (
 	fuelChargeValues = 6
 	loopChargeValues = 12
-	flushValues      = 4
+	flushValues      = 4 + 3
 )
 
 // appendFuelCharge appends a function entry's fuel charge of weight (see
@@ -185,12 +185,14 @@ func appendFlush(out []byte, fuel, spent uint64) []byte {
 	return binary.AppendUvarint(out, spent)
 }
 
-// flushAtCalls returns code with a flush of $spent before every call of a
+// flushAtCalls returns code with a flush of $spent and a check before every call of a
 // function with loops: a callee counts on $fuel, so that at any time only
 // the running function holds fuel not yet taken (less than spentLimit plus
 // one loop's weight), however deep the call stack.
 func (w *walker) flushAtCalls(code []byte) []byte {
-	flush := appendFlush(nil, w.fuel, w.spent)
+	// Checked too: a loop whose body calls a host function (WASI) that
+	// returns at once has no other check, since the flush empties $spent.
+	flush := appendFuelCheck(appendFlush(nil, w.fuel, w.spent), w.fuel, w.check)
 	out := make([]byte, 0, len(code)+len(w.calls)*len(flush))
 	prev := 0
 	for _, at := range w.calls {
