@@ -216,10 +216,11 @@ func patchFuelWeight(out []byte, at int, weight uint64) {
 // hostFuel is the fuel check: it ends the guest when its call is over and
 // hands out more fuel otherwise.
 func hostFuel(ctx context.Context, _ api.Module, stack []uint64) {
+	done := ctx.Err() != nil
 	if s := stateOf(ctx); s != nil && s.onFuel != nil {
-		s.onFuel()
+		s.onFuel(done)
 	}
-	if ctx.Err() != nil {
+	if done {
 		exitOnDone(ctx)
 	}
 	stack[0] = api.EncodeI32(fuelPerCheck)
@@ -234,8 +235,9 @@ func instantiateFuel(ctx context.Context, r wazero.Runtime) error {
 	return err
 }
 
-// fuelHookKey is the context key of a function the fuel check calls each
-// time it runs (tests count checks with it).
+// fuelHookKey is the context key of a func(stopping bool) the fuel check
+// calls each time it runs, stopping when it ends the guest (tests count
+// checks with it).
 type fuelHookKey struct{}
 
 // funcOut is the index in the guarded module of function f of the

@@ -26,14 +26,17 @@ var engines = []struct {
 // fuelCounter counts the fuel checks of one call (fuelHookKey) and closes
 // first at the first of them.
 type fuelCounter struct {
-	n     atomic.Int64
-	once  sync.Once
-	first chan struct{}
+	n, stopped atomic.Int64
+	once       sync.Once
+	first      chan struct{}
 }
 
 func newFuelCounter() *fuelCounter { return &fuelCounter{first: make(chan struct{})} }
 
-func (c *fuelCounter) hook() {
+func (c *fuelCounter) hook(stopping bool) {
+	if stopping {
+		c.stopped.Add(1)
+	}
 	c.n.Add(1)
 	c.once.Do(func() { close(c.first) })
 }
@@ -59,15 +62,14 @@ func TestFuelStopsSpinningGuests(t *testing.T) {
 					errc <- err
 				}()
 				<-fc.first // the guest is spinning
-				before := fc.n.Load()
 				cancel()
 				err := <-errc
 				var ge *GuestError
 				if !errors.As(err, &ge) || ge.Kind != KindCanceled || !errors.Is(err, context.Canceled) {
 					t.Fatalf("got %v, want a GuestError of kind %q that is context.Canceled", err, KindCanceled)
 				}
-				if after := fc.n.Load(); after <= before {
-					t.Errorf("no fuel check ran after the cancel (%d checks in all)", after)
+				if fc.stopped.Load() != 1 {
+					t.Errorf("%d fuel checks ended the guest (%d checks in all), want 1", fc.stopped.Load(), fc.n.Load())
 				}
 			})
 			t.Run(e.name+"/"+tool+"/timeout", func(t *testing.T) {
@@ -77,8 +79,8 @@ func TestFuelStopsSpinningGuests(t *testing.T) {
 				if !errors.As(err, &ge) || ge.Kind != KindTimeout {
 					t.Fatalf("got %v, want a GuestError of kind %q", err, KindTimeout)
 				}
-				if fc.n.Load() == 0 {
-					t.Error("no fuel check ran")
+				if fc.stopped.Load() != 1 {
+					t.Errorf("%d fuel checks ended the guest (%d checks in all), want 1", fc.stopped.Load(), fc.n.Load())
 				}
 			})
 		}
@@ -264,7 +266,7 @@ func TestFuelWeights(t *testing.T) {
 	for _, e := range engines {
 		mod := fuelled(t, wasm, e.interp)
 		var checks atomic.Int64
-		ctx := context.WithValue(context.Background(), callStateKey{}, &callState{onFuel: func() { checks.Add(1) }})
+		ctx := context.WithValue(context.Background(), callStateKey{}, &callState{onFuel: func(bool) { checks.Add(1) }})
 		if _, err := mod.ExportedFunction("count").Call(ctx, iterations); err != nil {
 			t.Fatal(err)
 		}

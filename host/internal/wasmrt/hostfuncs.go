@@ -46,7 +46,7 @@ type callState struct {
 	begun, isTask bool // begin_task was called, and what it answered
 	abi11         bool // the module knows ABI 1.1's codes (elicit's -3)
 
-	onFuel func() // called at each fuel check (tests; see fuelHookKey)
+	onFuel func(stopping bool) // called at each fuel check (tests; see fuelHookKey)
 
 	elicits     int       // elicitations asked so far
 	elicitReady time.Time // when the next elicitation past the burst may be asked

@@ -414,7 +414,7 @@ func (r *Runtime) run(ctx context.Context, m *Module, tool string, req []byte, l
 
 	state := newCallState(ev, c.lim.MaxLogBytes)
 	state.abi11 = m.abi11 || m.manifest != nil && m.manifest.Revision >= 1
-	state.onFuel, _ = ctx.Value(fuelHookKey{}).(func())
+	state.onFuel, _ = ctx.Value(fuelHookKey{}).(func(bool))
 	if !r.track(state, cancel) {
 		return nil, c.fail(KindCanceled, "the runtime was closed", ErrClosed)
 	}
