@@ -56,8 +56,8 @@
 //     grants enough, also above the default; one over the runtime ceiling
 //     is a load problem (Server.Problems) and serves no tool.
 //   - TestCallExplosion (explode.wat): an exponential call tree with no
-//     loop ends at the timeout (wazero checks only at loop headers; the
-//     host puts an empty loop at every function's entry).
+//     loop ends at the timeout (the host's fuel check runs at function
+//     entries as well as loop headers).
 //   - TestStackBomb (stackbomb.wat): recursion through frames of 128 live
 //     values, ref.func in a loop, recursion after memory growth end
 //     KindOutOfMemory; a stack once grown stays charged, so that memory

@@ -130,8 +130,8 @@ func TestInitialMemoryOverPolicy(t *testing.T) {
 }
 
 // TestCallExplosion: an exponential call tree with no loop ends at the
-// timeout (wazero checks only at loop headers; the host puts an empty loop
-// at every function's entry).
+// timeout (the host's fuel check runs at function entries as well as loop
+// headers).
 func TestCallExplosion(t *testing.T) {
 	onEngines(t, func(t *testing.T, e engine) {
 		hostile(t, e, toolPolicy("explode", "explode", host.ToolPolicy{Timeout: runaway}), "explode", func(t *testing.T, s *host.Server) {

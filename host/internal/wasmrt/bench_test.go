@@ -217,6 +217,9 @@ func BenchmarkFrameCharge(b *testing.B) {
 				}
 				rt := wazero.NewRuntimeWithConfig(ctx, rc.WithCloseOnContextDone(true))
 				defer rt.Close(ctx)
+				if err := instantiateFuel(ctx, rt); err != nil {
+					b.Fatal(err)
+				}
 				mod, err := rt.InstantiateModule(ctx, mustCompile(b, rt, v.wasm), wazero.NewModuleConfig().WithStartFunctions())
 				if err != nil {
 					b.Fatal(err)

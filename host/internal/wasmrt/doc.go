@@ -117,11 +117,15 @@
 //
 // # Cancellation
 //
-// The runtime is built WithCloseOnContextDone: when the call's context is
-// canceled or its Limits.Timeout passes, a running guest stops at its next
-// loop back-edge or function call (wazero checks only at loop headers; Load
-// puts an empty loop at the entry of every function, so a loop-free call
-// tree cannot outrun its timeout).
+// Load instruments every guest to stop itself (fuel.go): function entries
+// and loop headers count the instructions they run on a counter, and about
+// every 128k instructions the guest calls a host function that ends it
+// when the call's context is canceled or its Limits.Timeout has passed. A
+// loop-free call tree is counted at its function entries. That host call is
+// also where Go can preempt the goroutine for its garbage collector. The
+// runtime is not built WithCloseOnContextDone, in either engine: it made
+// every loop iteration of compiled code leave native code, and a tight
+// loop ran about 20 times slower (BenchmarkSpin).
 // Host functions that block (elicit, and the sleep
 // behind WASI poll_oneoff) watch the context and end the guest with
 // sys.ExitError when it is done, never returning into a dead call. Errors:

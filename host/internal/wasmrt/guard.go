@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -36,12 +37,16 @@ const (
 // guardModule returns the module wasm as the host compiles it for one of
 // wazero's engines (interpreter or compiler):
 //
+//   - every function entry and loop header is charged to a fuel counter,
+//     checked by an imported host function that ends the guest when its
+//     call is over (fuel.go); defined functions' indices move up by one;
 //   - every function body is instrumented to charge its stack frame to the
-//     call's memory pool, to begin with a loop header, and to reload the
-//     pool after memory.grow (stack.go);
+//     call's memory pool and to reload the pool after memory.grow
+//     (stack.go);
 //   - the pool's two globals are appended and exported (leftExport,
-//     lowExport), with an empty function for the reload; a start section
-//     becomes the startExport export;
+//     lowExport), with an empty function for the reload, and the fuel
+//     counter, not exported; a start section becomes the startExport
+//     export;
 //   - every table gets a bounded maximum (boundTables);
 //   - DWARF sections (".debug_*") are dropped: the instrumentation moves
 //     code offsets, and a wrong source position in a trap is worse than none.
@@ -49,12 +54,14 @@ const (
 // It also counts what one instance allocates outside linear memory and the
 // stack: globals, tables at their maximum, element segments (staticBytes).
 //
-// Why: WithCloseOnContextDone makes wazero check for a closed module only
-// at loop headers, in both engines; a guest whose work is a loop-free call
-// tree never reached one. And wazero keeps globals, tables and the call
-// stack in host memory outside the linear-memory limit: a deep recursion
-// grew the compiler's stack to ~170 MB in one call. RATIONALE.md has the
-// alternatives ("Why is the guest's stack bounded by instrumentation?").
+// Why: a guest must stop at its cancel or timeout, also when its work is a
+// loop-free call tree, and wazero's WithCloseOnContextDone, which checks at
+// every loop iteration, made a tight loop 20 times slower (RATIONALE.md,
+// "Why is cancellation a fuel counter instead of WithCloseOnContextDone?").
+// And wazero keeps globals, tables and the call stack in host memory
+// outside the linear-memory limit: a deep recursion grew the compiler's
+// stack to ~170 MB in one call (RATIONALE.md, "Why is the guest's stack
+// bounded by instrumentation?").
 //
 // The rewrite decodes every instruction; it refuses what it does not know
 // (wazero's features beyond Wasm 2.0 are disabled anyway) rather than guess,
@@ -123,11 +130,13 @@ func guardModule(wasm []byte, interpreter bool, maxCode int) (*guarded, error) {
 			return nil, errors.New("start function must have type () -> ()")
 		}
 	}
-	// Indices of what guardModule appends: they follow every index the
-	// module defines, so no index of the module changes.
-	left, low := m.globals, m.globals+1
-	reload := uint64(len(m.funcs))
-	body, err := m.instrumentCode(secs, left, low, reload)
+	// Indices of what guardModule appends: the globals and the reload
+	// function follow every index the module defines; the fuel check is
+	// the last import, so defined functions move up by one (funcOut).
+	m.fuelled = hasCode
+	ix := appended{left: m.globals, low: m.globals + 1, fuel: m.globals + 2,
+		reload: m.funcOut(uint64(len(m.funcs))), check: uint64(m.imported)}
+	body, err := m.instrumentCode(secs, ix)
 	if err != nil {
 		return nil, fmt.Errorf("code section: %w", err)
 	}
@@ -142,29 +151,38 @@ func guardModule(wasm []byte, interpreter bool, maxCode int) (*guarded, error) {
 		out = binary.AppendUvarint(out, uint64(len(payload)))
 		out = append(out, payload...)
 	}
-	// The appended globals need a global section and the exports an export
-	// section; a module without them gets them at their place in the order.
+	// The fuel check needs an import section, the appended globals a
+	// global section and the exports an export section; a module without
+	// them gets them at their place in the order.
 	var globals, exports []byte
 	globals = append(globals, 0x7e, 0x01, 0x42, 0x00, 0x0b) // left: (mut i64) (i64.const 0)
 	globals = append(globals, 0x7e, 0x01, 0x42, 0x00, 0x0b) // low
+	globals = append(globals, 0x7f, 0x01, 0x41)             // fuel: (mut i32) (i32.const fuelPerCheck)
+	globals = appendSleb(globals, int64(fuelPerCheck))
+	globals = append(globals, 0x0b)
+	const nGlobals = 3
 	exports = appendName(exports, leftExport)
 	exports = append(exports, 0x03) // global
-	exports = binary.AppendUvarint(exports, left)
+	exports = binary.AppendUvarint(exports, ix.left)
 	exports = appendName(exports, lowExport)
 	exports = append(exports, 0x03)
-	exports = binary.AppendUvarint(exports, low)
+	exports = binary.AppendUvarint(exports, ix.low)
 	nExports := uint64(2)
 	if m.hasStart {
 		exports = appendName(exports, startExport)
 		exports = append(exports, 0x00) // function
-		exports = binary.AppendUvarint(exports, m.start)
+		exports = binary.AppendUvarint(exports, m.funcOut(m.start))
 		nExports++
 	}
-	wroteGlobal, wroteExport := false, false
+	wroteImport, wroteGlobal, wroteExport := !m.fuelled, false, false
 	for _, s := range secs {
 		if s.id != secCustom {
+			if !wroteImport && order(s.id) > order(secImport) {
+				emit(secImport, appendVec(nil, 1, m.importEntry()))
+				wroteImport = true
+			}
 			if !wroteGlobal && order(s.id) > order(secGlobal) {
-				emit(secGlobal, appendVec(nil, 2, globals))
+				emit(secGlobal, appendVec(nil, nGlobals, globals))
 				wroteGlobal = true
 			}
 			if !wroteExport && order(s.id) > order(secExport) {
@@ -173,6 +191,7 @@ func guardModule(wasm []byte, interpreter bool, maxCode int) (*guarded, error) {
 			}
 		}
 		var payload []byte
+		var err error
 		switch s.id {
 		case secCustom:
 			name, _, ok := readName(s.payload)
@@ -180,6 +199,16 @@ func guardModule(wasm []byte, interpreter bool, maxCode int) (*guarded, error) {
 				continue
 			}
 			payload = s.payload
+			if ok && name == "name" && m.fuelled {
+				if payload, ok = m.rewriteNames(s.payload); !ok {
+					continue
+				}
+			}
+		case secImport:
+			payload = s.payload
+			if m.fuelled {
+				payload, wroteImport = appendVec(s.payload, 1, m.importEntry()), true
+			}
 		case secType:
 			payload = m.typeSection(s.payload)
 		case secFunction:
@@ -188,15 +217,24 @@ func guardModule(wasm []byte, interpreter bool, maxCode int) (*guarded, error) {
 				payload = appendVec(s.payload, 1, binary.AppendUvarint(nil, m.blockTypes[""]))
 			}
 		case secTable:
-			var err error
 			payload, m.tableBytes, err = boundTables(s.payload)
 			if err != nil {
 				return nil, fmt.Errorf("table section: %w", err)
 			}
 		case secGlobal:
-			payload, wroteGlobal = appendVec(s.payload, 2, globals), true
+			if payload, err = m.rewriteGlobals(s.payload); err != nil {
+				return nil, fmt.Errorf("global section: %w", err)
+			}
+			payload, wroteGlobal = appendVec(payload, nGlobals, globals), true
 		case secExport:
-			payload, wroteExport = appendVec(s.payload, nExports, exports), true
+			if payload, err = m.rewriteExports(s.payload); err != nil {
+				return nil, fmt.Errorf("export section: %w", err)
+			}
+			payload, wroteExport = appendVec(payload, nExports, exports), true
+		case secElement:
+			if payload, err = m.rewriteElements(s.payload); err != nil {
+				return nil, fmt.Errorf("element section: %w", err)
+			}
 		case secStart:
 			continue // exported as startExport instead
 		case secCode:
@@ -206,13 +244,22 @@ func guardModule(wasm []byte, interpreter bool, maxCode int) (*guarded, error) {
 		}
 		emit(s.id, payload)
 	}
+	if !wroteImport {
+		emit(secImport, appendVec(nil, 1, m.importEntry()))
+	}
 	if !wroteGlobal {
-		emit(secGlobal, appendVec(nil, 2, globals))
+		emit(secGlobal, appendVec(nil, nGlobals, globals))
 	}
 	if !wroteExport {
 		emit(secExport, appendVec(nil, nExports, exports))
 	}
 	return &guarded{wasm: out, static: m.staticBytes(), hasStart: m.hasStart, frameCosts: m.frameCosts}, nil
+}
+
+// appended are the indices of what guardModule appends.
+type appended struct {
+	left, low, fuel uint64 // the memory pool's globals (stack.go) and the fuel counter (fuel.go)
+	reload, check   uint64 // the reload function and the fuel check
 }
 
 // appendVec returns the vector section payload vec (nil: an empty vector)
@@ -290,6 +337,8 @@ type moduleInfo struct {
 	elemRefs       uint64   // function references made per instance: element entries, ref.func in global initializers
 	frameCosts     []uint64 // frame cost of every defined function (stack.go)
 	appendsReload  bool     // instrumentCode appended the reload function
+	fuelled        bool     // the fuel check is imported (the module has code)
+	checkType      uint64   // index of the type () -> i32 of the fuel check
 	interpreter    bool     // frames are charged for wazero's interpreter
 	simd           bool     // a global is a v128
 }
@@ -348,6 +397,16 @@ func (m *moduleInfo) readTypes(p []byte) error {
 			m.appendedTypes = append(m.appendedTypes, res)
 		}
 	}
+	// The fuel check's type, () -> i32.
+	m.checkType = uint64(len(m.types) + len(m.appendedTypes))
+	i := slices.IndexFunc(m.types, func(ft funcType) bool {
+		return len(ft.params) == 0 && string(ft.results) == "\x7f"
+	})
+	if i >= 0 {
+		m.checkType = uint64(i)
+	} else {
+		m.appendedTypes = append(m.appendedTypes, []byte{0x7f})
+	}
 	return nil
 }
 
@@ -379,8 +438,11 @@ func (m *moduleInfo) readImports(p []byte) error {
 	r := reader{b: p}
 	count := r.u32()
 	for i := uint32(0); i < count && r.err == nil; i++ {
+		mod := string(r.bytes(int(r.u32())))
 		r.name()
-		r.name()
+		if mod == fuelModule {
+			return fmt.Errorf("import %d: the module %q is the host's own", i, fuelModule)
+		}
 		switch kind := r.byte(); kind {
 		case 0x00: // function
 			t := r.u32()
@@ -688,29 +750,38 @@ func (r *reader) constExpr() (refs uint64) {
 		switch op := r.byte(); op {
 		case 0x0b:
 			return refs
-		case 0x41:
-			r.skipSigned(5)
-		case 0x42:
-			r.skipSigned(10)
-		case 0x43:
-			r.bytes(4)
-		case 0x44:
-			r.bytes(8)
-		case 0xd0:
-			r.byte()
 		case 0xd2:
 			r.u32()
 			refs++
-		case 0x23:
-			r.u32()
-		case 0xfd:
-			if r.byte() != 0x0c {
-				r.fail("constant expression")
-			}
-			r.bytes(16)
 		default:
-			r.fail("constant expression")
+			r.constImmediates(op)
 		}
 	}
 	return refs
+}
+
+// constImmediates skips the immediates of op, an instruction of a
+// constant expression other than end.
+func (r *reader) constImmediates(op byte) {
+	switch op {
+	case 0x41:
+		r.skipSigned(5)
+	case 0x42:
+		r.skipSigned(10)
+	case 0x43:
+		r.bytes(4)
+	case 0x44:
+		r.bytes(8)
+	case 0xd0:
+		r.byte()
+	case 0xd2, 0x23:
+		r.u32()
+	case 0xfd:
+		if r.byte() != 0x0c {
+			r.fail("constant expression")
+		}
+		r.bytes(16)
+	default:
+		r.fail("constant expression")
+	}
 }

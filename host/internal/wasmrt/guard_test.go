@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// TestCallBombStops is the regression test of the entry loop (guardModule): a guest whose
+// TestCallBombStops is the regression test of the entry charge (fuel.go): a guest whose
 // endless work is a loop-free call tree must stop at its timeout and at a
 // cancel, in both engines (wazero alone checks only at loop headers).
 func TestCallBombStops(t *testing.T) {

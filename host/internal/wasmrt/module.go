@@ -431,6 +431,7 @@ func (r *Runtime) runWith(ctx context.Context, m *Module, tool string, req []byt
 	state := newCallState(ev, c.lim.MaxLogBytes)
 	state.preinit = snap != nil
 	state.abi11 = m.abi11 || m.manifest != nil && m.manifest.Revision >= 1
+	state.onFuel, _ = ctx.Value(fuelHookKey{}).(func(bool))
 	if !r.track(state, cancel) {
 		return nil, c.fail(KindCanceled, "the runtime was closed", ErrClosed)
 	}

@@ -112,7 +112,9 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if cfg.Interpreter {
 		r.rc = wazero.NewRuntimeConfigInterpreter()
 	}
-	r.rc = r.rc.WithCloseOnContextDone(true).
+	// Not WithCloseOnContextDone: Load instruments guests to check their
+	// call's context themselves, at a fraction of its cost (fuel.go).
+	r.rc = r.rc.
 		// Memory is bounded per call by limitedAllocator, capped at
 		// cfg.MaxMemoryMiB. wazero's own limit is left at the wasm32
 		// maximum: when it refuses a growth first, the allocator never
@@ -150,6 +152,10 @@ func (r *Runtime) engine(ctx context.Context, cache wazero.CompilationCache) (wa
 	if err := instantiateHost(ctx, rt); err != nil {
 		_ = rt.Close(ctx)
 		return nil, fmt.Errorf("wasmrt: host module: %w", err)
+	}
+	if err := instantiateFuel(ctx, rt); err != nil {
+		_ = rt.Close(ctx)
+		return nil, fmt.Errorf("wasmrt: fuel module: %w", err)
 	}
 	return rt, nil
 }
@@ -258,6 +264,9 @@ func checkImportsExports(c wazero.CompiledModule, wasi map[string]hostSignature)
 	for _, f := range c.ImportedFunctions() {
 		mod, fn, _ := f.Import()
 		switch {
+		case mod == fuelModule && fn == fuelFunc:
+			// Load's own import (fuel.go): Load refuses a module that
+			// imports from fuelModule itself.
 		case mod == wasi_snapshot_preview1.ModuleName:
 			sig, ok := wasi[fn]
 			if !ok {

@@ -22,7 +22,7 @@ import (
 // memory grows it takes the growth from both, and refuses it past $low.
 // Every function body is instrumented, at load, to charge its frame cost C:
 //
-//	loop end                                          ;; wazero's close-on-done check
+//	<the fuel charge (fuel.go)>
 //	global.get $left  i64.const C  i64.sub  global.set $left
 //	global.get $left  global.get $low  i64.lt_s
 //	if                                                ;; a new high-water mark
@@ -78,7 +78,7 @@ const (
 // instrumented and the reload function appended (reload is its index), or
 // nil when there is none. It appends to the function section's types only
 // when it appended the function (appendsReload).
-func (m *moduleInfo) instrumentCode(secs []section, left, low, reload uint64) ([]byte, error) {
+func (m *moduleInfo) instrumentCode(secs []section, ix appended) ([]byte, error) {
 	var code []byte
 	hasFunctions := false
 	for _, s := range secs {
@@ -121,7 +121,7 @@ func (m *moduleInfo) instrumentCode(secs []section, left, low, reload uint64) ([
 		f := &fns[i]
 		f.ft = m.types[m.funcs[m.imported+i]]
 		var err error
-		f.localsDecl, f.code, err = m.walkBody(&f.w, f.ft, body, left, low, reload)
+		f.localsDecl, f.code, err = m.walkBody(&f.w, f.ft, body, ix)
 		if err != nil {
 			return nil, fmt.Errorf("function %d: %w", m.imported+i, err)
 		}
@@ -144,12 +144,15 @@ func (m *moduleInfo) instrumentCode(secs []section, left, low, reload uint64) ([
 		m.frameCosts = append(m.frameCosts, cost)
 		b := make([]byte, 0, len(f.localsDecl)+len(f.code)+64)
 		b = append(b, f.localsDecl...)
-		b = append(b, 0x03, 0x40, 0x0b) // loop end
-		b = appendCharge(b, left, low, int64(cost))
+		b = appendFuelCharge(b, ix.fuel, ix.check, int64(f.w.instrs))
+		b = appendCharge(b, ix.left, ix.low, int64(cost))
 		b = append(b, 0x02) // block
 		b = appendBlockType(b, m, f.ft.results)
 		b = append(b, f.code...) // ends with the end of that block
-		b = appendRelease(b, left, int64(cost))
+		if f.w.loops > 0 {
+			b = appendFlush(b, ix.fuel, f.w.spent)
+		}
+		b = appendRelease(b, ix.left, int64(cost))
 		b = append(b, 0x0b)
 		out = binary.AppendUvarint(out, uint64(len(b)))
 		out = append(out, b...)
@@ -163,7 +166,7 @@ func (m *moduleInfo) instrumentCode(secs []section, left, low, reload uint64) ([
 
 // walkBody reads the locals of body, walks its instructions with w and
 // returns the locals declaration and the instrumented instructions.
-func (m *moduleInfo) walkBody(w *walker, ft funcType, body []byte, left, low, reload uint64) (localsDecl, code []byte, err error) {
+func (m *moduleInfo) walkBody(w *walker, ft funcType, body []byte, ix appended) (localsDecl, code []byte, err error) {
 	r := reader{b: body}
 	groups := r.u32()
 	if r.err != nil || uint64(groups) > uint64(len(body)) {
@@ -187,14 +190,26 @@ func (m *moduleInfo) walkBody(w *walker, ft funcType, body []byte, left, low, re
 		w.slots += c
 		w.simd = w.simd || t == 0x7b
 	}
-	*w = walker{m: m, r: reader{b: r.b}, left: left, low: low, reload: reload, slots: w.slots, simd: w.simd}
+	*w = walker{m: m, r: reader{b: r.b}, left: ix.left, low: ix.low, reload: ix.reload, fuel: ix.fuel, check: ix.check,
+		spent: w.slots, slots: w.slots, simd: w.simd, maxArity: 1} // 1: the fuel check's result
 	code, err = w.walk(ft)
-	return body[:len(body)-len(r.b)], code, err
+	if err != nil || w.loops == 0 {
+		return body[:len(body)-len(r.b)], code, err
+	}
+	// A function with loops counts their fuel in a local of its own
+	// ($spent, after the others), flushed before every call (fuel.go).
+	_, n := binary.Uvarint(body)
+	localsDecl = binary.AppendUvarint(nil, uint64(groups)+1)
+	localsDecl = append(localsDecl, body[n:len(body)-len(r.b)]...)
+	localsDecl = append(localsDecl, 1, 0x7f) // one i32
+	w.slots++
+	return localsDecl, w.flushAtCalls(code), nil
 }
 
 // frameCost is the bytes charged for one frame of the walked function.
 func (w *walker) frameCost(simd bool) uint64 {
-	values := w.pushes + w.slots*(w.blocks+1) + 2 // 2: the instrumentation's own i64s
+	// 2: the instrumentation's own i64s; and the entry's fuel charge.
+	values := w.pushes + w.slots*(w.blocks+1) + 2 + fuelChargeValues
 	slot := uint64(slotBytes)
 	if simd {
 		slot *= 2
@@ -292,8 +307,13 @@ type walker struct {
 	m                 *moduleInfo
 	r                 reader
 	left, low, reload uint64 // indices of what guardModule appends
+	fuel, check       uint64 // the fuel global and the check function (fuel.go)
+	spent             uint64 // the local that counts the loops' fuel (fuel.go)
+	loops             int    // loops in the function
+	calls             []int  // offsets in out of its calls (flushAtCalls)
 	out               []byte
 	ctrl              []ctrlFrame
+	instrs            uint64 // instructions decoded so far
 
 	height    uint64 // operand stack height now
 	maxHeight uint64 // its greatest value
@@ -308,6 +328,25 @@ type ctrlFrame struct {
 	height          uint64 // operand height below the frame
 	params, results uint64
 	unreachable     bool
+	// fuelAt is where the fuel charge of a loop has its weight, patched
+	// at the loop's end (0: not a loop); instrs is the instruction count
+	// at the loop's start.
+	fuelAt int
+	instrs uint64
+	// wrapped: the loop is wrapped in three more labels (fuel.go).
+	wrapped bool
+}
+
+// label returns the label l of the module's code as the instrumented code
+// numbers it: every wrapped loop the branch leaves adds three labels.
+func (w *walker) label(l uint64) uint64 {
+	out := l
+	for k := 0; uint64(k) < l && k < len(w.ctrl); k++ {
+		if w.ctrl[len(w.ctrl)-1-k].wrapped {
+			out += 3
+		}
+	}
+	return out
 }
 
 func (w *walker) push(n uint64) {
@@ -406,6 +445,7 @@ func (w *walker) walk(ft funcType) ([]byte, error) {
 		if w.r.err != nil {
 			return nil, errors.New("body ends before its end")
 		}
+		w.instrs++
 		copyOp := true
 		switch {
 		case op == 0x00: // unreachable
@@ -421,7 +461,24 @@ func (w *walker) walk(ft funcType) ([]byte, error) {
 			}
 			w.pop(p)
 			w.blocks++
-			w.ctrl = append(w.ctrl, ctrlFrame{height: w.height, params: p, results: res})
+			f := ctrlFrame{height: w.height, params: p, results: res}
+			if op == 0x03 {
+				// The loop's header charges the loop's instructions,
+				// known at its end (fuel.go).
+				copyOp = false
+				if p == 0 {
+					w.out, f.fuelAt = appendWrappedLoop(w.out, body[start+1:len(body)-len(w.r.b)], w.spent)
+					f.wrapped = true
+					w.blocks++ // the re-entry loop's header
+				} else {
+					w.out = append(w.out, body[start:len(body)-len(w.r.b)]...)
+					w.out, f.fuelAt = appendLoopCharge(w.out, w.fuel, w.check, w.spent)
+				}
+				f.instrs = w.instrs
+				w.pushes += loopChargeValues
+				w.loops++
+			}
+			w.ctrl = append(w.ctrl, f)
 			w.push(p)
 		case op == 0x05: // else
 			f := &w.ctrl[len(w.ctrl)-1]
@@ -441,36 +498,54 @@ func (w *walker) walk(ft funcType) ([]byte, error) {
 				}
 				return w.out, nil
 			}
+			if f.fuelAt != 0 {
+				patchFuelWeight(w.out, f.fuelAt, w.instrs-f.instrs)
+			}
+			if f.wrapped {
+				w.out = appendWrappedEnd(w.out, w.fuel, w.check, w.spent)
+				copyOp = false
+			}
 			w.height = f.height
 			w.push(f.results)
-		case op == 0x0c: // br
-			w.r.u32()
-			w.unreachable()
-		case op == 0x0d: // br_if
-			w.r.u32()
-			w.pop(1)
+		case op == 0x0c || op == 0x0d: // br br_if
+			copyOp = false
+			w.out = append(w.out, op)
+			w.out = binary.AppendUvarint(w.out, w.label(uint64(w.r.u32())))
+			if op == 0x0c {
+				w.unreachable()
+			} else {
+				w.pop(1)
+			}
 		case op == 0x0e: // br_table
 			n := w.r.u32()
 			if w.r.err == nil && uint64(n) > uint64(len(w.r.b)) {
 				return nil, errors.New("bad br_table")
 			}
+			copyOp = false
+			w.out = append(w.out, op)
+			w.out = binary.AppendUvarint(w.out, uint64(n))
 			for i := uint32(0); i <= n && w.r.err == nil; i++ {
-				w.r.u32()
+				w.out = binary.AppendUvarint(w.out, w.label(uint64(w.r.u32())))
 			}
 			w.pop(1)
 			w.unreachable()
 		case op == 0x0f: // return: br to the block around the body
 			copyOp = false
 			w.out = append(w.out, 0x0c)
-			w.out = binary.AppendUvarint(w.out, uint64(len(w.ctrl)-1))
+			w.out = binary.AppendUvarint(w.out, w.label(uint64(len(w.ctrl)-1)))
 			w.unreachable()
 		case op == 0x10: // call
 			f, err := w.funcIndex()
 			if err != nil {
 				return nil, err
 			}
+			copyOp = false
+			w.calls = append(w.calls, len(w.out))
+			w.out = append(w.out, 0x10)
+			w.out = binary.AppendUvarint(w.out, w.m.funcOut(f))
 			w.call(w.m.types[w.m.funcs[f]], 0)
 		case op == 0x11: // call_indirect
+			w.calls = append(w.calls, len(w.out))
 			t := w.r.u32()
 			w.r.u32() // table
 			if w.r.err == nil && int(t) >= len(w.m.types) {
@@ -554,11 +629,13 @@ func (w *walker) walk(ft funcType) ([]byte, error) {
 		case op == 0xd1: // ref.is_null
 			w.op(1, 1)
 		case op == 0xd2: // ref.func
-			if _, err := w.funcIndex(); err != nil {
+			f, err := w.funcIndex()
+			if err != nil {
 				return nil, err
 			}
 			w.push(1)
-			w.out = append(w.out, body[start:len(body)-len(w.r.b)]...)
+			w.out = append(w.out, 0xd2)
+			w.out = binary.AppendUvarint(w.out, w.m.funcOut(f))
 			copyOp = false
 			w.out = appendRefCharge(w.out, w.left, w.low)
 		case op == 0xfc:

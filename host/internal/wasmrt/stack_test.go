@@ -100,6 +100,9 @@ func TestFrameCostCoversEngines(t *testing.T) {
 				rc = wazero.NewRuntimeConfigInterpreter()
 			}
 			rt := wazero.NewRuntimeWithConfig(ctx, rc)
+			if err := instantiateFuel(ctx, rt); err != nil {
+				t.Fatal(err)
+			}
 			var engineSP, goSP []uintptr
 			_, err = rt.NewHostModuleBuilder("probe").NewFunctionBuilder().
 				WithGoModuleFunction(api.GoModuleFunc(func(_ context.Context, _ api.Module, stack []uint64) {
@@ -164,6 +167,9 @@ func instrumented(t *testing.T, src string, interp bool, pool uint64) (api.Modul
 	}
 	rt := wazero.NewRuntimeWithConfig(ctx, rc)
 	t.Cleanup(func() { _ = rt.Close(ctx) })
+	if err := instantiateFuel(ctx, rt); err != nil {
+		t.Fatal(err)
+	}
 	cache := newLinearCache()
 	t.Cleanup(cache.close)
 	alloc := &limitedAllocator{pool: pool, cache: cache}
