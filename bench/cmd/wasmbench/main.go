@@ -281,7 +281,11 @@ time per session). The wasmtask result cache is off in every figure.
    30 s timeout (wasmtask's default), which turns on the same
    close-on-context-done wasmtask always has. A reused instance keeps state
    between calls and cannot run two calls at once: the ratio is the price
-   of isolation.
+   of isolation. The context rows run Extism without a timeout: with
+   close-on-context-done, wazero starts a watcher goroutine for every call
+   into a module, and each of the plugin's calls into the Extism kernel
+   (input, alloc, store, output) is one, so Extism pays it per kernel call
+   (more with more input), where wasmtask pays it once per tool call.
 3. **Go word_count vs naive wazero.** The Go-built tool, a fresh instance per
    call, through ` + "`Server.Call`" + `, against what a naive wazero host does:
    the default runtime and module configuration, compiled once and

@@ -188,17 +188,27 @@ func figExtism(ctx context.Context, plugins string) ([]side, []row, func(), erro
 		return nil, nil, nil, err
 	}
 	// Timeout 30 s, wasmtask's default: Extism then turns on wazero's
-	// close-on-context-done, as wasmtask always does.
-	p, err := extism.NewPlugin(ctx, extism.Manifest{
-		Wasm:    []extism.Wasm{extism.WasmData{Data: ext, Name: "sha256"}},
-		Timeout: 30_000,
-	}, extism.PluginConfig{EnableWasi: true}, nil)
+	// close-on-context-done, as wasmtask always does. A second plugin
+	// without a timeout (so not cancellable) is the context row.
+	newPlugin := func(timeoutMs uint64) (*extism.Plugin, error) {
+		return extism.NewPlugin(ctx, extism.Manifest{
+			Wasm:    []extism.Wasm{extism.WasmData{Data: ext, Name: "sha256"}},
+			Timeout: timeoutMs,
+		}, extism.PluginConfig{EnableWasi: true}, nil)
+	}
+	p, err := newPlugin(30_000)
 	if err != nil {
 		s.Close()
 		return nil, nil, nil, err
 	}
-	cleanup := func() { s.Close(); p.Close(ctx) }
-	extCall := func(args string) func(int) error {
+	pNoTimeout, err := newPlugin(0)
+	if err != nil {
+		s.Close()
+		p.Close(ctx)
+		return nil, nil, nil, err
+	}
+	cleanup := func() { s.Close(); p.Close(ctx); pNoTimeout.Close(ctx) }
+	extCall := func(p *extism.Plugin, args string) func(int) error {
 		in := []byte(args)
 		return func(int) error {
 			rc, out, err := p.Call("sha256", in)
@@ -224,13 +234,17 @@ func figExtism(ctx context.Context, plugins string) ([]side, []row, func(), erro
 	}
 	sides := []side{
 		{name: "wasmtask-16B", clients: 1, op: serverCall(s, "sha256", args16B)},
-		{name: "extism-16B", clients: 1, op: extCall(args16B)},
+		{name: "extism-16B", clients: 1, op: extCall(p, args16B)},
+		{name: "extism-no-timeout-16B", clients: 1, op: extCall(pNoTimeout, args16B)},
 		{name: "wasmtask-1KiB", clients: 1, op: serverCall(s, "sha256", args1KiB)},
-		{name: "extism-1KiB", clients: 1, op: extCall(args1KiB)},
+		{name: "extism-1KiB", clients: 1, op: extCall(p, args1KiB)},
+		{name: "extism-no-timeout-1KiB", clients: 1, op: extCall(pNoTimeout, args1KiB)},
 	}
 	rows := []row{
 		{"2", "fresh instance vs Extism reused instance, sha256, 16 B", "wasmtask-16B", "extism-16B", ""},
 		{"2", "fresh instance vs Extism reused instance, sha256, 1 KiB", "wasmtask-1KiB", "extism-1KiB", ""},
+		{"2", "(context) the same, Extism without timeout (not cancellable), 16 B", "wasmtask-16B", "extism-no-timeout-16B", ""},
+		{"2", "(context) the same, Extism without timeout (not cancellable), 1 KiB", "wasmtask-1KiB", "extism-no-timeout-1KiB", ""},
 	}
 	return sides, rows, cleanup, nil
 }
