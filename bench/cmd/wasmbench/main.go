@@ -4,9 +4,10 @@
 // see BENCHMARKS.md at the repository root for what each figure measures.
 //
 // Timed figures interleave their sides: every round runs one batch of each
-// side, in an order that alternates between rounds, and each side's figure
-// is the median of its rounds. The ratio, wasmtask's median over the
-// reference's, is the claim; absolute times depend on the machine.
+// side, in an order that alternates between rounds. Each side's time is the
+// median of its rounds; the ratio, the median of the rounds' ratios of
+// wasmtask to the reference, is the claim. Absolute times depend on the
+// machine.
 package main
 
 import (
@@ -31,9 +32,18 @@ type result struct {
 	goal                string
 	refName             string
 	samples             [2][]float64 // timed figures: wasmtask's and the reference's rounds, in unit
+	roundRatio          float64      // timed figures: the median of the rounds' ratios
 }
 
-func (r result) ratio() float64 { return r.wasmtask / r.reference }
+// ratio is the figure's claim: for a timed figure the median of the
+// ratios of each round (the two sides of a round ran back to back, so a
+// slow spell of the machine cancels out), else the ratio of the values.
+func (r result) ratio() float64 {
+	if r.samples[0] != nil {
+		return r.roundRatio
+	}
+	return r.wasmtask / r.reference
+}
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "peer-mcpgo" {
@@ -64,8 +74,8 @@ func run(args []string) error {
 	fs.StringVar(&o.markdown, "markdown", "", "write the results to this markdown `FILE` (BENCHMARKS.md)")
 	fs.StringVar(&o.command, "command", "", "the command line to name in the markdown")
 	fs.StringVar(&o.commit, "commit", "", "the commit measured, to name in the markdown")
-	fs.IntVar(&o.rounds, "rounds", 6, "interleaved rounds per timed figure")
-	fs.DurationVar(&o.batch, "batch", 300*time.Millisecond, "duration of one side's batch in a round")
+	fs.IntVar(&o.rounds, "rounds", 10, "interleaved rounds per timed figure")
+	fs.DurationVar(&o.batch, "batch", 400*time.Millisecond, "duration of one side's batch in a round")
 	figs := fs.String("figures", "1,2,3,4,5,6,7", "comma-separated figures to run")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -146,9 +156,13 @@ func runTimed(f figure, o options) ([]result, error) {
 			}
 			return s
 		}
+		ratios := measured{samples: make([]float64, len(num.samples))}
+		for i := range num.samples {
+			ratios.samples[i] = num.samples[i] / den.samples[i]
+		}
 		out = append(out, result{figure: r.figure, label: r.label, goal: r.goal, refName: r.den, unit: unit,
 			wasmtask: num.median() / scale, reference: den.median() / scale,
-			samples: [2][]float64{scaled(num), scaled(den)}})
+			samples: [2][]float64{scaled(num), scaled(den)}, roundRatio: ratios.median()})
 	}
 	return out, nil
 }
@@ -238,7 +252,7 @@ one script. Regenerate this file with:
     bench/run.sh
 
 (it builds the benchmark plugins and the wasmtask binary, runs
-` + "`bench/cmd/wasmbench`" + `, and rewrites this file; about five minutes on two cores).
+` + "`bench/cmd/wasmbench`" + `, and rewrites this file; a few minutes on two cores).
 
 ## How to read it
 
@@ -249,8 +263,9 @@ frequency change hits both sides alike. Below 1 wasmtask is faster (or
 smaller); above 1 it pays that factor for what it does and the reference
 does not (a fresh instance per call, admission, validation, cancellation).
 The absolute times are context: they depend on this machine and the load
-on it. Each timed figure is the median of its rounds; the last table lists
-every round.
+on it. In a timed figure each side's time is the median of its rounds, and
+the ratio is the median of the rounds' ratios (the two sides of a round run
+back to back); the last table lists every round.
 
 `
 
@@ -315,7 +330,7 @@ time per session). The wasmtask result cache is off in every figure.
    ` + "`/proc/PID/status`" + ` once all 1,000 run (wasmtask's instance gauge, a
    counter in the mcp-go process): VmRSS, VmHWM, and RSS added per task over
    the idle process.
-7. **CPU-bound guest loop.** A tight C loop (xorshift, 30 million steps,
+7. **CPU-bound guest loop.** A tight C loop (xorshift, 10 million steps,
    bench/plugins/loop.h) in a bare module, instantiated and called through
    wazero with close-on-context-done on (cancellable) and off (not
    cancellable), and the same loop as wasmtask's ` + "`spin`" + ` tool through

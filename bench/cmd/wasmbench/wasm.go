@@ -282,7 +282,7 @@ func figGoNaive(ctx context.Context) ([]side, []row, func(), error) {
 
 // spinN is the loop count of figure 7: tens of milliseconds of guest work,
 // so instantiation is noise beside it.
-const spinN = 30_000_000
+const spinN = 10_000_000
 
 // figSpin is figure 7: a CPU-bound guest loop with wazero's
 // close-on-context-done (what makes a guest cancellable) on and off, and
