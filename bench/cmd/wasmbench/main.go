@@ -286,7 +286,10 @@ time per session). The wasmtask result cache is off in every figure.
    wasmtask's runtime settings (close on context done, anonymous instances,
    crypto/rand). Modules: the C ` + "`sha256`" + ` tool with 16 B and 1 KiB of
    arguments, and the Go-built ` + "`word_count`" + ` (examples/go/demo). The ratio is
-   the host's overhead.
+   the host's overhead. The raw side keeps wazero's own linear-memory
+   allocator, where wasmtask gives wazero one of its own (an anonymous
+   mapping, no copy when memory grows): a Go module, whose memory grows
+   while its runtime starts, can therefore come out below 1.
 2. **Fresh instance vs Extism.** The same 16 B / 1 KiB ` + "`sha256`" + ` call: wasmtask
    makes a fresh instance per call; Extism's Go SDK (v1.7.1) calls one plugin
    instance it reuses. The Extism plugin (bench/plugins/extism_sha256.c,
