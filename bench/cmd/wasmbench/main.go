@@ -19,6 +19,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -146,7 +147,7 @@ func runTimed(f figure, o options) ([]result, error) {
 	for _, r := range rows {
 		num, den := m[r.num], m[r.den]
 		unit, scale := "µs/op", 1e3
-		if den.median() >= 1e6 {
+		if max(num.median(), den.median()) >= 1e6 {
 			unit, scale = "ms/op", 1e6
 		}
 		scaled := func(x *measured) []float64 {
@@ -198,10 +199,14 @@ func machine() string {
 			}
 		}
 	}
-	memTotal := ""
+	memTotal := "unknown"
 	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
 		line, _, _ := strings.Cut(string(data), "\n")
-		memTotal = strings.Join(strings.Fields(strings.TrimPrefix(line, "MemTotal:")), " ")
+		if f := strings.Fields(strings.TrimPrefix(line, "MemTotal:")); len(f) == 2 && f[1] == "kB" {
+			if kb, err := strconv.ParseFloat(f[0], 64); err == nil {
+				memTotal = fmt.Sprintf("%.0f GiB", kb/(1<<20))
+			}
+		}
 	}
 	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
 	fmt.Fprintf(&b, "%s, %d CPUs (GOMAXPROCS %d), %s memory, Linux %s, %s %s/%s",
