@@ -106,7 +106,7 @@ func run(args []string) error {
 			if o.wasmtask == "" {
 				return fmt.Errorf("figure 6 needs -wasmtask")
 			}
-			rs, err := figRSS(ctx, o.plugins, o.wasmtask, io.Discard)
+			rs, err := figRSS(o.plugins, o.wasmtask)
 			if err != nil {
 				return fmt.Errorf("figure 6: %w", err)
 			}

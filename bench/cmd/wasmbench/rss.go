@@ -2,7 +2,7 @@ package main
 
 import (
 	"bufio"
-	"context"
+	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -52,7 +52,7 @@ func readMemory(pid int) (memory, error) {
 	return m, sc.Err()
 }
 
-// server is a server process of figure 6.
+// serverProc is a server process of figure 6.
 type serverProc struct {
 	cmd  *exec.Cmd
 	url  string              // MCP endpoint
@@ -264,36 +264,47 @@ func holdTasks(p *serverProc) (memory, error) {
 // figRSS is figure 6: the memory of a server process holding rssTasks
 // running tasks, wasmtask (C tool instances sleeping in WASI poll_oneoff)
 // against mcp-go (Go handlers sleeping).
-func figRSS(_ context.Context, plugins, bin string, log io.Writer) ([]result, error) {
+func figRSS(plugins, bin string) ([]result, error) {
 	tmp, err := os.MkdirTemp("", "wasmbench-rss-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	type measured struct{ idle, loaded memory }
-	run := func(startProc func() (*serverProc, error)) (measured, error) {
-		p, err := startProc()
-		if err != nil {
-			return measured{}, err
+	type usage struct{ idle, loaded memory }
+	// run starts a server, reads its memory idle and with the tasks
+	// running, and stops it; a failure carries the tail of its log.
+	run := func(startProc func(log io.Writer) (*serverProc, error)) (usage, error) {
+		var log bytes.Buffer // written by exec's copying goroutine until Wait
+		withLog := func(err error) error {
+			tail := log.Bytes()
+			tail = tail[max(0, len(tail)-2048):]
+			return fmt.Errorf("%w\nserver log (tail):\n%s", err, tail)
 		}
-		defer p.stop()
-		idle, err := readMemory(p.cmd.Process.Pid)
+		p, err := startProc(&log)
 		if err != nil {
-			return measured{}, err
+			return usage{}, withLog(err) // startProc stopped what it started
 		}
-		loaded, err := holdTasks(p)
-		return measured{idle, loaded}, err
+		var u usage
+		u.idle, err = readMemory(p.cmd.Process.Pid)
+		if err == nil {
+			u.loaded, err = holdTasks(p)
+		}
+		p.stop()
+		if err != nil {
+			return usage{}, withLog(err)
+		}
+		return u, nil
 	}
-	w, err := run(func() (*serverProc, error) { return startWasmtask(bin, plugins, tmp, log) })
+	w, err := run(func(log io.Writer) (*serverProc, error) { return startWasmtask(bin, plugins, tmp, log) })
 	if err != nil {
 		return nil, fmt.Errorf("wasmtask: %w", err)
 	}
-	m, err := run(func() (*serverProc, error) { return startMcpgo(log) })
+	m, err := run(startMcpgo)
 	if err != nil {
 		return nil, fmt.Errorf("mcp-go: %w", err)
 	}
 	mib := func(kib int64) float64 { return float64(kib) / 1024 }
-	perTask := func(x measured) float64 { return float64(x.loaded.rss-x.idle.rss) / rssTasks }
+	perTask := func(x usage) float64 { return float64(x.loaded.rss-x.idle.rss) / rssTasks }
 	return []result{
 		{figure: "6", label: fmt.Sprintf("RSS with %d running tasks vs mcp-go (VmRSS)", rssTasks), refName: "mcp-go",
 			wasmtask: mib(w.loaded.rss), reference: mib(m.loaded.rss), unit: "MiB"},
