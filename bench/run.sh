@@ -27,7 +27,7 @@ clang --target=wasm32 -nostdlib -O2 -Wl,--no-entry -Wl,--export=spin -Wl,--strip
 args=(-plugins "$work" -wasmtask "$work/wasmtask")
 if [ $# -eq 0 ]; then
   commit="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || true)"
-  if [ -n "$(git -C "$root" status --porcelain 2>/dev/null)" ]; then commit="$commit (with uncommitted changes)"; fi
+  if [ -n "$(git -C "$root" status --porcelain -- . ":!BENCHMARKS.md" 2>/dev/null)" ]; then commit="$commit (with uncommitted changes)"; fi
   args+=(-markdown "$root/BENCHMARKS.md" -command "bench/run.sh" -commit "$commit")
 fi
 "$work/wasmbench" "${args[@]}" "$@"
