@@ -282,7 +282,9 @@ All in-process figures call the product's exported API (` + "`host.New`" + `,
 figures serve every server, wasmtask's and the peers', from this process on
 its own loopback listener, and drive all of them with the same minimal
 Streamable HTTP client (one session per client goroutine, one request at a
-time per session). The wasmtask result cache is off in every figure.
+time per session). wasmtask runs with its default policy (so at most 8
+calls of one tool at once, the others queued) and its result cache off;
+the peers with their defaults.
 
 1. **Host call vs raw wazero.** ` + "`Server.Call`" + ` (catalog, admission, argument
    validation against the schema, a fresh instance, the result decoded)
