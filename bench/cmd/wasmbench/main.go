@@ -293,10 +293,12 @@ the peers with their defaults.
    wasmtask's runtime settings (close on context done, anonymous instances,
    crypto/rand). Modules: the C ` + "`sha256`" + ` tool with 16 B and 1 KiB of
    arguments, and the Go-built ` + "`word_count`" + ` (examples/go/demo). The ratio is
-   the host's overhead. The raw side keeps wazero's own linear-memory
-   allocator, where wasmtask gives wazero one of its own (an anonymous
-   mapping, no copy when memory grows): a Go module, whose memory grows
-   while its runtime starts, can therefore come out below 1.
+   the host's overhead. The raw side runs the module as built, with
+   wazero's own linear-memory allocator; wasmtask prepares a module when it
+   loads it (its data segments merged) and gives wazero an allocator of its
+   own (an anonymous mapping, no copy when memory grows). A Go module, whose
+   start-up applies tens of thousands of data segments and grows its
+   memory, can therefore come out below 1.
 2. **Fresh instance vs Extism.** The same 16 B / 1 KiB ` + "`sha256`" + ` call: wasmtask
    makes a fresh instance per call; Extism's Go SDK (v1.7.1) calls one plugin
    instance it reuses. The Extism plugin (bench/plugins/extism_sha256.c,
@@ -315,7 +317,8 @@ the peers with their defaults.
    call, through ` + "`Server.Call`" + `, against what a naive wazero host does:
    the default runtime and module configuration, compiled once and
    instantiated per call. A Go module's start-up (runtime init, data
-   segments) dominates both.
+   segments) dominates both; what wasmtask does at load to shorten it
+   (figure 1) shows here.
 4. **Task round trip over HTTP vs mcp-go.** One task from start to result:
    a task-augmented ` + "`tools/call`" + `, one ` + "`tasks/get`" + `, then ` + "`tasks/result`" + ` (which
    blocks until the task is done), with 1, 8 and 32 concurrent clients.
