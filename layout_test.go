@@ -4,6 +4,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -111,6 +112,14 @@ func isStd(path string) bool {
 	return !strings.Contains(first, ".")
 }
 
+// isModule reports whether dir is the root of a module of its own (bench/:
+// the benchmarks against peers, whose dependencies stay out of the
+// product's go.mod). Like the go command, the layering stops there.
+func isModule(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, "go.mod"))
+	return err == nil
+}
+
 // TestLayering parses every Go file's import clause and fails on an import
 // the design's dependency table forbids.
 func TestLayering(t *testing.T) {
@@ -122,7 +131,7 @@ func TestLayering(t *testing.T) {
 		}
 		if d.IsDir() {
 			name := d.Name()
-			if path != "." && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules") {
+			if path != "." && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules" || isModule(path)) {
 				return filepath.SkipDir
 			}
 			return nil
