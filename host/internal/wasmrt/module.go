@@ -31,6 +31,7 @@ type Module struct {
 
 	// Set by Load, then read-only.
 	rt       wazero.Runtime          // the module's own runtime (see Runtime)
+	base     wazero.ModuleConfig     // the Runtime's, with the module's name as argv[0]
 	cache    wazero.CompilationCache // rt's own: closing it frees everything rt compiled
 	compiled wazero.CompiledModule
 	manifest *abi.Manifest
@@ -190,6 +191,7 @@ func (m *Module) compile(ctx context.Context, wasm []byte) error {
 		}
 	}
 	m.compiled, m.static, m.hasStart = compiled, g.static, g.hasStart
+	m.base = m.r.base.WithArgs(m.name)
 	return nil
 }
 
@@ -310,6 +312,7 @@ func (m *Module) Call(ctx context.Context, tool string, args json.RawMessage, li
 		return nil, &GuestError{Module: m.name, Tool: tool, Kind: KindTimeout, Msg: fmt.Sprintf("exceeded %v while checking the arguments", lim.Timeout)}
 	}
 	out, gerr := m.r.run(ctx, m, tool, callRequest(tool, args), lim, ev)
+	defer putOutput(out) // decoded below into values of their own
 	if context.Cause(ctx) == ErrAborted {
 		// Whatever the guest did after the abort (a guest woken from a
 		// sleep by the cancel may still exit with a result), the call
@@ -379,12 +382,37 @@ func validArguments(s *schema, args json.RawMessage) (json.RawMessage, error) {
 // again), and a tool name is made of characters JSON needs no escape for
 // (abi.ValidToolName).
 func callRequest(tool string, args json.RawMessage) []byte {
-	b := make([]byte, 0, len(args)+len(tool)+64)
-	b = fmt.Appendf(b, `{"abi":%d,"method":%q,"tool":"`, abi.Version, abi.MethodCall)
+	b := make([]byte, 0, len(callRequestPrefix)+len(tool)+len(args)+16)
+	b = append(b, callRequestPrefix...)
 	b = append(b, tool...)
 	b = append(b, `","arguments":`...)
 	b = append(b, args...)
 	return append(b, '}')
+}
+
+var callRequestPrefix = fmt.Sprintf(`{"abi":%d,"method":%q,"tool":"`, abi.Version, abi.MethodCall)
+
+// Output buffers are reused from call to call: a call's stdout is read
+// into one, decoded, and the buffer goes back. Only buffers of up to
+// maxPooledOutput bytes are kept, so that one large result does not stay
+// held; the pool itself is emptied by the GC.
+const (
+	pooledOutput    = 4 << 10
+	maxPooledOutput = 64 << 10
+)
+
+var outputPool = sync.Pool{New: func() any { b := make([]byte, 0, pooledOutput); return &b }}
+
+func getOutput() []byte { return (*outputPool.Get().(*[]byte))[:0] }
+
+// putOutput returns b to the pool: no one may hold b, or a slice of it,
+// afterwards.
+func putOutput(b []byte) {
+	if cap(b) == 0 || cap(b) > maxPooledOutput {
+		return
+	}
+	b = b[:0]
+	outputPool.Put(&b)
 }
 
 // snippet quotes the start of bad output for an error message.
@@ -423,9 +451,10 @@ func (r *Runtime) runWith(ctx context.Context, m *Module, tool string, req []byt
 	if err := ctx.Err(); err != nil {
 		return nil, c.fail(ctxKind(err), err.Error(), nil)
 	}
-	callCtx, cancelTimeout := context.WithTimeout(ctx, c.lim.Timeout-c.lim.elapsed)
-	defer cancelTimeout()
-	callCtx, cancel := context.WithCancel(callCtx)
+	// One context ends the call, at its timeout or by cancel (the
+	// runtime's Close, a write past a bound): classify tells them apart by
+	// what else happened, not by the context's error.
+	callCtx, cancel := context.WithTimeout(ctx, c.lim.Timeout-c.lim.elapsed)
 	defer cancel()
 
 	state := newCallState(ev, c.lim.MaxLogBytes)
@@ -457,6 +486,7 @@ func (r *Runtime) runWith(ctx context.Context, m *Module, tool string, req []byt
 	if err == nil && !c.stdout.exceeded && callCtx.Err() == nil {
 		return c.stdout.buf, nil
 	}
+	putOutput(c.stdout.buf)
 	return nil, c.classify(ctx, callCtx, err, alloc, time.Since(start))
 }
 
@@ -542,13 +572,12 @@ func (c *call) fail(kind Kind, msg string, cause error) *GuestError {
 // and stderr are bounded, and only the granted environment and mounts are
 // visible. cleanup closes the mounts after the call.
 func (c *call) sandbox(callCtx context.Context, req []byte, state *callState, cancel context.CancelFunc) (wazero.ModuleConfig, func(), error) {
-	c.stdout = &limitedWriter{ctx: callCtx, max: c.lim.MaxOutputBytes, over: cancel}
+	c.stdout = &limitedWriter{ctx: callCtx, buf: getOutput(), max: c.lim.MaxOutputBytes, over: cancel}
 	c.stderr = &logWriter{ctx: callCtx, max: c.lim.MaxLogBytes}
 	if state.ev != nil {
 		c.stderr.sink = func(line string) bool { return state.log(abi.LogInfo, line) }
 	}
-	cfg := c.r.base.
-		WithArgs(c.m.name).
+	cfg := c.m.base.
 		WithStdin(ctxReader{callCtx, bytes.NewReader(req)}).
 		WithRandSource(ctxReader{callCtx, rand.Reader}).
 		WithStdout(c.stdout).
