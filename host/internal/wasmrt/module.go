@@ -572,7 +572,7 @@ func (c *call) fail(kind Kind, msg string, cause error) *GuestError {
 // and stderr are bounded, and only the granted environment and mounts are
 // visible. cleanup closes the mounts after the call.
 func (c *call) sandbox(callCtx context.Context, req []byte, state *callState, cancel context.CancelFunc) (wazero.ModuleConfig, func(), error) {
-	c.stdout = &limitedWriter{ctx: callCtx, buf: getOutput(), max: c.lim.MaxOutputBytes, over: cancel}
+	c.stdout = &limitedWriter{ctx: callCtx, max: c.lim.MaxOutputBytes, over: cancel, pooled: true}
 	c.stderr = &logWriter{ctx: callCtx, max: c.lim.MaxLogBytes}
 	if state.ev != nil {
 		c.stderr.sink = func(line string) bool { return state.log(abi.LogInfo, line) }
