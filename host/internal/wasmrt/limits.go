@@ -291,7 +291,7 @@ func (w *logWriter) flush() {
 // guest's random source: random_get fills a buffer of the guest's chosen
 // size, so it is filled in chunks with the context checked between them).
 type ctxReader struct {
-	ctx context.Context
+	ctx interface{ Err() error } // the call's context, or what reads it
 	r   io.Reader
 }
 

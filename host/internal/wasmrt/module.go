@@ -47,6 +47,8 @@ type Module struct {
 	// differ from one load to the next).
 	memOnly bool
 
+	ios sync.Pool // of *callIO, for calls of this module
+
 	engineOnce sync.Once
 	engineErr  error
 
@@ -471,6 +473,7 @@ func (r *Runtime) runWith(ctx context.Context, m *Module, tool string, req []byt
 		return nil, c.fail(KindInstantiate, err.Error(), err)
 	}
 	defer cleanup()
+	defer c.m.putIO(c.io) // last: after the instance is closed and the output read
 	c.cfg = cfg
 	alloc := &limitedAllocator{pool: c.plan.pool, cache: r.linear, over: cancel}
 	c.alloc = alloc
@@ -550,6 +553,7 @@ type call struct {
 	plan   memoryPlan // lim.MemoryMiB divided (memory.go)
 	cfg    wazero.ModuleConfig
 	alloc  *limitedAllocator
+	io     *callIO // stdout and stderr are in it
 	stdout *limitedWriter
 	stderr *logWriter
 	tail   string // stderr tail, once the guest ended
@@ -572,17 +576,17 @@ func (c *call) fail(kind Kind, msg string, cause error) *GuestError {
 // and stderr are bounded, and only the granted environment and mounts are
 // visible. cleanup closes the mounts after the call.
 func (c *call) sandbox(callCtx context.Context, req []byte, state *callState, cancel context.CancelFunc) (wazero.ModuleConfig, func(), error) {
-	c.stdout = &limitedWriter{ctx: callCtx, max: c.lim.MaxOutputBytes, over: cancel, pooled: true}
-	c.stderr = &logWriter{ctx: callCtx, max: c.lim.MaxLogBytes}
+	io := c.m.takeIO()
+	c.io = io
+	io.ctx = callCtx
+	io.stdin.Reset(req)
+	io.stdout = limitedWriter{ctx: callCtx, max: c.lim.MaxOutputBytes, over: cancel, pooled: true}
+	io.stderr = logWriter{ctx: callCtx, max: c.lim.MaxLogBytes}
+	c.stdout, c.stderr = &io.stdout, &io.stderr
 	if state.ev != nil {
 		c.stderr.sink = func(line string) bool { return state.log(abi.LogInfo, line) }
 	}
-	cfg := c.m.base.
-		WithStdin(ctxReader{callCtx, bytes.NewReader(req)}).
-		WithRandSource(ctxReader{callCtx, rand.Reader}).
-		WithStdout(c.stdout).
-		WithStderr(c.stderr).
-		WithNanosleep(func(ns int64) { sleepCtx(callCtx, ns) })
+	cfg := io.cfg
 	for k, v := range c.lim.Env {
 		cfg = cfg.WithEnv(k, v)
 	}
@@ -595,6 +599,48 @@ func (c *call) sandbox(callCtx context.Context, req []byte, state *callState, ca
 	}
 	return cfg.WithFSConfig(fsc), func() { closeRoots(roots) }, nil
 }
+
+// callIO is the stdin, stdout, stderr, random source and clock of one
+// call at a time, and a module configuration bound to them: a call takes
+// one from its module's pool and fills it in, instead of deriving a
+// configuration (each With… copies it) and allocating its readers and
+// writers. Nothing of a callIO outlives its call: the instance is closed
+// before the callIO goes back (runWith), and the output buffer leaves with
+// the result (putOutput).
+type callIO struct {
+	cfg    wazero.ModuleConfig
+	ctx    context.Context // the call's, for the readers and the clock
+	stdin  bytes.Reader
+	stdout limitedWriter
+	stderr logWriter
+}
+
+// takeIO returns a callIO of m from its pool, or a new one.
+func (m *Module) takeIO() *callIO {
+	if io, ok := m.ios.Get().(*callIO); ok {
+		return io
+	}
+	io := &callIO{}
+	io.cfg = m.base.
+		WithStdin(ctxReader{ctx: io, r: &io.stdin}).
+		WithRandSource(ctxReader{ctx: io, r: rand.Reader}).
+		WithStdout(&io.stdout).
+		WithStderr(&io.stderr).
+		WithNanosleep(io.sleep)
+	return io
+}
+
+// putIO gives io back to m's pool once its call has ended.
+func (m *Module) putIO(io *callIO) {
+	*io = callIO{cfg: io.cfg, stdin: io.stdin}
+	io.stdin.Reset(nil)
+	m.ios.Put(io)
+}
+
+// Err is the call's context's (ctxReader reads through it).
+func (io *callIO) Err() error { return io.ctx.Err() }
+
+func (io *callIO) sleep(ns int64) { sleepCtx(io.ctx, ns) }
 
 // classify turns how a guest that did not succeed ended into a GuestError.
 // ctx is the caller's context, callCtx the call's (with its timeout).
