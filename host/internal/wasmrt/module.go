@@ -40,6 +40,7 @@ type Module struct {
 	static   uint64                 // host bytes of an instance outside linear memory and stack
 	hasStart bool                   // the module's start function is exported as startExport
 	abi11    bool                   // imports an ABI 1.1 function, so knows elicit's -3
+	progress bool                   // imports the progress function
 	// initEach: the module exports abi.ExportInitialize and is not
 	// pre-initialised, so every instance runs it before _start.
 	initEach bool
@@ -67,6 +68,10 @@ func (m *Module) Instantiations() uint64 { return m.instances.Load() }
 
 // callCtl lets Abort end one call in flight.
 type callCtl struct{ cancel context.CancelCauseFunc }
+
+// ReportsProgress reports whether the module imports the progress host
+// function: a call of one of its tools can report progress only then.
+func (m *Module) ReportsProgress() bool { return m.progress }
 
 // Name returns the name given to Load.
 func (m *Module) Name() string { return m.name }
@@ -188,8 +193,12 @@ func (m *Module) compile(ctx context.Context, wasm []byte) error {
 		m.minPages = max(m.minPages, mem.Min())
 	}
 	for _, f := range compiled.ImportedFunctions() {
-		if mod, fn, _ := f.Import(); mod == abi.ImportModule && (fn == abi.FuncElicitAll || fn == abi.FuncBeginTask) {
+		mod, fn, _ := f.Import()
+		if mod == abi.ImportModule && (fn == abi.FuncElicitAll || fn == abi.FuncBeginTask) {
 			m.abi11 = true
+		}
+		if mod == abi.ImportModule && fn == abi.FuncProgress {
+			m.progress = true
 		}
 	}
 	m.compiled, m.static, m.hasStart = compiled, g.static, g.hasStart
