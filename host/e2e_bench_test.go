@@ -41,6 +41,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -334,13 +335,20 @@ func BenchmarkE2E(b *testing.B) {
 
 	// A plain 2026-07-28 call: no tasks extension declared, so it is not
 	// made a task, and no progress asked, so it is answered as JSON.
+	// The -progress variant asks for progress too, from a tool that cannot
+	// report any (sha256 imports no progress function).
 	plainModern := make([]*e2eSession, e2eMaxClients)
+	progressModern := make([]*e2eSession, e2eMaxClients)
 	for i := range plainModern {
-		plainModern[i] = &e2eSession{hc: hc, url: url, modern: true, meta: map[string]any{
+		meta := map[string]any{
 			"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
 			"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "e2e", "version": "1"},
 			"io.modelcontextprotocol/clientCapabilities": map[string]any{},
-		}}
+		}
+		plainModern[i] = &e2eSession{hc: hc, url: url, modern: true, meta: meta}
+		withToken := maps.Clone(meta)
+		withToken["progressToken"] = fmt.Sprint("p", i)
+		progressModern[i] = &e2eSession{hc: hc, url: url, modern: true, meta: withToken}
 	}
 	sha := func(s *e2eSession, i int64) error {
 		raw, err := s.call("tools/call", map[string]any{"name": "sha256", "arguments": map[string]any{"text": fmt.Sprint("e2e ", i)}})
@@ -356,6 +364,7 @@ func BenchmarkE2E(b *testing.B) {
 	for _, n := range []int{1, e2eClients, e2eMaxClients} {
 		b.Run(fmt.Sprintf("plain/sha256/clients=%d", n), func(b *testing.B) { e2eRun(b, sessions[:n], sha) })
 		b.Run(fmt.Sprintf("plain-2026/sha256/clients=%d", n), func(b *testing.B) { e2eRun(b, plainModern[:n], sha) })
+		b.Run(fmt.Sprintf("plain-2026-progress/sha256/clients=%d", n), func(b *testing.B) { e2eRun(b, progressModern[:n], sha) })
 	}
 
 	countArgs := map[string]any{"steps": 1, "delay_ms": 1}
