@@ -336,7 +336,7 @@ func BenchmarkE2E(b *testing.B) {
 	// A plain 2026-07-28 call: no tasks extension declared, so it is not
 	// made a task, and no progress asked, so it is answered as JSON.
 	// The -progress variant asks for progress too, from a tool that cannot
-	// report any (sha256 imports no progress function).
+	// report any (add imports no progress function; sha256 does).
 	plainModern := make([]*e2eSession, e2eMaxClients)
 	progressModern := make([]*e2eSession, e2eMaxClients)
 	for i := range plainModern {
@@ -361,10 +361,22 @@ func BenchmarkE2E(b *testing.B) {
 		}
 		return err
 	}
+	add := func(s *e2eSession, i int64) error {
+		raw, err := s.call("tools/call", map[string]any{"name": "add", "arguments": map[string]any{"a": i, "b": 1}})
+		if err != nil {
+			return err
+		}
+		text, err := callText(raw, "")
+		if want := fmt.Sprint(i + 1); err == nil && text != want {
+			err = fmt.Errorf("add: got %q, want %q", text, want)
+		}
+		return err
+	}
 	for _, n := range []int{1, e2eClients, e2eMaxClients} {
 		b.Run(fmt.Sprintf("plain/sha256/clients=%d", n), func(b *testing.B) { e2eRun(b, sessions[:n], sha) })
 		b.Run(fmt.Sprintf("plain-2026/sha256/clients=%d", n), func(b *testing.B) { e2eRun(b, plainModern[:n], sha) })
-		b.Run(fmt.Sprintf("plain-2026-progress/sha256/clients=%d", n), func(b *testing.B) { e2eRun(b, progressModern[:n], sha) })
+		b.Run(fmt.Sprintf("plain-2026/add/clients=%d", n), func(b *testing.B) { e2eRun(b, plainModern[:n], add) })
+		b.Run(fmt.Sprintf("plain-2026-progress/add/clients=%d", n), func(b *testing.B) { e2eRun(b, progressModern[:n], add) })
 	}
 
 	countArgs := map[string]any{"steps": 1, "delay_ms": 1}
