@@ -73,16 +73,21 @@ func BenchmarkCall(b *testing.B) {
 }
 
 // benchBareCall is the bare wazero work of one call: instantiate with
-// stdin/stdout and run _start. guarded runs the module as the host
-// compiles it (guardModule: frame charges, loop headers, the pool's
-// globals), so that the instrumentation's cost reads apart from the
-// host's own work on the call path.
+// stdin/stdout and run _start, stopped by wazero's own close on context
+// done. guarded runs the module as the host compiles it (guardModule:
+// frame charges, the fuel counter, the pool's globals) on a runtime
+// without close on context done, as the host's, so that the
+// instrumentation's cost reads apart from the host's own work on the
+// call path.
 func benchBareCall(b *testing.B, wasm []byte, bm benchModule, guarded bool) {
 	ctx := context.Background()
-	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCloseOnContextDone(true))
+	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCloseOnContextDone(!guarded))
 	defer rt.Close(ctx)
 	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
 	if err := instantiateHost(ctx, rt); err != nil {
+		b.Fatal(err)
+	}
+	if err := instantiateFuel(ctx, rt); err != nil {
 		b.Fatal(err)
 	}
 	hasStart := false
