@@ -226,6 +226,14 @@ func (c *catalog) ToolModule(name string) (module, digest string, ok bool) {
 	return t.module.Name, t.module.Digest, true
 }
 
+// ReportsProgress implements mcpserver.ProgressReporter: a tool reports
+// progress only when its module imports the progress function. An unknown
+// tool may (the answer then keeps its stream).
+func (c *catalog) ReportsProgress(name string) bool {
+	t, ok := c.tool(name)
+	return !ok || t.code.ReportsProgress()
+}
+
 // Tool implements mcpserver.Catalog.
 func (c *catalog) Tool(name string) (abi.Tool, bool) {
 	t, ok := c.tools[name]

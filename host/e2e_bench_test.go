@@ -41,6 +41,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -56,6 +57,10 @@ import (
 // per-tool concurrency, so calls run at once rather than queue.
 const e2eClients = host.DefaultMaxConcurrency
 
+// e2eMaxClients is the most sessions a plain-call benchmark uses: four
+// times the tool's concurrency, so that calls queue for their slots.
+const e2eMaxClients = 4 * e2eClients
+
 // e2eSession is one MCP session over Streamable HTTP. It is used by one
 // goroutine at a time.
 type e2eSession struct {
@@ -63,7 +68,8 @@ type e2eSession struct {
 	url    string
 	sid    string
 	id     int64
-	modern bool // 2026-07-28 requests: no session, _meta and routing headers on each
+	modern bool           // 2026-07-28 requests: no session, _meta and routing headers on each
+	meta   map[string]any // the _meta of its 2026-07-28 requests; nil: modernMeta
 }
 
 // modernMeta is the _meta of every 2026-07-28 request of the benchmark.
@@ -110,6 +116,9 @@ func newE2ESession(hc *http.Client, url string) (*e2eSession, error) {
 func (s *e2eSession) call(method string, params any) (json.RawMessage, error) {
 	if p, ok := params.(map[string]any); ok && s.modern {
 		p["_meta"] = modernMeta
+		if s.meta != nil {
+			p["_meta"] = s.meta
+		}
 	}
 	s.id++
 	var resp e2eResponse
@@ -316,7 +325,7 @@ func BenchmarkE2E(b *testing.B) {
 	})
 	url := ts.URL + host.HTTPPath
 
-	sessions := make([]*e2eSession, e2eClients)
+	sessions := make([]*e2eSession, e2eMaxClients)
 	for i := range sessions {
 		if sessions[i], err = newE2ESession(hc, url); err != nil {
 			b.Fatal(err)
@@ -324,21 +333,54 @@ func BenchmarkE2E(b *testing.B) {
 		b.Cleanup(sessions[i].close)
 	}
 
+	// A plain 2026-07-28 call: no tasks extension declared, so it is not
+	// made a task, and no progress asked, so it is answered as JSON.
+	// The -progress variant asks for progress too, from a tool that cannot
+	// report any (add imports no progress function; sha256 does).
+	plainModern := make([]*e2eSession, e2eMaxClients)
+	progressModern := make([]*e2eSession, e2eMaxClients)
+	for i := range plainModern {
+		meta := map[string]any{
+			"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
+			"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "e2e", "version": "1"},
+			"io.modelcontextprotocol/clientCapabilities": map[string]any{},
+		}
+		plainModern[i] = &e2eSession{hc: hc, url: url, modern: true, meta: meta}
+		withToken := maps.Clone(meta)
+		withToken["progressToken"] = fmt.Sprint("p", i)
+		progressModern[i] = &e2eSession{hc: hc, url: url, modern: true, meta: withToken}
+	}
+	sha := func(s *e2eSession, i int64) error {
+		raw, err := s.call("tools/call", map[string]any{"name": "sha256", "arguments": map[string]any{"text": fmt.Sprint("e2e ", i)}})
+		if err != nil {
+			return err
+		}
+		text, err := callText(raw, "")
+		if err == nil && len(text) != 64 {
+			err = fmt.Errorf("sha256: got %q, want 64 hex digits", text)
+		}
+		return err
+	}
+	add := func(s *e2eSession, i int64) error {
+		raw, err := s.call("tools/call", map[string]any{"name": "add", "arguments": map[string]any{"a": i, "b": 1}})
+		if err != nil {
+			return err
+		}
+		text, err := callText(raw, "")
+		if want := fmt.Sprint(i + 1); err == nil && text != want {
+			err = fmt.Errorf("add: got %q, want %q", text, want)
+		}
+		return err
+	}
+	for _, n := range []int{1, e2eClients, e2eMaxClients} {
+		b.Run(fmt.Sprintf("plain/sha256/clients=%d", n), func(b *testing.B) { e2eRun(b, sessions[:n], sha) })
+		b.Run(fmt.Sprintf("plain-2026/sha256/clients=%d", n), func(b *testing.B) { e2eRun(b, plainModern[:n], sha) })
+		b.Run(fmt.Sprintf("plain-2026/add/clients=%d", n), func(b *testing.B) { e2eRun(b, plainModern[:n], add) })
+		b.Run(fmt.Sprintf("plain-2026-progress/add/clients=%d", n), func(b *testing.B) { e2eRun(b, progressModern[:n], add) })
+	}
+
 	countArgs := map[string]any{"steps": 1, "delay_ms": 1}
 	for _, n := range []int{1, e2eClients} {
-		b.Run(fmt.Sprintf("plain/sha256/clients=%d", n), func(b *testing.B) {
-			e2eRun(b, sessions[:n], func(s *e2eSession, i int64) error {
-				raw, err := s.call("tools/call", map[string]any{"name": "sha256", "arguments": map[string]any{"text": fmt.Sprint("e2e ", i)}})
-				if err != nil {
-					return err
-				}
-				text, err := callText(raw, "")
-				if err == nil && len(text) != 64 {
-					err = fmt.Errorf("sha256: got %q, want 64 hex digits", text)
-				}
-				return err
-			})
-		})
 
 		b.Run(fmt.Sprintf("plain/slow_count/clients=%d", n), func(b *testing.B) {
 			e2eRun(b, sessions[:n], func(s *e2eSession, _ int64) error {

@@ -89,8 +89,11 @@ func grantsFingerprint(lim wasmrt.Limits) string {
 // form, or no events: without a client to ask, an elicitation would fail
 // where a client's would not): the caller runs it uncached.
 func (s *Server) cachedCall(ctx context.Context, t *servedTool, name string, args json.RawMessage, ev abi.Events, run func(context.Context, abi.Events) (*abi.Result, error)) (res *abi.Result, ok bool, err error) {
+	if ev == nil {
+		return nil, false, nil
+	}
 	canon, cerr := resultcache.Canonical(args)
-	if cerr != nil || ev == nil {
+	if cerr != nil {
 		return nil, false, nil
 	}
 	meta := mcpserver.CallMetaFrom(ctx)

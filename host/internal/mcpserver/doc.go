@@ -181,4 +181,9 @@
 //     over HTTP; a task's progress and elicitations are therefore written
 //     with the context of a waiting tasks/result when there is one (so they
 //     travel on its stream, as the spec suggests). Retired by native tasks.
+//   - go-sdk chooses JSON or SSE answers per handler: a third handler, with
+//     JSONResponse, serves 2026-07-28 POSTs that can receive nothing before
+//     their answer (no progress token, or a call of a tool that cannot
+//     report progress, ProgressReporter); 2025-11-25 sessions keep streams.
+//     Retired by a per-request choice of the response mode.
 package mcpserver

@@ -29,6 +29,10 @@ type fakeTools struct {
 	started   chan struct{} // slow reports it started
 }
 
+// ReportsProgress implements ProgressReporter: slow is the one tool that
+// reports progress.
+func (f *fakeTools) ReportsProgress(tool string) bool { return tool == "slow" }
+
 func newFakeTools() *fakeTools {
 	f := &fakeTools{
 		release:   make(chan struct{}, 16),

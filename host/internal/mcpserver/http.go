@@ -160,7 +160,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if modern {
-		if r.Method == http.MethodPost && !bytes.Contains(body, progressTokenMember) {
+		if r.Method == http.MethodPost && (!bytes.Contains(body, progressTokenMember) || !s.mayReportProgress(r)) {
 			s.modernJSON.ServeHTTP(w, r)
 			return
 		}
@@ -174,9 +174,37 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 // needs a stream (any occurrence, escaped or not, keeps the stream).
 var progressTokenMember = []byte("progressToken")
 
+// ProgressReporter is implemented by a Catalog that knows which tools can
+// report progress at all (their module imports the progress function).
+type ProgressReporter interface {
+	ReportsProgress(tool string) bool
+}
+
+// mayReportProgress reports whether a 2026-07-28 POST that asks for
+// progress could receive any before its answer: anything but a tools/call
+// of a tool that cannot report it. The method and tool come from the
+// Mcp-Method and Mcp-Name headers, which go-sdk holds to the body (a
+// request whose headers differ is refused). A tool reloaded in between
+// into one that reports progress loses those notifications, never its
+// answer.
+func (s *Server) mayReportProgress(r *http.Request) bool {
+	name := r.Header.Get(nameHeader)
+	if r.Header.Get(methodHeader) != methodCallTool || name == "" {
+		return true
+	}
+	cat, release, err := s.cfg.Catalog(r.Context(), name)
+	if err != nil {
+		return true
+	}
+	defer release()
+	pr, ok := cat.(ProgressReporter)
+	return !ok || pr.ReportsProgress(name)
+}
+
 const (
 	protocolVersionHeader = "Mcp-Protocol-Version"
 	nameHeader            = "Mcp-Name"
+	methodHeader          = "Mcp-Method"
 )
 
 // taskNameMatches checks the Mcp-Name header of a 2026-07-28 tasks/get,

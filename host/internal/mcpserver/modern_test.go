@@ -700,32 +700,39 @@ func TestModernAnonymousInFlight(t *testing.T) {
 }
 
 // TestModernJSONAnswers: a 2026-07-28 request that cannot receive anything
-// before its answer (no progress token) is answered as plain JSON; one
-// with a progress token gets a stream.
+// before its answer (no progress token, or a call of a tool that cannot
+// report progress) is answered as plain JSON; a call with a progress token
+// of a tool that can report progress gets a stream.
 func TestModernJSONAnswers(t *testing.T) {
-	_, _, c := modernServer(t, taskengine.Config{})
+	ts, _, c := modernServer(t, taskengine.Config{})
 	for name, tc := range map[string]struct {
-		meta map[string]any
-		want string
+		tool, text string
+		meta       map[string]any
+		want       string
 	}{
-		"no progress token": {nil, "application/json"},
-		"progress token":    {map[string]any{"progressToken": "p1"}, "text/event-stream"},
+		"no progress token":                    {"plain", "plain", nil, "application/json"},
+		"progress token, tool without":         {"plain", "plain", map[string]any{"progressToken": "p1"}, "application/json"},
+		"progress token, tool that reports":    {"slow", "slow done", map[string]any{"progressToken": "p2"}, "text/event-stream"},
+		"no progress token, tool that reports": {"slow", "slow done", nil, "application/json"},
 	} {
-		params := hosttest.ModernParams(map[string]any{"name": "plain", "arguments": map[string]any{}, "_meta": tc.meta}, hosttest.NoCapabilities)
+		if tc.tool == "slow" {
+			ts.tools.release <- struct{}{}
+		}
+		params := hosttest.ModernParams(map[string]any{"name": tc.tool, "arguments": map[string]any{}, "_meta": tc.meta}, hosttest.NoCapabilities)
 		body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": methodCallTool, "params": params})
 		req, _ := http.NewRequest(http.MethodPost, c.URL, strings.NewReader(string(body)))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		req.Header.Set("Mcp-Protocol-Version", hosttest.ModernVersion)
 		req.Header.Set("Mcp-Method", methodCallTool)
-		req.Header.Set("Mcp-Name", "plain")
+		req.Header.Set("Mcp-Name", tc.tool)
 		resp, err := c.HC.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || !strings.HasPrefix(ct, tc.want) || !strings.Contains(string(b), `"text":"plain"`) {
+		if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || !strings.HasPrefix(ct, tc.want) || !strings.Contains(string(b), `"text":"`+tc.text+`"`) {
 			t.Errorf("%s: HTTP %d %s %s, want %s with the result", name, resp.StatusCode, ct, b, tc.want)
 		}
 	}

@@ -53,7 +53,10 @@
 // than 32 levels or when its estimated work (its shape times the static
 // cost) passes a bound; BenchmarkSchema measures the worst cases. The
 // requestedSchema of an elicitation must be the flat form MCP allows
-// (elicitschema.go).
+// (elicitschema.go). A schema that uses only types, properties, required,
+// a closed object and bounds on strings and numbers also gets a quick
+// validator at load (quickschema.go): a value it accepts skips the
+// library; any other value goes to the library, which decides.
 //
 // Load also merges the module's active data segments into as few as
 // possible (datamerge.go): instantiation applies each segment, and a

@@ -187,6 +187,10 @@ type limitedWriter struct {
 	counted  int // len(buf) plus one per empty write
 	exceeded bool
 	over     func()
+	// pooled: buf is taken from the output pool at the first write (not
+	// before: a call that has written nothing yet, such as a running
+	// task, holds no buffer), and the caller gives it back (putOutput).
+	pooled bool
 }
 
 // errCallOver is a write refused because the call has ended.
@@ -213,6 +217,9 @@ func (w *limitedWriter) Write(p []byte) (int, error) {
 		return 0, errOutputLimit
 	}
 	w.counted += max(len(p), 1)
+	if w.buf == nil && w.pooled && len(p) > 0 {
+		w.buf = getOutput()
+	}
 	w.buf = append(w.buf, p...)
 	return len(p), nil
 }
@@ -284,7 +291,7 @@ func (w *logWriter) flush() {
 // guest's random source: random_get fills a buffer of the guest's chosen
 // size, so it is filled in chunks with the context checked between them).
 type ctxReader struct {
-	ctx context.Context
+	ctx interface{ Err() error } // the call's context, or what reads it
 	r   io.Reader
 }
 

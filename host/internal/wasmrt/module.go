@@ -31,6 +31,7 @@ type Module struct {
 
 	// Set by Load, then read-only.
 	rt       wazero.Runtime          // the module's own runtime (see Runtime)
+	base     wazero.ModuleConfig     // the Runtime's, with the module's name as argv[0]
 	cache    wazero.CompilationCache // rt's own: closing it frees everything rt compiled
 	compiled wazero.CompiledModule
 	manifest *abi.Manifest
@@ -39,12 +40,15 @@ type Module struct {
 	static   uint64                 // host bytes of an instance outside linear memory and stack
 	hasStart bool                   // the module's start function is exported as startExport
 	abi11    bool                   // imports an ABI 1.1 function, so knows elicit's -3
+	progress bool                   // imports the progress function
 	// initEach: the module exports abi.ExportInitialize and is not
 	// pre-initialised, so every instance runs it before _start.
 	initEach bool
 	// memOnly: compiled code is not kept on disk (a snapshot's bytes
 	// differ from one load to the next).
 	memOnly bool
+
+	ios sync.Pool // of *callIO, for calls of this module
 
 	engineOnce sync.Once
 	engineErr  error
@@ -64,6 +68,10 @@ func (m *Module) Instantiations() uint64 { return m.instances.Load() }
 
 // callCtl lets Abort end one call in flight.
 type callCtl struct{ cancel context.CancelCauseFunc }
+
+// ReportsProgress reports whether the module imports the progress host
+// function: a call of one of its tools can report progress only then.
+func (m *Module) ReportsProgress() bool { return m.progress }
 
 // Name returns the name given to Load.
 func (m *Module) Name() string { return m.name }
@@ -185,11 +193,16 @@ func (m *Module) compile(ctx context.Context, wasm []byte) error {
 		m.minPages = max(m.minPages, mem.Min())
 	}
 	for _, f := range compiled.ImportedFunctions() {
-		if mod, fn, _ := f.Import(); mod == abi.ImportModule && (fn == abi.FuncElicitAll || fn == abi.FuncBeginTask) {
+		mod, fn, _ := f.Import()
+		if mod == abi.ImportModule && (fn == abi.FuncElicitAll || fn == abi.FuncBeginTask) {
 			m.abi11 = true
+		}
+		if mod == abi.ImportModule && fn == abi.FuncProgress {
+			m.progress = true
 		}
 	}
 	m.compiled, m.static, m.hasStart = compiled, g.static, g.hasStart
+	m.base = m.r.base.WithArgs(m.name)
 	return nil
 }
 
@@ -310,6 +323,7 @@ func (m *Module) Call(ctx context.Context, tool string, args json.RawMessage, li
 		return nil, &GuestError{Module: m.name, Tool: tool, Kind: KindTimeout, Msg: fmt.Sprintf("exceeded %v while checking the arguments", lim.Timeout)}
 	}
 	out, gerr := m.r.run(ctx, m, tool, callRequest(tool, args), lim, ev)
+	defer putOutput(out) // decoded below into values of their own
 	if context.Cause(ctx) == ErrAborted {
 		// Whatever the guest did after the abort (a guest woken from a
 		// sleep by the cancel may still exit with a result), the call
@@ -379,12 +393,37 @@ func validArguments(s *schema, args json.RawMessage) (json.RawMessage, error) {
 // again), and a tool name is made of characters JSON needs no escape for
 // (abi.ValidToolName).
 func callRequest(tool string, args json.RawMessage) []byte {
-	b := make([]byte, 0, len(args)+len(tool)+64)
-	b = fmt.Appendf(b, `{"abi":%d,"method":%q,"tool":"`, abi.Version, abi.MethodCall)
+	b := make([]byte, 0, len(callRequestPrefix)+len(tool)+len(args)+16)
+	b = append(b, callRequestPrefix...)
 	b = append(b, tool...)
 	b = append(b, `","arguments":`...)
 	b = append(b, args...)
 	return append(b, '}')
+}
+
+var callRequestPrefix = fmt.Sprintf(`{"abi":%d,"method":%q,"tool":"`, abi.Version, abi.MethodCall)
+
+// Output buffers are reused from call to call: a call's stdout is read
+// into one, decoded, and the buffer goes back. Only buffers of up to
+// maxPooledOutput bytes are kept, so that one large result does not stay
+// held; the pool itself is emptied by the GC.
+const (
+	pooledOutput    = 4 << 10
+	maxPooledOutput = 64 << 10
+)
+
+var outputPool = sync.Pool{New: func() any { b := make([]byte, 0, pooledOutput); return &b }}
+
+func getOutput() []byte { return (*outputPool.Get().(*[]byte))[:0] }
+
+// putOutput returns b to the pool: no one may hold b, or a slice of it,
+// afterwards.
+func putOutput(b []byte) {
+	if cap(b) == 0 || cap(b) > maxPooledOutput {
+		return
+	}
+	b = b[:0]
+	outputPool.Put(&b)
 }
 
 // snippet quotes the start of bad output for an error message.
@@ -423,9 +462,10 @@ func (r *Runtime) runWith(ctx context.Context, m *Module, tool string, req []byt
 	if err := ctx.Err(); err != nil {
 		return nil, c.fail(ctxKind(err), err.Error(), nil)
 	}
-	callCtx, cancelTimeout := context.WithTimeout(ctx, c.lim.Timeout-c.lim.elapsed)
-	defer cancelTimeout()
-	callCtx, cancel := context.WithCancel(callCtx)
+	// One context ends the call, at its timeout or by cancel (the
+	// runtime's Close, a write past a bound): classify tells them apart by
+	// what else happened, not by the context's error.
+	callCtx, cancel := context.WithTimeout(ctx, c.lim.Timeout-c.lim.elapsed)
 	defer cancel()
 
 	state := newCallState(ev, c.lim.MaxLogBytes)
@@ -442,6 +482,7 @@ func (r *Runtime) runWith(ctx context.Context, m *Module, tool string, req []byt
 		return nil, c.fail(KindInstantiate, err.Error(), err)
 	}
 	defer cleanup()
+	defer c.m.putIO(c.io) // last: after the instance is closed and the output read
 	c.cfg = cfg
 	alloc := &limitedAllocator{pool: c.plan.pool, cache: r.linear, over: cancel}
 	c.alloc = alloc
@@ -457,6 +498,7 @@ func (r *Runtime) runWith(ctx context.Context, m *Module, tool string, req []byt
 	if err == nil && !c.stdout.exceeded && callCtx.Err() == nil {
 		return c.stdout.buf, nil
 	}
+	putOutput(c.stdout.buf)
 	return nil, c.classify(ctx, callCtx, err, alloc, time.Since(start))
 }
 
@@ -520,6 +562,7 @@ type call struct {
 	plan   memoryPlan // lim.MemoryMiB divided (memory.go)
 	cfg    wazero.ModuleConfig
 	alloc  *limitedAllocator
+	io     *callIO // stdout and stderr are in it
 	stdout *limitedWriter
 	stderr *logWriter
 	tail   string // stderr tail, once the guest ended
@@ -542,18 +585,17 @@ func (c *call) fail(kind Kind, msg string, cause error) *GuestError {
 // and stderr are bounded, and only the granted environment and mounts are
 // visible. cleanup closes the mounts after the call.
 func (c *call) sandbox(callCtx context.Context, req []byte, state *callState, cancel context.CancelFunc) (wazero.ModuleConfig, func(), error) {
-	c.stdout = &limitedWriter{ctx: callCtx, max: c.lim.MaxOutputBytes, over: cancel}
-	c.stderr = &logWriter{ctx: callCtx, max: c.lim.MaxLogBytes}
+	io := c.m.takeIO()
+	c.io = io
+	io.ctx = callCtx
+	io.stdin.Reset(req)
+	io.stdout = limitedWriter{ctx: callCtx, max: c.lim.MaxOutputBytes, over: cancel, pooled: true}
+	io.stderr = logWriter{ctx: callCtx, max: c.lim.MaxLogBytes}
+	c.stdout, c.stderr = &io.stdout, &io.stderr
 	if state.ev != nil {
 		c.stderr.sink = func(line string) bool { return state.log(abi.LogInfo, line) }
 	}
-	cfg := c.r.base.
-		WithArgs(c.m.name).
-		WithStdin(ctxReader{callCtx, bytes.NewReader(req)}).
-		WithRandSource(ctxReader{callCtx, rand.Reader}).
-		WithStdout(c.stdout).
-		WithStderr(c.stderr).
-		WithNanosleep(func(ns int64) { sleepCtx(callCtx, ns) })
+	cfg := io.cfg
 	for k, v := range c.lim.Env {
 		cfg = cfg.WithEnv(k, v)
 	}
@@ -566,6 +608,48 @@ func (c *call) sandbox(callCtx context.Context, req []byte, state *callState, ca
 	}
 	return cfg.WithFSConfig(fsc), func() { closeRoots(roots) }, nil
 }
+
+// callIO is the stdin, stdout, stderr, random source and clock of one
+// call at a time, and a module configuration bound to them: a call takes
+// one from its module's pool and fills it in, instead of deriving a
+// configuration (each With… copies it) and allocating its readers and
+// writers. Nothing of a callIO outlives its call: the instance is closed
+// before the callIO goes back (runWith), and the output buffer leaves with
+// the result (putOutput).
+type callIO struct {
+	cfg    wazero.ModuleConfig
+	ctx    context.Context // the call's, for the readers and the clock
+	stdin  bytes.Reader
+	stdout limitedWriter
+	stderr logWriter
+}
+
+// takeIO returns a callIO of m from its pool, or a new one.
+func (m *Module) takeIO() *callIO {
+	if io, ok := m.ios.Get().(*callIO); ok {
+		return io
+	}
+	io := &callIO{}
+	io.cfg = m.base.
+		WithStdin(ctxReader{ctx: io, r: &io.stdin}).
+		WithRandSource(ctxReader{ctx: io, r: rand.Reader}).
+		WithStdout(&io.stdout).
+		WithStderr(&io.stderr).
+		WithNanosleep(io.sleep)
+	return io
+}
+
+// putIO gives io back to m's pool once its call has ended.
+func (m *Module) putIO(io *callIO) {
+	*io = callIO{cfg: io.cfg, stdin: io.stdin}
+	io.stdin.Reset(nil)
+	m.ios.Put(io)
+}
+
+// Err is the call's context's (ctxReader reads through it).
+func (io *callIO) Err() error { return io.ctx.Err() }
+
+func (io *callIO) sleep(ns int64) { sleepCtx(io.ctx, ns) }
 
 // classify turns how a guest that did not succeed ended into a GuestError.
 // ctx is the caller's context, callCtx the call's (with its timeout).

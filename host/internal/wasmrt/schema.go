@@ -81,8 +81,9 @@ const (
 
 // schema is a compiled tool schema and its static cost.
 type schema struct {
-	rs   *jsonschema.Resolved
-	cost schemaCost
+	rs    *jsonschema.Resolved
+	cost  schemaCost
+	quick *quickSchema // nil when the schema is outside the quick subset (quickschema.go)
 }
 
 // The components of the work of one schema evaluation, which the static
@@ -128,7 +129,7 @@ func compileSchema(raw json.RawMessage) (*schema, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &schema{rs: rs, cost: *cost}, nil
+	return &schema{rs: rs, cost: *cost, quick: quickOf(&s)}, nil
 }
 
 // resolveSchema is Resolve, with a panic of the library turned into an
@@ -212,6 +213,9 @@ func summarized(v any) any {
 // validate validates v, a value decode returned. The error's text is the
 // validator's, bounded.
 func (s *schema) validate(v any) (err error) {
+	if s.quick != nil && s.quick.accepts(v) {
+		return nil
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("the schema library failed on it: %v", p)

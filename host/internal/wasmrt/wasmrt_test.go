@@ -429,3 +429,14 @@ func TestInterpreter(t *testing.T) {
 		t.Errorf("interpreted loop = %v, want a timeout", err)
 	}
 }
+
+// TestReportsProgress: a module reports progress exactly when it imports
+// the progress function.
+func TestReportsProgress(t *testing.T) {
+	r := newRuntime(t, Config{})
+	for name, want := range map[string]bool{"ok": true, "fsguest": false} {
+		if got := load(t, r, name).ReportsProgress(); got != want {
+			t.Errorf("%s: ReportsProgress() = %v, want %v", name, got, want)
+		}
+	}
+}
