@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -60,6 +61,15 @@ func TestCodecRendersTheSameOnEveryReplica(t *testing.T) {
 		if a, b := taskEndText("t", err), taskEndText("t", out.Err); a != b {
 			t.Errorf("status message: ran %q, read %q", a, b)
 		}
+	}
+
+	// A task whose replica died reads as that, in its status message and
+	// its result.
+	if got := taskEndText("t", taskengine.ErrReplicaLost); !strings.Contains(got, "stopped before it finished") {
+		t.Errorf("status message of a lost task: %q", got)
+	}
+	if got := failureText("t", taskengine.ErrReplicaLost); !strings.Contains(got, "stopped before the call finished") {
+		t.Errorf("result text of a lost task: %q", got)
 	}
 
 	info := roundTrip(t, taskengine.KindMeta, &taskInfo{tool: "word_count"}).(*taskInfo)

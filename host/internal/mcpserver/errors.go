@@ -116,6 +116,9 @@ const maxStderrInText = 512
 // failureText is the text of the tool error a failed call of tool answers
 // with.
 func failureText(tool string, err error) string {
+	if errors.Is(err, taskengine.ErrReplicaLost) {
+		return fmt.Sprintf("the server running tool %q stopped before the call finished; call it again", tool)
+	}
 	var f *Failure
 	if !errors.As(err, &f) {
 		switch {
@@ -180,6 +183,8 @@ func taskEndText(tool string, err error) string {
 		return "the task's time to live ran out before it finished"
 	case errors.Is(err, taskengine.ErrClosed):
 		return "the server shut down before the task finished"
+	case errors.Is(err, taskengine.ErrReplicaLost):
+		return "the server running this task stopped before it finished; start it again"
 	}
 	var rpc *jsonrpc.Error
 	if errors.As(err, &rpc) {
