@@ -60,6 +60,9 @@ type Handler func(c *Call, args json.RawMessage) (Result, error)
 // ignored, missing ones keep their zero value). When they do not decode,
 // the call is a tool error wrapping [ErrArguments], and f is not called.
 func Handle[In any](f func(c *Call, in In) (Result, error)) Handler {
+	if warming() {
+		warmType[In]()
+	}
 	return func(c *Call, args json.RawMessage) (Result, error) {
 		var in In
 		if err := json.Unmarshal(args, &in); err != nil {
