@@ -55,13 +55,14 @@ func warmType[T any]() {
 
 // Warm fills encoding/json's caches for the types of values, as [Handle]
 // does for a handler's argument type: give it the types a handler encodes
-// or decodes itself, such as what it passes to [Structured], from a
-// package-level variable or an init function. It has an effect only in a
-// pre-initialised build (tag wasmtask_preinit), where it runs once, at
-// load; elsewhere it does nothing, since every call would pay for it. The
+// or decodes itself, such as what it passes to [Structured]. Call it from
+// an init function or a package-level variable's initialiser. It has an
+// effect only there and only in a pre-initialised build (tag
+// wasmtask_preinit), where initialisers run once, at load; elsewhere, and
+// once main runs, it does nothing, since every call would pay for it. The
 // values are encoded (and the encoding decoded back into a new value of
-// the same type), so pass zero values, or values whose encoding has no
-// side effect.
+// the same type): pass zero values, or values whose encoding has no side
+// effect. Failures and panics of that encoding are ignored.
 func Warm(values ...any) {
 	if !warming() {
 		return
