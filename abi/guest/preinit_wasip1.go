@@ -32,6 +32,9 @@ func init() {
 //go:linkname mainMain main.main
 func mainMain()
 
+// start is the module's _start export.
+//
+//lint:ignore U1000 called by the host through go:wasmexport
 //go:wasmexport _start
 func start() {
 	started = true
