@@ -7,7 +7,9 @@
 #
 # Languages: go (demo.wasm), c (sha256.wasm), wat (add.wasm), embedded in
 # the server; rust (wordfreq.wasm) and assemblyscript (caesar.wasm), built
-# and tested but not embedded, so need -o. The same toolchain versions give
+# and tested but not embedded, so need -o; go-preinit (demo-preinit.wasm,
+# checked in under examples/go/preinit) is the Go demo built
+# pre-initialisable (ABI.md section 13). The same toolchain versions give
 # the same bytes: build_test.go rebuilds every embedded module and compares
 # it with the checked-in one.
 #
@@ -19,7 +21,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="$root/host/defaulttools"
 if [[ "${1:-}" == "-o" ]]; then
-	[[ $# -ge 2 ]] || { echo "usage: $0 [-o outdir] [go|c|wat|rust|assemblyscript ...]" >&2; exit 2; }
+	[[ $# -ge 2 ]] || { echo "usage: $0 [-o outdir] [go|c|wat|rust|assemblyscript|conformance|go-preinit ...]" >&2; exit 2; }
 	out="$2"
 	shift 2
 fi
@@ -34,6 +36,16 @@ build_go() {
 	# environment would change the code, so they are cleared.
 	(cd "$root" && env GOOS=wasip1 GOARCH=wasm CGO_ENABLED=0 GOFLAGS= GOWASM= GOTOOLCHAIN=local \
 		go build -trimpath -buildvcs=false -ldflags=-buildid= -o "$out/demo.wasm" ./examples/go/demo)
+}
+
+# The Go demo as a pre-initialised module (ABI.md section 13): a reactor
+# whose _initialize the host runs once, at load. Not embedded, so that the
+# embedded demo stays the plain command build any host runs:
+#   examples/build.sh -o examples/go/preinit go-preinit
+build_go-preinit() {
+	(cd "$root" && env GOOS=wasip1 GOARCH=wasm CGO_ENABLED=0 GOFLAGS= GOWASM= GOTOOLCHAIN=local \
+		go build -buildmode=c-shared -tags wasmtask_preinit -trimpath -buildvcs=false -ldflags=-buildid= \
+		-o "$out/demo-preinit.wasm" ./examples/go/demo)
 }
 
 # The tools the MCP conformance suite calls (not part of the default tools):
@@ -91,12 +103,12 @@ for lang in "${langs[@]}"; do
 	go) build_go ;;
 	c) build_c ;;
 	wat) build_wat ;;
-	rust | assemblyscript | conformance)
+	rust | assemblyscript | conformance | go-preinit)
 		# Not embedded: host/defaulttools holds only what the server ships.
 		[[ "$out" != "$root/host/defaulttools" ]] || { echo "$0: $lang is not embedded; give -o DIR" >&2; exit 2; }
 		"build_$lang"
 		;;
-	*) echo "$0: unknown language $lang (want go, c, wat, rust, assemblyscript or conformance)" >&2; exit 2 ;;
+	*) echo "$0: unknown language $lang (want go, c, wat, rust, assemblyscript, conformance or go-preinit)" >&2; exit 2 ;;
 	esac
 done
 

@@ -25,6 +25,9 @@ type example struct {
 	probe func() string
 	// install says how to get the toolchain on Debian.
 	install string
+	// checkedIn is where a module that is not embedded is checked in
+	// (relative to examples/), or "".
+	checkedIn string
 }
 
 var examples = []example{
@@ -38,21 +41,31 @@ var examples = []example{
 	{lang: "assemblyscript", module: "caesar.wasm", tools: []string{"node", "npx"},
 		files:   []string{"assemblyscript/node_modules/.bin/asc", "assemblyscript/node_modules/@assemblyscript/wasi-shim/asconfig.json"},
 		install: "Node.js 20 or later with npm, then npm ci in examples/assemblyscript"},
-	{lang: "conformance", module: "conformance.wasm", tools: []string{"go"}, install: "golang"},
+	{lang: "conformance", module: "conformance.wasm", checkedIn: "conformance/tools", tools: []string{"go"}, install: "golang"},
+	{lang: "go-preinit", module: "demo-preinit.wasm", checkedIn: "go/preinit", tools: []string{"go"}, install: "golang"},
 }
 
-// TestConformanceModuleMatchesSources rebuilds the conformance suite's
-// fixture tools and compares them with the checked-in module that
-// examples/conformance/run.sh serves.
-func TestConformanceModuleMatchesSources(t *testing.T) {
-	got := build(t, exampleFor(t, "conformance"))
-	want, err := os.ReadFile("conformance/tools/conformance.wasm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("rebuilt conformance.wasm (%d bytes) differs from examples/conformance/tools/conformance.wasm (%d bytes): "+
-			"run examples/build.sh -o examples/conformance/tools conformance and commit the result", len(got), len(want))
+// TestCheckedInModulesMatchSources rebuilds the modules checked in outside
+// host/defaulttools — the conformance suite's fixture tools, which
+// examples/conformance/run.sh serves, and the pre-initialised Go demo —
+// and compares them with the checked-in ones.
+func TestCheckedInModulesMatchSources(t *testing.T) {
+	for _, ex := range examples {
+		if ex.checkedIn == "" {
+			continue
+		}
+		t.Run(ex.lang, func(t *testing.T) {
+			got := build(t, ex)
+			path := filepath.Join(ex.checkedIn, ex.module)
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("rebuilt %s (%d bytes) differs from examples/%s (%d bytes): "+
+					"run examples/build.sh -o examples/%s %s and commit the result", ex.module, len(got), path, len(want), ex.checkedIn, ex.lang)
+			}
+		})
 	}
 }
 

@@ -124,6 +124,7 @@ func (r *recorder) check(t *testing.T, what string, got *[]string, want ...strin
 func TestServedDigests(t *testing.T) {
 	want := map[string]string{
 		"go":             "long_job slow_count word_count",
+		"go-preinit":     "long_job slow_count word_count",
 		"c":              "sha256",
 		"wat":            "add",
 		"rust":           "greet top_words",

@@ -253,8 +253,17 @@ func TestCSHA256ThroughHost(t *testing.T) {
 	wantArgumentsError(t, "sha256 without text", "sha256", s.callTool("sha256", map[string]any{}, ""))
 }
 
+// TestGoDemoThroughHost runs the Go demo built as a command and built
+// pre-initialised (ABI.md section 13): the same answers, progress,
+// cancellation and elicitation.
 func TestGoDemoThroughHost(t *testing.T) {
-	s := serveExample(t, exampleFor(t, "go"))
+	for _, lang := range []string{"go", "go-preinit"} {
+		t.Run(lang, func(t *testing.T) { testGoDemoThroughHost(t, exampleFor(t, lang)) })
+	}
+}
+
+func testGoDemoThroughHost(t *testing.T, ex example) {
+	s := serveExample(t, ex)
 	want := "map[long_job:required slow_count:optional word_count:forbidden]"
 	if got := s.toolSupport(); fmt.Sprint(got) != want {
 		t.Fatalf("tools/list: got %v, want %s", got, want)

@@ -54,6 +54,23 @@
 // It does not validate arguments against the input schema (the host does),
 // and it has no state between calls: the host runs a fresh instance per call.
 //
+// # Pre-initialised builds
+//
+// Built as a reactor with the build tag wasmtask_preinit,
+//
+//	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -tags wasmtask_preinit -o tool.wasm .
+//
+// a tool is pre-initialisable (ABI.md section 13): the host runs the Go
+// runtime's start-up and every package initialiser once, at load, and each
+// call starts a fresh instance from the state they left, then runs main.
+// In such a build the package also prepares encoding/json while the
+// packages initialise, so that calls do not rebuild its per-type caches:
+// for its own request and result types, for the argument type of every
+// handler built with [Handle] in a package-level variable or an init
+// function, and for the types a tool names with [Warm] (what a handler
+// passes to [Structured], say). An initialiser must not call a [Call]
+// method or depend on a call: there is none yet.
+//
 // # Platforms
 //
 // On GOOS=wasip1 the host functions are Wasm imports from "wasmtask_v1".

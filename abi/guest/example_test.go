@@ -47,3 +47,17 @@ func ExampleDescribe() {
 	// Output:
 	// {"abi":1,"revision":1,"tools":[{"name":"greet","description":"Greets someone.","inputSchema":{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}}]} <nil>
 }
+
+// In a pre-initialised build (tag wasmtask_preinit), a tool names the
+// types its handlers encode themselves, so that encoding/json is ready for
+// them once, at load, instead of in every call.
+func ExampleWarm() {
+	type stats struct {
+		Words int `json:"words"`
+	}
+	guest.Warm(stats{}) // in an init function of the tool
+	res, err := guest.Structured(stats{Words: 3})
+	fmt.Println(string(res.StructuredContent), err)
+	// Output:
+	// {"words":3} <nil>
+}

@@ -59,7 +59,14 @@ type Handler func(c *Call, args json.RawMessage) (Result, error)
 // arguments are decoded into an In with encoding/json (unknown members are
 // ignored, missing ones keep their zero value). When they do not decode,
 // the call is a tool error wrapping [ErrArguments], and f is not called.
+// In a pre-initialised build (see the package documentation), Handle
+// called while the packages initialise prepares encoding/json for In: it
+// encodes a zero In and decodes the result, so a MarshalJSON or
+// UnmarshalJSON method of In's types runs then, on zero values.
 func Handle[In any](f func(c *Call, in In) (Result, error)) Handler {
+	if warming() {
+		warmType[In]()
+	}
 	return func(c *Call, args json.RawMessage) (Result, error) {
 		var in In
 		if err := json.Unmarshal(args, &in); err != nil {

@@ -331,3 +331,29 @@ func TestStructuredRefusesNonObjects(t *testing.T) {
 		t.Errorf("Structured(map) = %+v, %v", r, err)
 	}
 }
+
+// panicky panics when encoded or decoded.
+type panicky struct{}
+
+func (panicky) MarshalJSON() ([]byte, error) { panic("marshal") }
+func (*panicky) UnmarshalJSON([]byte) error  { panic("unmarshal") }
+
+// TestWarm: warming tolerates any type (a panicking or failing encoder
+// included) and leaves no value behind; outside a pre-initialised build,
+// Warm does nothing.
+func TestWarm(t *testing.T) {
+	warmSDK()
+	warmType[panicky]()
+	warmType[struct {
+		C chan int
+		P *panicky
+	}]()
+	warmType[wcArgs]()
+	warmValue(panicky{})
+	warmValue(nil)
+	warmValue(make(chan int))
+	Warm(panicky{}) // a no-op here, so it does not panic either
+	if warming() {
+		t.Error("warming() is true outside a pre-initialised build")
+	}
+}

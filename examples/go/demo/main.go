@@ -22,6 +22,10 @@ import (
 	"github.com/wasmtask/wasmtask/abi/guest"
 )
 
+// The types the handlers encode and decode themselves: a pre-initialised
+// build (ABI.md section 13) prepares encoding/json for them once, at load.
+func init() { guest.Warm(wordCountResult{}, longJobResult{}, confirmation{}) }
+
 func main() {
 	guest.Run(wordCount, slowCount, longJob)
 }

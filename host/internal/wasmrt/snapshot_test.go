@@ -2,10 +2,12 @@ package wasmrt
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/wasmtask/wasmtask/host/hosttest"
@@ -80,6 +82,39 @@ func TestPreinitGoTool(t *testing.T) {
 		if got := callText(t, m, "word_count", `{"text":"a b\nc"}`, testLimits, nil); !strings.Contains(got, "3 words") {
 			t.Errorf("word_count: %s, want 3 words", got)
 		}
+	}
+}
+
+// goState builds testdata/gostate pre-initialisable, once per test process.
+var goState = sync.OnceValues(func() ([]byte, error) { return buildGoReactor("./testdata/gostate", "") })
+
+// TestPreinitGoIsolation: a Go tool whose handler keeps what it is given
+// in package-level variables, and whose argument and result types the
+// guest SDK warmed during _initialize, sees in every call only that
+// call's text and one run of its initialisers — pre-initialised or not.
+func TestPreinitGoIsolation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and compiles a Go tool")
+	}
+	wasm := goReactorWasm(t, goState)
+	for _, noPreinit := range []bool{false, true} {
+		r := newRuntime(t, Config{})
+		r.noPreinit = noPreinit
+		m, err := r.Load(context.Background(), "gostate", wasm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, text := range []string{"a", "b", "a", "warm"} {
+			res, err := m.Call(context.Background(), "remember", json.RawMessage(`{"text":"`+text+`"}`), testLimits, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := `{"seen":["` + text + `"],"count":{"` + text + `":1},"init":1}`
+			if got := string(res.StructuredContent); got != want || res.IsError {
+				t.Errorf("noPreinit %v: remember(%q) = %s (isError %v), want %s", noPreinit, text, got, res.IsError, want)
+			}
+		}
+		m.Close(context.Background())
 	}
 }
 
