@@ -103,7 +103,13 @@
 // changes nothing. Each write of a response has its own deadline
 // (Config.WriteTimeout), so a stream lives as long as its client reads it.
 // A tools/call or tasks/result ends when the POST that carried it does
-// (the private _meta key io.wasmtask/http-request ties them).
+// (the private _meta key io.wasmtask/http-request ties them). A task poll
+// of a 2025-11-25 session — a POST holding exactly one tasks/get,
+// tasks/cancel, or tasks/result of a task that has ended — is answered by
+// the front itself as one JSON body, through the same handlers
+// (taskpoll.go); anything go-sdk might read or refuse differently, a
+// session go-sdk may have timed out, and a tasks/result that would wait go
+// to go-sdk.
 //
 // # Robustness
 //
@@ -186,4 +192,11 @@
 //     their answer (no progress token, or a call of a tool that cannot
 //     report progress, ProgressReporter); 2025-11-25 sessions keep streams.
 //     Retired by a per-request choice of the response mode.
+//   - A request through go-sdk's HTTP handler decodes its body several
+//     times with a fresh 32 KiB buffer each and answers on an SSE stream
+//     even when the answer is ready: task polls (tasks/get, tasks/cancel,
+//     tasks/result of an ended task) are answered by the front as JSON
+//     (taskpoll.go). Retired by go-sdk decoding a message once with a
+//     reused buffer and answering ready results as JSON, or by native
+//     tasks (#626).
 package mcpserver

@@ -143,6 +143,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		if modern && !taskNameMatches(w, r, body) {
 			return
 		}
+		if !modern && id != "" && s.answerTaskPoll(w, r, id, body) {
+			return
+		}
 		token := rand.Text()
 		s.bindPost(token, r.Context())
 		defer s.unbindPost(token)
@@ -155,7 +158,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		// waits for in-flight requests: release our blocked ones first —
 		// only for the user the session belongs to, and only when go-sdk
 		// will accept the DELETE, so that a refused one changes nothing.
-		if id != "" && s.sessionUserMatches(id, r) && s.deleteAccepted(r) {
+		if id != "" && s.sessionUserMatches(id, r) && s.sdkAccepts(r) {
 			s.releaseSession(id)
 		}
 	}
@@ -168,6 +171,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.http.ServeHTTP(w, r)
+	if id != "" && r.Method != http.MethodDelete {
+		s.sawSDKRequest(id)
+	}
 }
 
 // progressTokenMember marks a body that may ask for progress: its answer
@@ -296,11 +302,11 @@ func members(raw json.RawMessage, watched ...string) (map[string]json.RawMessage
 // Mcp-Protocol-Version header (it refuses others below 2026-07-28).
 var knownVersions = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}
 
-// deleteAccepted reports whether go-sdk's handler lets a DELETE through
-// its checks before the session lookup: the loopback Host rule (DNS
-// rebinding protection, off when AllowedHosts is set: see HTTPHandler) and
-// the protocol version header.
-func (s *Server) deleteAccepted(r *http.Request) bool {
+// sdkAccepts reports whether go-sdk's handler lets a request (a DELETE,
+// say) through its checks before the session lookup: the loopback Host
+// rule (DNS rebinding protection, off when AllowedHosts is set: see
+// HTTPHandler) and the protocol version header.
+func (s *Server) sdkAccepts(r *http.Request) bool {
 	if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil &&
 		len(s.cfg.AllowedHosts) == 0 && isLoopback(la.String()) && !isLoopback(r.Host) {
 		return false

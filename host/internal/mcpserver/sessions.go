@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -29,6 +30,12 @@ type session struct {
 	// elicits bounds the session's elicitations, whichever call or task
 	// asks.
 	elicits elicitLimiter
+	// sdk is go-sdk's session of a Streamable HTTP session, and sdkSeen
+	// (guarded by Server.mu) when a request of it last went through
+	// go-sdk's handler: the HTTP front answers task polls itself only
+	// while go-sdk certainly still serves the session (taskpoll.go).
+	sdk     *mcp.ServerSession
+	sdkSeen time.Time
 }
 
 // newSessionLocked records a session. s.mu must be held.
@@ -56,6 +63,7 @@ func (s *Server) sessionFor(ss *mcp.ServerSession, user string) *session {
 	}
 	sess := s.newSessionLocked(id, nil)
 	sess.user = user
+	sess.sdk = ss
 	s.mu.Unlock()
 	s.audit(auditSessionOpen, requestor{sess: sess, user: user}.owner(), slog.String("transport", "http"))
 	return sess
