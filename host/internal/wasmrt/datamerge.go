@@ -2,6 +2,7 @@ package wasmrt
 
 import (
 	"encoding/binary"
+	"fmt"
 	"sort"
 )
 
@@ -236,25 +237,55 @@ func rewriteData(secs []section, payload []byte) []byte {
 // importsMemory reports whether an import section imports a memory (or is
 // malformed: guardModule reads it first and refuses that).
 func importsMemory(p []byte) bool {
+	found := false
+	err := eachImport(p, func(d importDesc) bool {
+		found = d.kind == importMemory
+		return !found
+	})
+	return found || err != nil
+}
+
+// Import kinds (the byte before an import's descriptor).
+const (
+	importFunc   = 0x00
+	importTable  = 0x01
+	importMemory = 0x02
+	importGlobal = 0x03
+)
+
+// importDesc is one entry of an import section: its kind and, for a
+// global, whether it is mutable.
+type importDesc struct {
+	kind    byte
+	mutable bool
+}
+
+// eachImport calls f with each entry of an import section until f returns
+// false; it fails on a malformed section or an unknown kind.
+func eachImport(p []byte, f func(importDesc) bool) error {
 	r := reader{b: p}
 	count := r.u32()
 	for i := uint32(0); i < count && r.err == nil; i++ {
 		r.name()
 		r.name()
-		switch r.byte() {
-		case 0x00:
+		d := importDesc{kind: r.byte()}
+		switch d.kind {
+		case importFunc:
 			r.u32()
-		case 0x01:
+		case importTable:
 			r.byte()
 			r.limits()
-		case 0x02:
-			return true
-		case 0x03:
+		case importMemory:
+			r.limits()
+		case importGlobal:
 			r.byte()
-			r.byte()
+			d.mutable = r.byte() != 0
 		default:
-			return true
+			return fmt.Errorf("import %d: unknown kind %#x", i, d.kind)
+		}
+		if r.err == nil && !f(d) {
+			return nil
 		}
 	}
-	return r.err != nil
+	return r.err
 }

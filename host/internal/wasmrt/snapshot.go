@@ -115,27 +115,15 @@ func exposeGlobals(wasm []byte) ([]byte, *preinitModule, error) {
 	_ = eachSection(wasm, func(id byte, p []byte) []byte {
 		switch id {
 		case secImport:
-			r := reader{b: p}
-			n := r.u32()
-			for i := uint32(0); i < n && r.err == nil; i++ {
-				r.name()
-				r.name()
-				switch r.byte() {
-				case 0x00:
-					r.u32()
-				case 0x01:
-					r.byte()
-					r.limits()
-				case 0x02:
-					r.limits()
-				case 0x03:
-					r.byte()
-					if r.byte() != 0 {
+			_ = eachImport(p, func(d importDesc) bool { // guardModule refused a malformed section
+				if d.kind == importGlobal {
+					if d.mutable {
 						fail(errors.New("it imports a mutable global"))
 					}
 					pm.imported++
 				}
-			}
+				return true
+			})
 		case secGlobal:
 			r := reader{b: p}
 			n := r.u32()
