@@ -226,12 +226,15 @@ func (c *catalog) ToolModule(name string) (module, digest string, ok bool) {
 	return t.module.Name, t.module.Digest, true
 }
 
-// ReportsProgress implements mcpserver.ProgressReporter: a tool reports
-// progress only when its module imports the progress function. An unknown
-// tool may (the answer then keeps its stream).
-func (c *catalog) ReportsProgress(name string) bool {
+// Reach implements mcpserver.ToolReach: a tool's calls report, log and
+// ask only through the host functions its module imports. An unknown tool
+// may do anything (its answer then keeps its stream).
+func (c *catalog) Reach(name string) abi.Reach {
 	t, ok := c.tool(name)
-	return !ok || t.code.ReportsProgress()
+	if !ok {
+		return abi.Reach{Progress: true, Log: true, Elicit: true}
+	}
+	return t.code.Reach()
 }
 
 // Tool implements mcpserver.Catalog.
@@ -282,4 +285,5 @@ func limitsOf(tp ToolPolicy, g Grants, getenv func(string) (string, bool)) wasmr
 var (
 	_ mcpserver.Catalog    = (*catalog)(nil)
 	_ mcpserver.ToolOrigin = (*catalog)(nil)
+	_ mcpserver.ToolReach  = (*catalog)(nil)
 )

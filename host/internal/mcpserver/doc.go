@@ -103,13 +103,18 @@
 // changes nothing. Each write of a response has its own deadline
 // (Config.WriteTimeout), so a stream lives as long as its client reads it.
 // A tools/call or tasks/result ends when the POST that carried it does
-// (the private _meta key io.wasmtask/http-request ties them). A task poll
-// of a 2025-11-25 session — a POST holding exactly one tasks/get,
-// tasks/cancel, or tasks/result of a task that has ended — is answered by
-// the front itself as one JSON body, through the same handlers
-// (taskpoll.go); anything go-sdk might read or refuse differently, a
-// session go-sdk may have timed out, and a tasks/result that would wait go
-// to go-sdk.
+// (the private _meta key io.wasmtask/http-request ties them). A POST of
+// a 2025-11-25 session holding exactly one tasks/get, tasks/cancel,
+// tasks/result of a task that has ended, or tools/call without _meta
+// whose tool can send the session nothing before its result (ToolReach:
+// no log once the client set a level, no question the client could
+// answer) is answered by the front itself as one JSON body, through the
+// same handlers (direct.go); anything go-sdk might read or refuse
+// differently, a session go-sdk may have timed out, a tasks/result that
+// would wait, and a call that may need a stream go to go-sdk. A plain
+// call answered so ends on the client's notifications/cancelled, and
+// keeps go-sdk from closing its session as idle (a ping every quarter of
+// the idle timeout).
 //
 // # Robustness
 //
@@ -190,13 +195,16 @@
 //   - go-sdk chooses JSON or SSE answers per handler: a third handler, with
 //     JSONResponse, serves 2026-07-28 POSTs that can receive nothing before
 //     their answer (no progress token, or a call of a tool that cannot
-//     report progress, ProgressReporter); 2025-11-25 sessions keep streams.
+//     report progress, ToolReach); 2025-11-25 sessions keep streams.
 //     Retired by a per-request choice of the response mode.
 //   - A request through go-sdk's HTTP handler decodes its body several
 //     times with a fresh 32 KiB buffer each and answers on an SSE stream
 //     even when the answer is ready: task polls (tasks/get, tasks/cancel,
-//     tasks/result of an ended task) are answered by the front as JSON
-//     (taskpoll.go). Retired by go-sdk decoding a message once with a
-//     reused buffer and answering ready results as JSON, or by native
-//     tasks (#626).
+//     tasks/result of an ended task) and tools/call that can send nothing
+//     before the result are answered by the front as JSON (direct.go),
+//     which then does what go-sdk does for a request it serves: honours
+//     notifications/cancelled and pauses the session's idle timeout (a
+//     ping through go-sdk every quarter of it). Retired by go-sdk decoding
+//     a message once with a reused buffer and choosing JSON per request
+//     when nothing will precede the answer.
 package mcpserver

@@ -29,9 +29,17 @@ type fakeTools struct {
 	started   chan struct{} // slow reports it started
 }
 
-// ReportsProgress implements ProgressReporter: slow is the one tool that
-// reports progress.
-func (f *fakeTools) ReportsProgress(tool string) bool { return tool == "slow" }
+// Reach implements ToolReach: slow reports progress and may log, ask
+// asks; the others send nothing before their result.
+func (f *fakeTools) Reach(tool string) abi.Reach {
+	switch tool {
+	case "slow":
+		return abi.Reach{Progress: true, Log: true}
+	case "ask":
+		return abi.Reach{Elicit: true}
+	}
+	return abi.Reach{}
+}
 
 func newFakeTools() *fakeTools {
 	f := &fakeTools{

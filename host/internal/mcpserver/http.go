@@ -17,6 +17,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wasmtask/wasmtask/abi"
 )
 
 // HTTPPath is where HTTPHandler serves MCP.
@@ -143,8 +145,11 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		if modern && !taskNameMatches(w, r, body) {
 			return
 		}
-		if !modern && id != "" && s.answerTaskPoll(w, r, id, body) {
-			return
+		if !modern && id != "" {
+			if s.answerDirect(w, r, id, body) {
+				return
+			}
+			s.cancelDirect(id, r, body)
 		}
 		token := rand.Text()
 		s.bindPost(token, r.Context())
@@ -180,10 +185,11 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 // needs a stream (any occurrence, escaped or not, keeps the stream).
 var progressTokenMember = []byte("progressToken")
 
-// ProgressReporter is implemented by a Catalog that knows which tools can
-// report progress at all (their module imports the progress function).
-type ProgressReporter interface {
-	ReportsProgress(tool string) bool
+// ToolReach is implemented by a Catalog that knows what each tool's calls
+// can send before their result (progress, logs, questions): a call that
+// can send nothing the client would receive is answered as one JSON body.
+type ToolReach interface {
+	Reach(tool string) abi.Reach
 }
 
 // mayReportProgress reports whether a 2026-07-28 POST that asks for
@@ -203,8 +209,8 @@ func (s *Server) mayReportProgress(r *http.Request) bool {
 		return true
 	}
 	defer release()
-	pr, ok := cat.(ProgressReporter)
-	return !ok || pr.ReportsProgress(name)
+	tr, ok := cat.(ToolReach)
+	return !ok || tr.Reach(name).Progress
 }
 
 const (

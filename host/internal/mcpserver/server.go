@@ -11,6 +11,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -132,14 +133,17 @@ type Server struct {
 	sessions map[string]*session // by go-sdk session ID
 	swept    int                 // len(sessions) after the last sweep
 	attached map[string]*attachment
-	inflight map[string]bool            // task ID + input ID being delivered
-	inFlight map[string]int             // HTTP requests in flight, by session ID
-	posts    map[string]context.Context // the POSTs in flight, by their httpRequestKey token
-	opening  map[string]int             // requests that may open a session, in flight: "" all, else by user
+	inflight map[string]bool                   // task ID + input ID being delivered
+	inFlight map[string]int                    // HTTP requests in flight, by session ID
+	posts    map[string]context.Context        // the POSTs in flight, by their httpRequestKey token
+	direct   map[directCall]context.CancelFunc // plain tools/call the front answers, in flight
+	opening  map[string]int                    // requests that may open a session, in flight: "" all, else by user
 
 	rates rateLimits
 
 	waitHook func(began bool) // tests: called as each tasks/result starts and stops waiting
+
+	keepalives atomic.Int64 // pings the front sent go-sdk for a session it answers (holdSession)
 
 	httpOnce   sync.Once
 	http       *mcp.StreamableHTTPHandler // 2025-11-25 sessions
@@ -273,6 +277,7 @@ func New(cfg Config) (*Server, error) {
 		inflight: make(map[string]bool),
 		inFlight: make(map[string]int),
 		posts:    make(map[string]context.Context),
+		direct:   make(map[directCall]context.CancelFunc),
 		opening:  make(map[string]int),
 	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: cfg.Name, Version: cfg.Version}, &mcp.ServerOptions{

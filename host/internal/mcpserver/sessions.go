@@ -8,13 +8,17 @@ import (
 	"reflect"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-const methodInitialize = "initialize"
+const (
+	methodInitialize = "initialize"
+	methodSetLevel   = "logging/setLevel"
+)
 
 // session is the server's state for one MCP session.
 type session struct {
@@ -32,10 +36,13 @@ type session struct {
 	elicits elicitLimiter
 	// sdk is go-sdk's session of a Streamable HTTP session, and sdkSeen
 	// (guarded by Server.mu) when a request of it last went through
-	// go-sdk's handler: the HTTP front answers task polls itself only
-	// while go-sdk certainly still serves the session (taskpoll.go).
+	// go-sdk's handler: the HTTP front answers requests itself only
+	// while go-sdk certainly still serves the session (direct.go).
 	sdk     *mcp.ServerSession
 	sdkSeen time.Time
+	// logging is set once the client asked for log messages
+	// (logging/setLevel): a call of a tool that logs then needs a stream.
+	logging atomic.Bool
 }
 
 // newSessionLocked records a session. s.mu must be held.
@@ -106,6 +113,9 @@ type requestor struct {
 	ss   *mcp.ServerSession
 	user string
 	era  // what the request's own _meta declares (2026-07-28)
+	// direct is set when the HTTP front answers the request as one JSON
+	// body (direct.go): nothing can reach the client before the answer.
+	direct bool
 }
 
 // canElicit reports whether the client declared the elicitation
@@ -185,6 +195,9 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			rq.sess = s.sessionFor(ss, user)
 		}
 		ctx = context.WithValue(ctx, requestorKey{}, rq)
+		if method == methodSetLevel {
+			rq.sess.logging.Store(true)
+		}
 		if rq.sess.stdio == nil && meta != nil && (method == methodCallTool || method == methodTasksResult) {
 			// A call or a wait ends when the POST that carried it does:
 			// its client went away.

@@ -225,6 +225,9 @@ func (s *Server) callTool(ctx context.Context, rq requestor, p *mcp.CallToolPara
 		}
 	}
 	token := p.GetProgressToken()
+	if rq.direct && !isTask && s.streamNeeded(rq, cat, tool.Name, token) {
+		return nil, errStreamNeeded
+	}
 	if err := s.beginWork(); err != nil {
 		return nil, err
 	}

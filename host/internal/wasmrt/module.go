@@ -40,7 +40,7 @@ type Module struct {
 	static   uint64                 // host bytes of an instance outside linear memory and stack
 	hasStart bool                   // the module's start function is exported as startExport
 	abi11    bool                   // imports an ABI 1.1 function, so knows elicit's -3
-	progress bool                   // imports the progress function
+	reach    abi.Reach              // what its calls can report before their result
 	// initEach: the module exports abi.ExportInitialize and is not
 	// pre-initialised, so every instance runs it before _start.
 	initEach bool
@@ -69,9 +69,9 @@ func (m *Module) Instantiations() uint64 { return m.instances.Load() }
 // callCtl lets Abort end one call in flight.
 type callCtl struct{ cancel context.CancelCauseFunc }
 
-// ReportsProgress reports whether the module imports the progress host
-// function: a call of one of its tools can report progress only then.
-func (m *Module) ReportsProgress() bool { return m.progress }
+// Reach reports which events a call of one of the module's tools can
+// produce before its result (from the host functions it imports).
+func (m *Module) Reach() abi.Reach { return m.reach }
 
 // Name returns the name given to Load.
 func (m *Module) Name() string { return m.name }
@@ -194,11 +194,20 @@ func (m *Module) compile(ctx context.Context, wasm []byte) error {
 	}
 	for _, f := range compiled.ImportedFunctions() {
 		mod, fn, _ := f.Import()
-		if mod == abi.ImportModule && (fn == abi.FuncElicitAll || fn == abi.FuncBeginTask) {
+		if mod != abi.ImportModule {
+			continue
+		}
+		switch fn {
+		case abi.FuncElicitAll, abi.FuncBeginTask:
 			m.abi11 = true
 		}
-		if mod == abi.ImportModule && fn == abi.FuncProgress {
-			m.progress = true
+		switch fn {
+		case abi.FuncProgress:
+			m.reach.Progress = true
+		case abi.FuncLog:
+			m.reach.Log = true
+		case abi.FuncElicit, abi.FuncElicitAll:
+			m.reach.Elicit = true
 		}
 	}
 	m.compiled, m.static, m.hasStart = compiled, g.static, g.hasStart

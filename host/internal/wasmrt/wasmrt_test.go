@@ -430,13 +430,17 @@ func TestInterpreter(t *testing.T) {
 	}
 }
 
-// TestReportsProgress: a module reports progress exactly when it imports
-// the progress function.
-func TestReportsProgress(t *testing.T) {
+// TestReach: a module's calls can report, log and ask exactly what it
+// imports the host functions for.
+func TestReach(t *testing.T) {
 	r := newRuntime(t, Config{})
-	for name, want := range map[string]bool{"ok": true, "fsguest": false} {
-		if got := load(t, r, name).ReportsProgress(); got != want {
-			t.Errorf("%s: ReportsProgress() = %v, want %v", name, got, want)
+	for name, want := range map[string]abi.Reach{
+		"ok":      {Progress: true, Log: true, Elicit: true},
+		"hostile": {Progress: false, Log: true, Elicit: true},
+		"fsguest": {},
+	} {
+		if got := load(t, r, name).Reach(); got != want {
+			t.Errorf("%s: Reach() = %+v, want %+v", name, got, want)
 		}
 	}
 }

@@ -1,0 +1,357 @@
+package mcpserver
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/wasmtask/wasmtask/taskengine"
+)
+
+func TestParseDirect(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		ok         bool
+	}{
+		{"get", `{"jsonrpc":"2.0","id":7,"method":"tasks/get","params":{"taskId":"T"}}`, true},
+		{"result, string id", `{"jsonrpc":"2.0","id":"a-1","method":"tasks/result","params":{"taskId":"T"}}`, true},
+		{"cancel, spaces", ` { "params" : { "taskId" : "T" } , "method":"tasks/cancel","id":-3,"jsonrpc":"2.0"} `, true},
+		{"list", `{"jsonrpc":"2.0","id":1,"method":"tasks/list","params":{"taskId":"T"}}`, false},
+		{"tools/call with a task ID", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"taskId":"T"}}`, false},
+		{"tools/call", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"a":1}}}`, true},
+		{"tools/call, no arguments", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}}`, true},
+		{"tools/call, task", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{},"task":{"ttl":5}}}`, true},
+		{"tools/call, _meta", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":{"progressToken":1}}}`, false},
+		{"tools/call, no name", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{}}}`, false},
+		{"tools/call, name a number", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":5}}`, false},
+		{"tools/call, case-folded name", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"Name":"t"}}`, false},
+		{"tools/call, repeated arguments", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{},"arguments":{}}}`, false},
+		{"tools/call, extra member", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","x":1}}`, false},
+		{"notification", `{"jsonrpc":"2.0","method":"tasks/get","params":{"taskId":"T"}}`, false},
+		{"batch", `[{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"T"}}]`, false},
+		{"version", `{"jsonrpc":"1.0","id":1,"method":"tasks/get","params":{"taskId":"T"}}`, false},
+		{"float id", `{"jsonrpc":"2.0","id":1.0,"method":"tasks/get","params":{"taskId":"T"}}`, false},
+		{"id with exponent", `{"jsonrpc":"2.0","id":1e3,"method":"tasks/get","params":{"taskId":"T"}}`, false},
+		{"escaped id", `{"jsonrpc":"2.0","id":"a\u0041","method":"tasks/get","params":{"taskId":"T"}}`, false},
+		{"null id", `{"jsonrpc":"2.0","id":null,"method":"tasks/get","params":{"taskId":"T"}}`, false},
+		{"_meta", `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"T","_meta":{}}}`, false},
+		{"case-folded member", `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"TaskId":"T"}}`, false},
+		{"case-folded method member", `{"jsonrpc":"2.0","id":1,"Method":"tasks/get","params":{"taskId":"T"}}`, false},
+		{"repeated member", `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"T","taskId":"U"}}`, false},
+		{"extra member", `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"T"},"x":1}`, false},
+		{"no params", `{"jsonrpc":"2.0","id":1,"method":"tasks/get"}`, false},
+		{"empty task ID", `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":""}}`, false},
+		{"task ID a number", `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":5}}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, ok := parseDirect([]byte(tc.body)); ok != tc.ok {
+				t.Errorf("parseDirect(%s): got ok=%v, want %v", tc.body, ok, tc.ok)
+			}
+		})
+	}
+}
+
+// postRaw posts body on c's session and returns the answer's content type
+// and its one JSON-RPC message (from a JSON body or an event stream).
+func postRaw(t *testing.T, c *httpClient, body string) (string, map[string]any) {
+	t.Helper()
+	resp := c.do(http.MethodPost, body)
+	defer resp.Body.Close()
+	ct := resp.Header.Get("Content-Type")
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("POST %s: HTTP %d %s", body, resp.StatusCode, b)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	if strings.HasPrefix(ct, "text/event-stream") {
+		sc := bufio.NewScanner(strings.NewReader(string(raw)))
+		raw = nil
+		for sc.Scan() {
+			if d, ok := strings.CutPrefix(sc.Text(), "data:"); ok {
+				raw = []byte(strings.TrimSpace(d))
+			}
+		}
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatalf("POST %s: answer %q: %v", body, raw, err)
+	}
+	return ct, m
+}
+
+// The front answers task polls itself (JSON) with exactly what go-sdk's
+// path (an event stream) answers: the same request with an empty _meta,
+// which the front leaves to go-sdk, is the reference.
+func TestHTTPTaskPollsAnswerAsGoSDK(t *testing.T) {
+	ts := newTestServer(t, taskengine.Config{})
+	srv := ts.httpServer(t)
+	c := newHTTPClient(t, srv)
+	c.initialize()
+	other := newHTTPClient(t, srv)
+	other.initialize()
+
+	done := taskIDOf(t, c.call(1, "tools/call", map[string]any{"name": "quick", "arguments": map[string]any{"name": "Ada"}, "task": map[string]any{}}))
+	failed := taskIDOf(t, c.call(2, "tools/call", map[string]any{"name": "fail", "task": map[string]any{}}))
+	for _, id := range []string{done, failed} {
+		c.call(3, "tasks/result", map[string]any{"taskId": id}) // both have ended
+	}
+	for _, tc := range []struct {
+		name   string
+		c      *httpClient
+		method string
+		id     string
+		fast   bool // answered by the front
+	}{
+		{"get", c, "tasks/get", done, true},
+		{"get failed", c, "tasks/get", failed, true},
+		{"result", c, "tasks/result", done, true},
+		{"result failed", c, "tasks/result", failed, true},
+		{"cancel ended", c, "tasks/cancel", done, true},
+		{"get unknown", c, "tasks/get", "nope", true},
+		{"cancel unknown", c, "tasks/cancel", "nope", true},
+		{"result unknown", c, "tasks/result", "nope", false},
+		{"get another session's", other, "tasks/get", done, true},
+		{"cancel another session's", other, "tasks/cancel", done, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			poll := fmt.Sprintf(`{"jsonrpc":"2.0","id":41,"method":%q,"params":{"taskId":%q}}`, tc.method, tc.id)
+			viaSDK := fmt.Sprintf(`{"jsonrpc":"2.0","id":41,"method":%q,"params":{"taskId":%q,"_meta":{}}}`, tc.method, tc.id)
+			ct, got := postRaw(t, tc.c, poll)
+			refCT, want := postRaw(t, tc.c, viaSDK)
+			if !strings.HasPrefix(refCT, "text/event-stream") {
+				t.Fatalf("reference answer: content type %q, want go-sdk's event stream", refCT)
+			}
+			if fast := ct == "application/json"; fast != tc.fast {
+				t.Errorf("answered by the front: %v (content type %q), want %v", fast, ct, tc.fast)
+			}
+			if d := cmp.Diff(want, got); d != "" {
+				t.Errorf("answer differs from go-sdk's path (-go-sdk +front):\n%s", d)
+			}
+		})
+	}
+}
+
+// A poll of a deleted session, or of a session go-sdk has not served for
+// half its idle timeout, goes to go-sdk.
+func TestHTTPTaskPollsOnlyOnLiveSessions(t *testing.T) {
+	ts := newTestServer(t, taskengine.Config{})
+	srv := ts.httpServer(t)
+	c := newHTTPClient(t, srv)
+	c.initialize()
+	id := taskIDOf(t, c.call(1, "tools/call", map[string]any{"name": "quick", "arguments": map[string]any{"name": "Ada"}, "task": map[string]any{}}))
+	poll := fmt.Sprintf(`{"jsonrpc":"2.0","id":9,"method":"tasks/get","params":{"taskId":%q}}`, id)
+	if ct, _ := postRaw(t, c, poll); ct != "application/json" {
+		t.Fatalf("poll of a live session: content type %q, want the front's application/json", ct)
+	}
+
+	sid := c.hc.SessionID
+	ts.mu.Lock()
+	ts.sessions[sid].sdkSeen = time.Now().Add(-ts.cfg.SessionTimeout / 2)
+	ts.mu.Unlock()
+	if ct, _ := postRaw(t, c, poll); !strings.HasPrefix(ct, "text/event-stream") {
+		t.Errorf("poll of a session go-sdk last served half its timeout ago: content type %q, want go-sdk's stream", ct)
+	}
+	if ct, _ := postRaw(t, c, poll); ct != "application/json" {
+		t.Errorf("poll right after go-sdk served the session: content type %q, want application/json", ct)
+	}
+
+	if resp := c.do(http.MethodDelete, ""); resp.StatusCode/100 != 2 {
+		t.Fatalf("DELETE: HTTP %d", resp.StatusCode)
+	}
+	resp := c.do(http.MethodPost, poll)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("poll of a deleted session: HTTP %d, want go-sdk's 404", resp.StatusCode)
+	}
+}
+
+// normaliseTask blanks what differs between two created tasks (their ID
+// and times) in a tools/call answer.
+func normaliseTask(m map[string]any) {
+	res, _ := m["result"].(map[string]any)
+	task, _ := res["task"].(map[string]any)
+	for _, k := range []string{"taskId", "createdAt", "lastUpdatedAt"} {
+		if _, ok := task[k]; ok {
+			task[k] = "…"
+		}
+	}
+}
+
+// The front answers tools/call itself (JSON) with exactly what go-sdk's
+// path answers: the same request with an empty _meta, which the front
+// leaves to go-sdk, is the reference. A call whose tool could ask the
+// session's client a question keeps go-sdk's stream.
+func TestHTTPDirectCallsAnswerAsGoSDK(t *testing.T) {
+	ts := newTestServer(t, taskengine.Config{})
+	srv := ts.httpServer(t)
+	c := newHTTPClient(t, srv)
+	c.initialize() // declares elicitation
+	for _, tc := range []struct {
+		name   string
+		params string // without the closing brace
+		fast   bool
+	}{
+		{"plain", `{"name":"quick","arguments":{"name":"Ada"}`, true},
+		{"plain, spaces in arguments", `{"name":"quick","arguments":{ "name" : "Ada" }`, true},
+		{"cache hit", `{"name":"quick","arguments":{"name":"from-cache"}`, true},
+		{"tenant", `{"name":"quick","arguments":{"name":"tenant?"}`, true},
+		{"invalid arguments", `{"name":"quick","arguments":{"name":5}`, true},
+		{"missing arguments", `{"name":"quick"`, true},
+		{"null arguments", `{"name":"quick","arguments":null`, true},
+		{"arguments not an object", `{"name":"quick","arguments":[1]`, true},
+		{"arguments too large", `{"name":"quick","arguments":{"name":"` + strings.Repeat("x", 1100) + `"}`, true},
+		{"tool error", `{"name":"fail"`, true},
+		{"guest failure", `{"name":"crash"`, true},
+		{"unknown tool", `{"name":"nope","arguments":{}`, true},
+		{"empty name", `{"name":""`, true},
+		{"required without a task", `{"name":"required"`, true},
+		{"forbidden as a task", `{"name":"plain","task":{}`, true},
+		{"task", `{"name":"quick","arguments":{"name":"Ada"},"task":{"ttl":60000}`, true},
+		{"task, spaces", `{"name":"quick","arguments":{ "name" : "Ada" },"task":{}`, true},
+		{"task null", `{"name":"quick","arguments":{"name":"Ada"},"task":null`, true},
+		{"task not an object", `{"name":"quick","arguments":{"name":"Ada"},"task":5`, true},
+		{"task with a negative ttl", `{"name":"quick","arguments":{"name":"Ada"},"task":{"ttl":-1}`, true},
+		{"a tool that may ask, client can answer", `{"name":"ask"`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			call := fmt.Sprintf(`{"jsonrpc":"2.0","id":"c-7","method":"tools/call","params":%s}}`, tc.params)
+			viaSDK := fmt.Sprintf(`{"jsonrpc":"2.0","id":"c-7","method":"tools/call","params":%s,"_meta":{}}}`, tc.params)
+			if tc.name == "a tool that may ask, client can answer" {
+				// The client's answer travels on go-sdk's stream, which
+				// postRaw does not answer: only the routing is checked.
+				resp := c.do(http.MethodPost, call)
+				resp.Body.Close()
+				if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
+					t.Errorf("content type %q, want go-sdk's event stream", ct)
+				}
+				return
+			}
+			ct, got := postRaw(t, c, call)
+			refCT, want := postRaw(t, c, viaSDK)
+			if !strings.HasPrefix(refCT, "text/event-stream") {
+				t.Fatalf("reference answer: content type %q, want go-sdk's event stream", refCT)
+			}
+			if fast := ct == "application/json"; fast != tc.fast {
+				t.Errorf("answered by the front: %v (content type %q), want %v", fast, ct, tc.fast)
+			}
+			normaliseTask(got)
+			normaliseTask(want)
+			if d := cmp.Diff(want, got); d != "" {
+				t.Errorf("answer differs from go-sdk's path (-go-sdk +front):\n%s", d)
+			}
+		})
+	}
+}
+
+// A plain call of a tool that may log is answered by the front until the
+// client asks for log messages; from then on it keeps go-sdk's stream. A
+// task-augmented one is answered by the front either way (its messages
+// travel with tasks/result).
+func TestHTTPDirectCallsKeepStreamsForLogs(t *testing.T) {
+	ts := newTestServer(t, taskengine.Config{})
+	srv := ts.httpServer(t)
+	c := newHTTPClient(t, srv)
+	c.initialize()
+	slow := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"slow"}}`
+	ts.tools.release <- struct{}{}
+	if ct, m := postRaw(t, c, slow); ct != "application/json" {
+		t.Errorf("before logging/setLevel: content type %q, want the front's application/json (%v)", ct, m)
+	}
+	c.call(4, "logging/setLevel", map[string]any{"level": "debug"})
+	ts.tools.release <- struct{}{}
+	if ct, m := postRaw(t, c, slow); !strings.HasPrefix(ct, "text/event-stream") {
+		t.Errorf("after logging/setLevel: content type %q, want go-sdk's event stream (%v)", ct, m)
+	}
+	task := `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"slow","task":{}}}`
+	ct, m := postRaw(t, c, task)
+	if ct != "application/json" {
+		t.Errorf("task after logging/setLevel: content type %q, want the front's application/json", ct)
+	}
+	ts.tools.release <- struct{}{}
+	c.call(6, "tasks/result", map[string]any{"taskId": taskIDOf(t, m)})
+}
+
+// A client's notifications/cancelled ends a plain call the front is
+// answering, as it ends one go-sdk serves; another session cannot.
+func TestHTTPDirectCallCancelled(t *testing.T) {
+	ts := newTestServer(t, taskengine.Config{})
+	srv := ts.httpServer(t)
+	c := newHTTPClient(t, srv)
+	c.initialize()
+	other := newHTTPClient(t, srv)
+	other.initialize()
+	answer := make(chan string, 1)
+	go func() {
+		resp, err := c.hc.Post([]byte(`{"jsonrpc":"2.0","id":"long","method":"tools/call","params":{"name":"slow"}}`))
+		if err != nil {
+			answer <- err.Error()
+			return
+		}
+		defer resp.Body.Close()
+		answer <- resp.Header.Get("Content-Type")
+	}()
+	<-ts.tools.started
+	cancel := `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"long","reason":"user"}}`
+	other.do(http.MethodPost, cancel).Body.Close()
+	select {
+	case why := <-ts.tools.cancelled:
+		t.Fatalf("another session's cancellation ended the call: %s", why)
+	default:
+	}
+	c.do(http.MethodPost, cancel).Body.Close()
+	<-ts.tools.cancelled
+	if ct := <-answer; ct != "application/json" {
+		t.Errorf("the cancelled call was answered with %q, want the front's application/json", ct)
+	}
+	ts.mu.Lock()
+	n := len(ts.direct)
+	ts.mu.Unlock()
+	if n != 0 {
+		t.Errorf("%d direct calls still recorded after the call ended", n)
+	}
+}
+
+// A plain call the front answers holds its session in go-sdk past the
+// idle timeout: go-sdk, which does not see the call, would otherwise
+// close the session under it.
+func TestHTTPDirectCallHoldsSession(t *testing.T) {
+	const timeout = 2 * time.Second
+	ts := newTestServerWith(t, taskengine.Config{}, func(c *Config) { c.SessionTimeout = timeout })
+	srv := ts.httpServer(t)
+	c := newHTTPClient(t, srv)
+	c.initialize()
+	answer := make(chan string, 1)
+	go func() {
+		resp, err := c.hc.Post([]byte(`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"slow"}}`))
+		if err != nil {
+			answer <- err.Error()
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		answer <- string(b)
+	}()
+	<-ts.tools.started
+	// Outlive the idle timeout counted from go-sdk's last request of the
+	// session (the initialize): go-sdk's timer fires unless pinged.
+	time.Sleep(timeout * 3 / 2)
+	if ts.keepalives.Load() == 0 {
+		t.Error("no keepalive was sent during the long call")
+	}
+	ts.tools.release <- struct{}{}
+	if got := <-answer; !strings.Contains(got, "slow done") {
+		t.Fatalf("the long call answered %s", got)
+	}
+	resp := c.do(http.MethodPost, `{"jsonrpc":"2.0","id":9,"method":"tools/list","params":{},"_meta":{}}`)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("the session after a call longer than its idle timeout: HTTP %d, want 200", resp.StatusCode)
+	}
+}
