@@ -20,6 +20,7 @@ cc=(clang --target=wasm32-wasi --sysroot=/usr -O2 -nodefaultlibs -Wl,--strip-deb
 "${cc[@]}" -mexec-model=reactor -o "$work/extism_sha256.wasm" "$bench/plugins/extism_sha256.c" -lc
 clang --target=wasm32 -nostdlib -O2 -Wl,--no-entry -Wl,--export=spin -Wl,--strip-debug \
   -o "$work/spin.wasm" "$bench/plugins/spin.c"
+cp "$root/examples/go/preinit/demo-preinit.wasm" "$work/"
 
 (cd "$root" && go build -o "$work/wasmtask" ./cmd/wasmtask)
 # The product's requirements are the bench's too (replace ../): tidy first,

@@ -125,16 +125,16 @@ func figHTTP(ctx context.Context, plugins, fig string) ([]side, []row, func(), e
 	}
 	closers = append(closers, wclose)
 	var (
-		peer, label string
+		peer, label, goal string
 		op          func(*session) error
 		h           http.Handler
 	)
 	switch fig {
 	case "4":
-		peer, label, h = "mcp-go", "task round trip over HTTP vs mcp-go native tasks", mcpgoServer(func(int) {})
+		peer, label, goal, h = "mcp-go", "task round trip over HTTP vs mcp-go native tasks", "≤ 1.00", mcpgoServer(func(int) {})
 		op = func(s *session) error { return s.taskRoundTrip("noop") }
 	case "5":
-		peer, label, h = "go-sdk", "plain tools/call over HTTP vs bare go-sdk", gosdkServer()
+		peer, label, goal, h = "go-sdk", "plain tools/call over HTTP vs bare go-sdk", "≤ 1.11", gosdkServer()
 		op = func(s *session) error { return s.plainCall("noop") }
 	default:
 		return nil, nil, nil, errors.New("no such HTTP figure " + fig)
@@ -159,7 +159,7 @@ func figHTTP(ctx context.Context, plugins, fig string) ([]side, []row, func(), e
 			return nil, nil, nil, err
 		}
 		sides = append(sides, w, p)
-		rows = append(rows, row{fig, fmt.Sprintf("%s, %d client%s", label, n, plural(n)), w.name, p.name, ""})
+		rows = append(rows, row{fig, fmt.Sprintf("%s, %d client%s", label, n, plural(n)), w.name, p.name, goal})
 	}
 	return sides, rows, cleanup, nil
 }

@@ -90,7 +90,7 @@ func run(args []string) error {
 	timed := []figure{
 		{id: "1", title: "host call vs raw wazero", setup: func() ([]side, []row, func(), error) { return figHostVsWazero(ctx) }},
 		{id: "2", title: "fresh instance vs Extism", setup: func() ([]side, []row, func(), error) { return figExtism(ctx, o.plugins) }},
-		{id: "3", title: "Go word_count vs naive wazero", setup: func() ([]side, []row, func(), error) { return figGoNaive(ctx) }},
+		{id: "3", title: "Go word_count vs naive wazero", setup: func() ([]side, []row, func(), error) { return figGoNaive(ctx, o.plugins) }},
 		{id: "4", title: "tasks over HTTP vs mcp-go", setup: func() ([]side, []row, func(), error) { return figHTTP(ctx, o.plugins, "4") }},
 		{id: "5", title: "tools/call over HTTP vs go-sdk", setup: func() ([]side, []row, func(), error) { return figHTTP(ctx, o.plugins, "5") }},
 		{id: "7", title: "CPU-bound loop, cancellable", setup: func() ([]side, []row, func(), error) { return figSpin(ctx, o.plugins) }},
@@ -318,7 +318,12 @@ the peers with their defaults.
    the default runtime and module configuration, compiled once and
    instantiated per call. A Go module's start-up (runtime init, data
    segments) dominates both; what wasmtask does at load to shorten it
-   (figure 1) shows here.
+   (figure 1) shows here. The second row serves the same tool built for
+   pre-initialisation (examples/go/preinit, ` + "`examples/build.sh go-preinit`" + `:
+   ` + "`-buildmode=c-shared -tags wasmtask_preinit`" + `), which wasmtask runs to
+   the end of its initialisation once at load and snapshots (ABI.md §13);
+   each call starts from the snapshot in a fresh instance. Its goal is
+   absolute: about a millisecond per call.
 4. **Task round trip over HTTP vs mcp-go.** One task from start to result:
    a task-augmented ` + "`tools/call`" + `, one ` + "`tasks/get`" + `, then ` + "`tasks/result`" + ` (which
    blocks until the task is done), with 1, 8 and 32 concurrent clients.
@@ -333,7 +338,11 @@ the peers with their defaults.
    of throughput), not one client's latency.
 5. **Plain tools/call over HTTP vs go-sdk.** A plain ` + "`tools/call`" + ` of ` + "`noop`" + `:
    wasmtask (a fresh Wasm instance per call) against a bare
-   go-sdk v1.8.0 server with a Go handler, 1, 8 and 32 clients.
+   go-sdk v1.8.0 server with a Go handler, 1, 8 and 32 clients. In both
+   HTTP figures the client accepts JSON and event streams; wasmtask's front
+   answers these requests as one JSON body (RATIONALE: "Why does the HTTP
+   front answer task polls and tool calls itself"), go-sdk on an SSE
+   stream, mcp-go as JSON.
 6. **1,000 running tasks: memory.** Separate processes, one after the
    other: ` + "`wasmtask serve --http`" + ` (the binary built from this tree) with
    1,000 task calls of the C ` + "`sleep`" + ` tool, each a live instance blocked in

@@ -307,7 +307,7 @@ func figRSS(plugins, bin string) ([]result, error) {
 	perTask := func(x usage) float64 { return float64(x.loaded.rss-x.idle.rss) / rssTasks }
 	return []result{
 		{figure: "6", label: fmt.Sprintf("RSS with %d running tasks vs mcp-go (VmRSS)", rssTasks), refName: "mcp-go",
-			wasmtask: mib(w.loaded.rss), reference: mib(m.loaded.rss), unit: "MiB"},
+			wasmtask: mib(w.loaded.rss), reference: mib(m.loaded.rss), unit: "MiB", goal: "wasmtask ≤ 128 MiB"},
 		{figure: "6", label: fmt.Sprintf("peak RSS with %d running tasks vs mcp-go (VmHWM)", rssTasks), refName: "mcp-go",
 			wasmtask: mib(w.loaded.hwm), reference: mib(m.loaded.hwm), unit: "MiB"},
 		{figure: "6", label: "RSS added per running task vs mcp-go", refName: "mcp-go",

@@ -241,8 +241,8 @@ func figExtism(ctx context.Context, plugins string) ([]side, []row, func(), erro
 		{name: "extism-no-timeout-1KiB", clients: 1, op: extCall(pNoTimeout, args1KiB)},
 	}
 	rows := []row{
-		{"2", "fresh instance vs Extism reused instance, sha256, 16 B", "wasmtask-16B", "extism-16B", ""},
-		{"2", "fresh instance vs Extism reused instance, sha256, 1 KiB", "wasmtask-1KiB", "extism-1KiB", ""},
+		{"2", "fresh instance vs Extism reused instance, sha256, 16 B", "wasmtask-16B", "extism-16B", "≤ 1.00"},
+		{"2", "fresh instance vs Extism reused instance, sha256, 1 KiB", "wasmtask-1KiB", "extism-1KiB", "≤ 0.60"},
 		{"2", "(context) the same, Extism without timeout (not cancellable), 16 B", "wasmtask-16B", "extism-no-timeout-16B", ""},
 		{"2", "(context) the same, Extism without timeout (not cancellable), 1 KiB", "wasmtask-1KiB", "extism-no-timeout-1KiB", ""},
 	}
@@ -252,8 +252,12 @@ func figExtism(ctx context.Context, plugins string) ([]side, []row, func(), erro
 // figGoNaive is figure 3: the Go-built word_count, a fresh instance per
 // call, against the naive wazero host: default runtime and module
 // configuration, compiled once, instantiated per call.
-func figGoNaive(ctx context.Context) ([]side, []row, func(), error) {
+func figGoNaive(ctx context.Context, plugins string) ([]side, []row, func(), error) {
 	demo, err := defaulttools.FS.ReadFile("demo.wasm")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	preinit, err := readPlugin(plugins, "demo-preinit.wasm")
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -261,12 +265,21 @@ func figGoNaive(ctx context.Context) ([]side, []row, func(), error) {
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	rt, err := rawRuntime(ctx, wazero.NewRuntimeConfig())
+	ps, err := newServer(ctx, map[string][]byte{"demo": preinit}, nil)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	if err != nil {
 		s.Close()
 		return nil, nil, nil, err
 	}
-	cleanup := func() { s.Close(); rt.Close(ctx) }
+	rt, err := rawRuntime(ctx, wazero.NewRuntimeConfig())
+	if err != nil {
+		s.Close()
+		ps.Close()
+		return nil, nil, nil, err
+	}
+	cleanup := func() { s.Close(); ps.Close(); rt.Close(ctx) }
 	compiled, err := rt.CompileModule(ctx, demo)
 	if err != nil {
 		cleanup()
@@ -274,9 +287,13 @@ func figGoNaive(ctx context.Context) ([]side, []row, func(), error) {
 	}
 	sides := []side{
 		{name: "wasmtask", clients: 1, op: serverCall(s, "word_count", wordCountArgs)},
+		{name: "wasmtask-preinit", clients: 1, op: serverCall(ps, "word_count", wordCountArgs)},
 		{name: "wazero-naive", clients: 1, op: rawCall(rt, compiled, "word_count", wordCountArgs, false)},
 	}
-	rows := []row{{"3", "Go word_count, fresh instance: wasmtask vs naive wazero", "wasmtask", "wazero-naive", ""}}
+	rows := []row{
+		{"3", "Go word_count, fresh instance: wasmtask vs naive wazero", "wasmtask", "wazero-naive", ""},
+		{"3", "Go word_count pre-initialised (opt-in build), fresh instance: wasmtask vs naive wazero", "wasmtask-preinit", "wazero-naive", "wasmtask ≤ 1 ms"},
+	}
 	return sides, rows, cleanup, nil
 }
 
@@ -341,7 +358,7 @@ func figSpin(ctx context.Context, plugins string) ([]side, []row, func(), error)
 	}
 	rows := []row{
 		{"7", "CPU-bound loop: wazero close-on-context-done vs off", "cancellable", "uncancellable", ""},
-		{"7", "CPU-bound loop: wasmtask spin tool vs uncancellable wazero", "wasmtask", "uncancellable", ""},
+		{"7", "CPU-bound loop: wasmtask spin tool vs uncancellable wazero", "wasmtask", "uncancellable", "≤ 2.00"},
 	}
 	return sides, rows, cleanup, nil
 }
