@@ -53,7 +53,9 @@
 // state. To block until a task needs input or ends (what an MCP
 // tasks/result handler needs), read the subscription until a snapshot is
 // [StatusInputRequired] (then [Engine.PendingInput] and [Engine.Answer]) or
-// terminal (then [Engine.Wait] returns at once).
+// terminal (then [Engine.Wait] returns at once). [Engine.OnChange] delivers
+// the same changes to a function called under the engine's lock, for a
+// consumer that forwards them without a goroutine per task.
 //
 // # Ownership and security
 //

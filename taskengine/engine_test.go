@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -539,6 +540,80 @@ func TestWatchCoalesces(t *testing.T) {
 		if _, ok := <-s.C(); ok {
 			t.Fatal("channel open after Stop")
 		}
+	}
+}
+
+// OnChange calls back with each change, the current state first, until
+// the task ends or stop; it counts as a watcher and sees only its owner's
+// tasks.
+func TestOnChange(t *testing.T) {
+	e := newTestEngine(t, Config{})
+	step, release := make(chan struct{}), make(chan struct{})
+	tk := mustSubmit(t, e, "alice", SubmitOptions{}, func(ctx context.Context, r *Run) Outcome {
+		<-step
+		r.SetStatusMessage("halfway")
+		step <- struct{}{}
+		<-release
+		return Outcome{Value: "ok"}
+	})
+	var mu sync.Mutex
+	var seen []string
+	stop, err := e.OnChange("alice", tk.ID, func(t Task) {
+		mu.Lock()
+		seen = append(seen, string(t.Status)+" "+t.StatusMessage)
+		mu.Unlock()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	step <- struct{}{}
+	<-step
+	close(release)
+	mustWait(t, e, "alice", tk.ID)
+	stop() // after the end: no effect
+	stop()
+	mu.Lock()
+	got := slices.Clone(seen)
+	mu.Unlock()
+	want := []string{"working ", "working halfway", "completed halfway"}
+	if !slices.Equal(got, want) {
+		t.Errorf("changes: got %q, want %q", got, want)
+	}
+
+	if _, err := e.OnChange("bob", tk.ID, func(Task) {}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("another owner's task: %v, want ErrNotFound", err)
+	}
+
+	// stop ends the calls and frees the watcher slot.
+	tk2 := mustSubmit(t, e, "alice", SubmitOptions{}, untilCancelled)
+	calls := 0
+	for range DefaultMaxWatchersPerTask + 2 {
+		stop, err := e.OnChange("alice", tk2.ID, func(Task) { calls++ }) // under the engine's lock
+		if err != nil {
+			t.Fatalf("OnChange after stops: %v", err)
+		}
+		stop()
+	}
+	if _, err := e.Cancel("alice", tk2.ID); err != nil {
+		t.Fatal(err)
+	}
+	mustWait(t, e, "alice", tk2.ID)
+	e.mu.Lock()
+	n := calls
+	e.mu.Unlock()
+	if n != DefaultMaxWatchersPerTask+2 {
+		t.Errorf("callbacks after stop: %d calls, want only the %d first snapshots", n, DefaultMaxWatchersPerTask+2)
+	}
+
+	// A callback counts as a watcher.
+	tk3 := mustSubmit(t, e, "alice", SubmitOptions{}, untilCancelled)
+	for range DefaultMaxWatchersPerTask {
+		if _, err := e.OnChange("alice", tk3.ID, func(Task) {}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.OnChange("alice", tk3.ID, func(Task) {}); !errors.Is(err, ErrTooManyWatchers) {
+		t.Errorf("one callback too many: %v, want ErrTooManyWatchers", err)
 	}
 }
 

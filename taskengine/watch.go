@@ -16,6 +16,7 @@ type Subscription struct {
 	e      *Engine
 	t      *task
 	ch     chan Task
+	fn     func(Task) // OnChange's callback, instead of ch
 	closed bool // guarded by Engine.mu
 	// stop ends the goroutine that follows another replica's task (t is
 	// nil then).
@@ -53,6 +54,37 @@ func (e *Engine) Watch(owner, id string) (*Subscription, error) {
 	return s, nil
 }
 
+// OnChange calls fn with a snapshot of owner's task id now and on each
+// later change, as Watch delivers them, without a channel or a goroutine:
+// fn runs with the engine's lock held, so it must return at once and must
+// not call the engine (hand the snapshot to a goroutine of one's own).
+// After the terminal snapshot fn is not called again; stop ends the calls
+// earlier and may be called any number of times. It follows tasks this
+// replica runs: another replica's task is ErrNotFound. It counts against
+// MaxWatchersPerTask ([ErrTooManyWatchers]).
+func (e *Engine) OnChange(owner, id string, fn func(Task)) (stop func(), err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t, err := e.lookupLocked(owner, id, time.Now())
+	if err != nil {
+		if e.isRemote(err) {
+			return nil, ErrNotFound
+		}
+		return nil, err
+	}
+	if len(t.subs) >= e.cfg.MaxWatchersPerTask {
+		return nil, ErrTooManyWatchers
+	}
+	s := &Subscription{e: e, t: t, fn: fn}
+	fn(e.snapshotLocked(t))
+	if t.status.Terminal() {
+		s.closed = true
+		return s.Stop, nil
+	}
+	t.subs = append(t.subs, s)
+	return s.Stop, nil
+}
+
 // C returns the channel of snapshots.
 func (s *Subscription) C() <-chan Task { return s.ch }
 
@@ -67,7 +99,9 @@ func (s *Subscription) Stop() {
 		return
 	}
 	s.closed = true
-	close(s.ch)
+	if s.ch != nil {
+		close(s.ch)
+	}
 	if s.t == nil {
 		return
 	}
@@ -80,6 +114,10 @@ func (s *Subscription) Stop() {
 // the goroutine holding Engine.mu sends, so after the drain the buffer is
 // empty and the send cannot block.
 func (s *Subscription) offerLocked(snap Task) {
+	if s.fn != nil {
+		s.fn(snap)
+		return
+	}
 	select {
 	case <-s.ch:
 	default:
@@ -101,7 +139,9 @@ func (e *Engine) notifyLocked(t *task) {
 	if t.status.Terminal() {
 		for _, s := range t.subs {
 			s.closed = true
-			close(s.ch)
+			if s.ch != nil {
+				close(s.ch)
+			}
 		}
 		t.subs = nil
 	}

@@ -308,8 +308,18 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 		return ErrClosed
 	}
 	sess := s.newSessionLocked(conn.id, conn)
+	sess.relay = newStatusRelay()
+	s.wg.Add(1)
 	s.mu.Unlock()
 	defer s.releaseSession(conn.id)
+	relayCtx, stopRelay := context.WithCancel(sess.ctx)
+	relayDone := make(chan struct{})
+	go func() {
+		defer s.wg.Done()
+		defer close(relayDone)
+		sess.relay.run(relayCtx, func(t wireTask) error { return conn.notify(methodTaskStatus, t) })
+	}()
+	defer func() { stopRelay(); <-relayDone }()
 	s.audit(auditSessionOpen, sess.owner, slog.String("transport", "stdio"))
 
 	ss, err := s.mcp.Connect(ctx, lineTransport{conn}, nil)

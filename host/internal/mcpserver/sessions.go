@@ -31,6 +31,8 @@ type session struct {
 	// writes notifications go-sdk has no API for and learns which response
 	// announces a task. nil for Streamable HTTP.
 	stdio *lineConn
+	// relay writes the status changes of its tasks (stdio only).
+	relay *statusRelay
 	// elicits bounds the session's elicitations, whichever call or task
 	// asks.
 	elicits elicitLimiter

@@ -284,45 +284,145 @@ func (s *Server) deliveryContext(id string, def context.Context) context.Context
 	return def
 }
 
-// watchStatus sends notifications/tasks/status on each change of a task's
-// status or status message, for transports that can write raw
-// notifications (stdio). The goroutine ends when the task is terminal or
-// the session ends; Close waits for it.
+// watchStatus has notifications/tasks/status sent on each change of a
+// task's status or status message, for transports that can write raw
+// notifications (stdio): the engine hands each change to the session's
+// statusRelay, whose one goroutine writes them. No goroutine per task.
 func (s *Server) watchStatus(sess *session, owner, id string) {
-	sub, err := s.cfg.Engine.Watch(owner, id)
-	if err != nil {
+	r := sess.relay
+	if r == nil || !r.reserve(id) {
 		return
 	}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		sub.Stop()
+	// Called under the engine's lock, one change at a time per task: a
+	// new status, or a new message within one (a queued task's place, the
+	// tool's own status), is what a client polling tasks/get would see
+	// change.
+	last, lastMsg := taskengine.StatusWorking, ""
+	stop, err := s.cfg.Engine.OnChange(owner, id, func(t taskengine.Task) {
+		if t.Status == last && t.StatusMessage == lastMsg {
+			return
+		}
+		last, lastMsg = t.Status, t.StatusMessage
+		r.put(wireTaskOf(t), t.Status.Terminal())
+	})
+	r.track(id, stop, err)
+}
+
+// statusRelay carries a stdio session's task status changes from the
+// engine, which must not block, to the connection, which may: the latest
+// unsent status per task, in the order the tasks changed, written by one
+// goroutine per session (run). Its maps hold at most one entry per task
+// of the session being followed (the engine bounds those).
+type statusRelay struct {
+	mu      sync.Mutex
+	pending map[string]wireTask // latest unsent status, by task ID
+	order   []string            // task IDs in pending, oldest change first
+	stops   map[string]func()   // the engine's callbacks to end, by task ID
+	ended   bool
+	wake    chan struct{} // capacity 1: something is pending
+}
+
+func newStatusRelay() *statusRelay {
+	return &statusRelay{pending: make(map[string]wireTask), stops: make(map[string]func()), wake: make(chan struct{}, 1)}
+}
+
+// put records t as its task's latest status (terminal: its last). It
+// never blocks.
+func (r *statusRelay) put(t wireTask, terminal bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ended {
 		return
 	}
-	s.wg.Add(1)
-	s.mu.Unlock()
-	go func() {
-		defer s.wg.Done()
-		defer sub.Stop()
-		last, lastMsg := taskengine.StatusWorking, ""
+	if _, ok := r.pending[t.TaskID]; !ok {
+		r.order = append(r.order, t.TaskID)
+	}
+	r.pending[t.TaskID] = t
+	if terminal {
+		delete(r.stops, t.TaskID) // the engine calls no more
+	}
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// reserve makes room for a task's callback before it is registered (the
+// engine may call it at once, and report the task's end, before
+// OnChange returns). It reports false when the relay has ended.
+func (r *statusRelay) reserve(id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ended {
+		return false
+	}
+	r.stops[id] = func() {}
+	return true
+}
+
+// track keeps the end of a task's callback, for when the session ends
+// first: unless the task already ended (put removed its place), the
+// session is over, or there is no callback (err).
+func (r *statusRelay) track(id string, stop func(), err error) {
+	r.mu.Lock()
+	_, keep := r.stops[id]
+	keep = keep && err == nil
+	if keep {
+		r.stops[id] = stop
+	} else if r.stops != nil {
+		delete(r.stops, id)
+	}
+	r.mu.Unlock()
+	if !keep && err == nil {
+		stop()
+	}
+}
+
+// run writes the pending statuses with notify until ctx is done or a
+// write fails, then ends every callback still registered.
+func (r *statusRelay) run(ctx context.Context, notify func(wireTask) error) {
+	defer r.end()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.wake:
+		}
 		for {
-			select {
-			case t, ok := <-sub.C():
-				if !ok {
-					return
-				}
-				// A new status, or a new message within one (a queued
-				// task's place, the tool's own status): both are what a
-				// client polling tasks/get would see change.
-				if t.Status != last || t.StatusMessage != lastMsg {
-					last, lastMsg = t.Status, t.StatusMessage
-					if err := sess.stdio.notify(methodTaskStatus, wireTaskOf(t)); err != nil {
-						return
-					}
-				}
-			case <-sess.ctx.Done():
+			t, ok := r.next()
+			if !ok {
+				break
+			}
+			if notify(t) != nil {
 				return
 			}
 		}
-	}()
+	}
+}
+
+// next takes the oldest pending status.
+func (r *statusRelay) next() (wireTask, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.order) == 0 {
+		return wireTask{}, false
+	}
+	id := r.order[0]
+	r.order[0] = ""
+	r.order = r.order[1:]
+	t := r.pending[id]
+	delete(r.pending, id)
+	return t, true
+}
+
+// end stops the relay: no more puts, every callback ended.
+func (r *statusRelay) end() {
+	r.mu.Lock()
+	r.ended = true
+	stops := r.stops
+	r.stops, r.pending, r.order = nil, nil, nil
+	r.mu.Unlock()
+	for _, stop := range stops {
+		stop()
+	}
 }
