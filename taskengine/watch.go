@@ -17,7 +17,7 @@ type Subscription struct {
 	t      *task
 	ch     chan Task
 	fn     func(Task) // OnChange's callback, instead of ch
-	closed bool // guarded by Engine.mu
+	closed bool       // guarded by Engine.mu
 	// stop ends the goroutine that follows another replica's task (t is
 	// nil then).
 	stop func()
