@@ -2,6 +2,7 @@ package wasmrt
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"sort"
 )
@@ -238,7 +239,7 @@ func rewriteData(secs []section, payload []byte) []byte {
 // malformed: guardModule reads it first and refuses that).
 func importsMemory(p []byte) bool {
 	found := false
-	err := eachImport(p, func(d importDesc) bool {
+	err := eachImport(p, func(_ uint32, d importDesc) bool {
 		found = d.kind == importMemory
 		return !found
 	})
@@ -253,39 +254,47 @@ const (
 	importGlobal = 0x03
 )
 
-// importDesc is one entry of an import section: its kind and, for a
-// global, whether it is mutable.
+// importDesc is one entry of an import section: the module it imports
+// from, its kind and, for a function, its type index; for a global, its
+// value type and whether it is mutable.
 type importDesc struct {
+	module  []byte // aliases the section
 	kind    byte
-	mutable bool
+	typ     uint32 // function: type index
+	valType byte   // global
+	mutable bool   // global
 }
 
-// eachImport calls f with each entry of an import section until f returns
-// false; it fails on a malformed section or an unknown kind.
-func eachImport(p []byte, f func(importDesc) bool) error {
+// eachImport calls f with each entry of an import section (and its index)
+// until f returns false; it fails on a malformed section or an unknown
+// kind.
+func eachImport(p []byte, f func(i uint32, d importDesc) bool) error {
 	r := reader{b: p}
 	count := r.u32()
 	for i := uint32(0); i < count && r.err == nil; i++ {
+		d := importDesc{module: r.bytes(int(r.u32()))}
 		r.name()
-		r.name()
-		d := importDesc{kind: r.byte()}
+		d.kind = r.byte()
 		switch d.kind {
 		case importFunc:
-			r.u32()
+			d.typ = r.u32()
 		case importTable:
 			r.byte()
 			r.limits()
 		case importMemory:
 			r.limits()
 		case importGlobal:
-			r.byte()
+			d.valType = r.byte()
 			d.mutable = r.byte() != 0
 		default:
-			return fmt.Errorf("import %d: unknown kind %#x", i, d.kind)
+			return fmt.Errorf("import %d: unsupported kind %#x", i, d.kind)
 		}
-		if r.err == nil && !f(d) {
+		if r.err == nil && !f(i, d) {
 			return nil
 		}
+	}
+	if r.err == nil && len(r.b) != 0 {
+		return errors.New("malformed import section: bytes after its entries")
 	}
 	return r.err
 }

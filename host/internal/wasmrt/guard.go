@@ -435,39 +435,30 @@ func (m *moduleInfo) typeSection(orig []byte) []byte {
 }
 
 func (m *moduleInfo) readImports(p []byte) error {
-	r := reader{b: p}
-	count := r.u32()
-	for i := uint32(0); i < count && r.err == nil; i++ {
-		mod := string(r.bytes(int(r.u32())))
-		r.name()
-		if mod == fuelModule {
-			return fmt.Errorf("import %d: the module %q is the host's own", i, fuelModule)
+	var refused error
+	err := eachImport(p, func(i uint32, d importDesc) bool {
+		if string(d.module) == fuelModule {
+			refused = fmt.Errorf("import %d: the module %q is the host's own", i, fuelModule)
+			return false
 		}
-		switch kind := r.byte(); kind {
-		case 0x00: // function
-			t := r.u32()
-			if r.err == nil && int(t) >= len(m.types) {
-				return fmt.Errorf("import %d: bad type index", i)
+		switch d.kind {
+		case importFunc:
+			if int(d.typ) >= len(m.types) {
+				refused = fmt.Errorf("import %d: bad type index", i)
+				return false
 			}
-			m.funcs = append(m.funcs, uint64(t))
+			m.funcs = append(m.funcs, uint64(d.typ))
 			m.imported++
-		case 0x01: // table
-			r.byte()
-			r.limits()
-		case 0x02: // memory
-			r.limits()
-		case 0x03: // global
-			m.simd = m.simd || r.byte() == 0x7b
-			r.byte()
+		case importGlobal:
+			m.simd = m.simd || d.valType == 0x7b
 			m.globals++
-		default:
-			return fmt.Errorf("import %d: unsupported kind 0x%x", i, kind)
 		}
+		return true
+	})
+	if refused != nil {
+		return refused
 	}
-	if r.err != nil || len(r.b) != 0 {
-		return errors.New("malformed")
-	}
-	return nil
+	return err
 }
 
 // readGlobals counts the defined globals and the function references their

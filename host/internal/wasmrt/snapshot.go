@@ -115,7 +115,7 @@ func exposeGlobals(wasm []byte) ([]byte, *preinitModule, error) {
 	_ = eachSection(wasm, func(id byte, p []byte) []byte {
 		switch id {
 		case secImport:
-			_ = eachImport(p, func(d importDesc) bool { // guardModule refused a malformed section
+			_ = eachImport(p, func(_ uint32, d importDesc) bool { // guardModule refused a malformed section
 				if d.kind == importGlobal {
 					if d.mutable {
 						fail(errors.New("it imports a mutable global"))
