@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -44,10 +43,18 @@ type Config struct {
 
 // Store is a taskengine.Shared on NATS JetStream. Open it, hand it to the
 // engine, and Close it after the engine.
+// embeddedServer is the NATS server a store on a directory runs in
+// process (embedded.go); a build with the tag wasmtask_noembed has none.
+type embeddedServer interface {
+	nats.InProcessConnProvider
+	Shutdown()
+	WaitForShutdown()
+}
+
 type Store struct {
 	cfg     Config
 	replica string
-	srv     *server.Server // embedded, or nil
+	srv     embeddedServer // or nil
 	nc      *nats.Conn
 	js      jetstream.JetStream
 	tasks   jetstream.KeyValue
@@ -95,17 +102,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		if cfg.Dir == "" {
 			return nil, errors.New("natsstore: neither a URL nor a directory")
 		}
-		srv, err := server.NewServer(&server.Options{
-			JetStream: true, StoreDir: cfg.Dir, DontListen: true, NoSigs: true, NoLog: true,
-			ServerName: "wasmtask-embedded",
-		})
+		srv, err := startEmbedded(cfg.Dir)
 		if err != nil {
-			return nil, fmt.Errorf("natsstore: embedded server: %w", err)
-		}
-		srv.Start()
-		if !srv.ReadyForConnections(30 * time.Second) {
-			srv.Shutdown()
-			return nil, errors.New("natsstore: embedded server did not start")
+			return nil, err
 		}
 		s.srv = srv
 		opts = append(opts, nats.InProcessServer(srv))
