@@ -39,10 +39,10 @@ type TaskBeginner interface {
 
 // Reach is which of the [Events] a module's calls can produce before their
 // result, read from the host functions the module imports: a module that
-// does not import log never logs. The host uses it to answer a call
+// does not import progress never reports progress. Any call may log (a
+// line on stderr is a log message). The host uses it to answer a call
 // without a channel for messages that cannot come.
 type Reach struct {
 	Progress bool // imports progress
-	Log      bool // imports log
 	Elicit   bool // imports elicit or elicit_all
 }

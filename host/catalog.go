@@ -232,7 +232,7 @@ func (c *catalog) ToolModule(name string) (module, digest string, ok bool) {
 func (c *catalog) Reach(name string) abi.Reach {
 	t, ok := c.tool(name)
 	if !ok {
-		return abi.Reach{Progress: true, Log: true, Elicit: true}
+		return abi.Reach{Progress: true, Elicit: true}
 	}
 	return t.code.Reach()
 }

@@ -60,6 +60,9 @@ type directRequest struct {
 // written as Go would write it back, no _meta (a request's _meta may name
 // another protocol version, or ask for progress).
 func parseDirect(body []byte) (directRequest, bool) {
+	if nestedDeeper(body, maxSDKDepth) {
+		return directRequest{}, false // go-sdk refuses it
+	}
 	msg, err := members(body, "jsonrpc", "id", "method", "params")
 	if err != nil || len(msg) != 4 {
 		return directRequest{}, false
@@ -110,7 +113,9 @@ func parseDirectCall(raw json.RawMessage) (p *mcp.CallToolParamsRaw, isTask, ok 
 		return nil, false, false
 	}
 	if _, has := params["task"]; !has {
-		p.Arguments = params["arguments"]
+		// go-sdk's path re-encodes every tools/call (lift.go), which
+		// compacts the arguments: the size limit sees the same bytes.
+		p.Arguments = compacted(params["arguments"])
 		return p, false, true
 	}
 	lifted, err := members(liftTaskParams(raw, nil), "name", "arguments", "_meta")
@@ -127,8 +132,53 @@ func parseDirectCall(raw json.RawMessage) (p *mcp.CallToolParamsRaw, isTask, ok 
 	return p, isTask, true
 }
 
+// compacted is raw without insignificant whitespace, as encoding/json
+// writes a RawMessage back.
+func compacted(raw json.RawMessage) json.RawMessage {
+	if !bytes.ContainsAny(raw, " \t\r\n") {
+		return raw
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return raw
+	}
+	return b.Bytes()
+}
+
+// maxSDKDepth is the deepest nesting go-sdk's decoder accepts.
+const maxSDKDepth = 1000
+
+// nestedDeeper reports whether the JSON text b nests arrays and objects
+// more than max deep.
+func nestedDeeper(b []byte, max int) bool {
+	depth, inString, escaped := 0, false, false
+	for _, c := range b {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			if depth++; depth > max {
+				return true
+			}
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return false
+}
+
 // canonicalID returns raw if it is a JSON-RPC ID that reads and writes
-// back byte for byte: a string without escapes, or a decimal int64.
+// back byte for byte: a string without escapes, or a decimal integer
+// within ±2^53 (go-sdk reads a number ID as a float64).
 func canonicalID(raw json.RawMessage) (json.RawMessage, bool) {
 	if len(raw) >= 2 && raw[0] == '"' {
 		var s string
@@ -138,7 +188,7 @@ func canonicalID(raw json.RawMessage) (json.RawMessage, bool) {
 		return raw, true
 	}
 	n, err := strconv.ParseInt(string(raw), 10, 64)
-	if err != nil || strconv.FormatInt(n, 10) != string(raw) {
+	if err != nil || strconv.FormatInt(n, 10) != string(raw) || n > 1<<53 || n < -(1<<53) {
 		return nil, false
 	}
 	return raw, true
@@ -206,15 +256,25 @@ func (s *Server) directSession(sid, user string, now time.Time) *session {
 	return sess
 }
 
-// sawSDKRequest records that a request of session sid has just been
-// served by go-sdk (which restarts its idle timer when one ends).
-func (s *Server) sawSDKRequest(sid string) {
-	now := time.Now()
-	s.mu.Lock()
-	if sess := s.sessions[sid]; sess != nil {
-		sess.sdkSeen = now
+// sdkAnswered records what go-sdk's answer to a request of session sid
+// says about the session. A POST it answered with success restarted its
+// idle timer when it ended (a GET or a DELETE does not, nor does a
+// refusal before the session lookup, so those prove nothing). A 404 says
+// go-sdk no longer has the session (closed at its idle timeout, with no
+// hook to tell us): our record goes too, so the front never answers for a
+// session go-sdk has ended.
+func (s *Server) sdkAnswered(sid, method string, status int) {
+	switch {
+	case status == http.StatusNotFound:
+		s.releaseSession(sid)
+	case method == http.MethodPost && status/100 == 2:
+		now := time.Now()
+		s.mu.Lock()
+		if sess := s.sessions[sid]; sess != nil {
+			sess.sdkSeen = now
+		}
+		s.mu.Unlock()
 	}
-	s.mu.Unlock()
 }
 
 // errStreamNeeded is callTool's answer to a direct request that it cannot
@@ -222,19 +282,21 @@ func (s *Server) sawSDKRequest(sid string) {
 var errStreamNeeded = errors.New("the call may send messages before its result")
 
 // streamNeeded reports whether a plain call of tool by rq could send the
-// session anything before its result: progress it asked for, a log
-// message at a level the session set, or a question the client can
-// answer — when the tool can (ToolReach; a catalog that cannot tell
-// keeps every call on a stream).
+// session anything before its result: a log message once the session set
+// a level (any call may log: a line on stderr is one), progress it asked
+// for, or a question the client can answer — the last two only when the
+// tool can (ToolReach; a catalog that cannot tell keeps every call on a
+// stream).
 func (s *Server) streamNeeded(rq requestor, cat Catalog, tool string, token any) bool {
+	if rq.sess.logging.Load() {
+		return true
+	}
 	tr, ok := cat.(ToolReach)
 	if !ok {
 		return true
 	}
 	reach := tr.Reach(tool)
-	return reach.Progress && token != nil ||
-		reach.Log && rq.sess.logging.Load() ||
-		reach.Elicit && rq.canElicit()
+	return reach.Progress && token != nil || reach.Elicit && rq.canElicit()
 }
 
 // answerDirect answers a POST of session sid (see the top of this file)
@@ -388,18 +450,20 @@ func (s *Server) trackDirect(ctx context.Context, sid string, raw json.RawMessag
 var cancelledMethod = []byte(`"notifications/cancelled"`)
 
 // cancelDirect ends the plain call the front answers that a
-// notifications/cancelled POST of session sid names, if any. The POST
-// still goes to go-sdk, which ends a call it serves under that ID.
+// notifications/cancelled POST of session sid names, if any, when go-sdk
+// would accept the notification (headers, no ID). The POST still goes to
+// go-sdk, which ends a call it serves under that ID.
 func (s *Server) cancelDirect(sid string, r *http.Request, body []byte) {
-	if !bytes.Contains(body, cancelledMethod) || !s.sessionUserMatches(sid, r) {
+	if !bytes.Contains(body, cancelledMethod) || !s.sdkAcceptsPOST(r) || !s.sessionUserMatches(sid, r) {
 		return
 	}
-	msg, err := members(body, "jsonrpc", "method", "params")
-	if err != nil {
+	msg, err := members(body, "jsonrpc", "id", "method", "params")
+	if err != nil || msg["id"] != nil {
 		return
 	}
-	var method string
-	if json.Unmarshal(msg["method"], &method) != nil || method != "notifications/cancelled" {
+	var version, method string
+	if json.Unmarshal(msg["jsonrpc"], &version) != nil || version != "2.0" ||
+		json.Unmarshal(msg["method"], &method) != nil || method != "notifications/cancelled" {
 		return
 	}
 	params, err := members(msg["params"], "requestId")
@@ -469,8 +533,9 @@ func (s *Server) pingSDK(r *http.Request, sid string) {
 		req.Header[h] = r.Header.Values(h)
 	}
 	s.keepalives.Add(1)
-	s.http.ServeHTTP(discardResponse{h: make(http.Header)}, req)
-	s.sawSDKRequest(sid)
+	sw := &statusWriter{ResponseWriter: discardResponse{h: make(http.Header)}}
+	s.http.ServeHTTP(sw, req)
+	s.sdkAnswered(sid, http.MethodPost, sw.status)
 }
 
 // discardResponse is a ResponseWriter that keeps nothing.

@@ -34,6 +34,10 @@ func TestParseDirect(t *testing.T) {
 		{"tools/call, case-folded name", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"Name":"t"}}`, false},
 		{"tools/call, repeated arguments", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{},"arguments":{}}}`, false},
 		{"tools/call, extra member", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","x":1}}`, false},
+		{"tools/call, nested as deep as go-sdk reads", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"a":` + strings.Repeat("[", 997) + strings.Repeat("]", 997) + `}}}`, true},
+		{"tools/call, nested deeper than go-sdk reads", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"a":` + strings.Repeat("[", 998) + strings.Repeat("]", 998) + `}}}`, false},
+		{"id 2^53", `{"jsonrpc":"2.0","id":9007199254740992,"method":"tasks/get","params":{"taskId":"T"}}`, true},
+		{"id past 2^53", `{"jsonrpc":"2.0","id":9007199254740993,"method":"tasks/get","params":{"taskId":"T"}}`, false},
 		{"notification", `{"jsonrpc":"2.0","method":"tasks/get","params":{"taskId":"T"}}`, false},
 		{"batch", `[{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"T"}}]`, false},
 		{"version", `{"jsonrpc":"1.0","id":1,"method":"tasks/get","params":{"taskId":"T"}}`, false},
@@ -207,6 +211,7 @@ func TestHTTPDirectCallsAnswerAsGoSDK(t *testing.T) {
 		{"null arguments", `{"name":"quick","arguments":null`, true},
 		{"arguments not an object", `{"name":"quick","arguments":[1]`, true},
 		{"arguments too large", `{"name":"quick","arguments":{"name":"` + strings.Repeat("x", 1100) + `"}`, true},
+		{"arguments too large but for whitespace", `{"name":"quick","arguments":{"name":"Ada"` + strings.Repeat(" ", 2000) + `}`, true},
 		{"tool error", `{"name":"fail"`, true},
 		{"guest failure", `{"name":"crash"`, true},
 		{"unknown tool", `{"name":"nope","arguments":{}`, true},
@@ -279,7 +284,8 @@ func TestHTTPDirectCallsKeepStreamsForLogs(t *testing.T) {
 }
 
 // A client's notifications/cancelled ends a plain call the front is
-// answering, as it ends one go-sdk serves; another session cannot.
+// answering, as it ends one go-sdk serves; another session's cannot, nor
+// one go-sdk refuses.
 func TestHTTPDirectCallCancelled(t *testing.T) {
 	ts := newTestServer(t, taskengine.Config{})
 	srv := ts.httpServer(t)
@@ -287,34 +293,69 @@ func TestHTTPDirectCallCancelled(t *testing.T) {
 	c.initialize()
 	other := newHTTPClient(t, srv)
 	other.initialize()
-	answer := make(chan string, 1)
-	go func() {
-		resp, err := c.hc.Post([]byte(`{"jsonrpc":"2.0","id":"long","method":"tools/call","params":{"name":"slow"}}`))
-		if err != nil {
-			answer <- err.Error()
-			return
-		}
-		defer resp.Body.Close()
-		answer <- resp.Header.Get("Content-Type")
-	}()
-	<-ts.tools.started
-	cancel := `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"long","reason":"user"}}`
-	other.do(http.MethodPost, cancel).Body.Close()
-	select {
-	case why := <-ts.tools.cancelled:
-		t.Fatalf("another session's cancellation ended the call: %s", why)
-	default:
+	long := func() chan string {
+		answer := make(chan string, 1)
+		go func() {
+			resp, err := c.hc.Post([]byte(`{"jsonrpc":"2.0","id":"long","method":"tools/call","params":{"name":"slow"}}`))
+			if err != nil {
+				answer <- err.Error()
+				return
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			answer <- resp.Header.Get("Content-Type") + " " + string(b)
+		}()
+		<-ts.tools.started
+		return answer
 	}
+	cancel := `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"long","reason":"user"}}`
+
+	answer := long()
+	other.do(http.MethodPost, cancel).Body.Close()
+	c.do(http.MethodPost, `{"jsonrpc":"2.0","id":5,"method":"notifications/cancelled","params":{"requestId":"long"}}`).Body.Close()
+	ts.tools.release <- struct{}{}
+	if got := <-answer; !strings.HasPrefix(got, "application/json") || !strings.Contains(got, "slow done") {
+		t.Fatalf("a call cancelled by another session, or by a refused notification: %s; want the front's answer \"slow done\"", got)
+	}
+
+	answer = long()
 	c.do(http.MethodPost, cancel).Body.Close()
 	<-ts.tools.cancelled
-	if ct := <-answer; ct != "application/json" {
-		t.Errorf("the cancelled call was answered with %q, want the front's application/json", ct)
+	if got := <-answer; !strings.HasPrefix(got, "application/json") {
+		t.Errorf("the cancelled call was answered with %q, want the front's application/json", got)
 	}
 	ts.mu.Lock()
 	n := len(ts.direct)
 	ts.mu.Unlock()
 	if n != 0 {
-		t.Errorf("%d direct calls still recorded after the call ended", n)
+		t.Errorf("%d direct calls still recorded after the calls ended", n)
+	}
+}
+
+// A session go-sdk closed at its idle timeout is not served by the front,
+// even after go-sdk answered a request of it (with 404).
+func TestHTTPDirectNotForClosedSessions(t *testing.T) {
+	const timeout = time.Second
+	ts := newTestServerWith(t, taskengine.Config{}, func(c *Config) { c.SessionTimeout = timeout })
+	srv := ts.httpServer(t)
+	c := newHTTPClient(t, srv)
+	c.initialize()
+	time.Sleep(timeout * 3 / 2) // go-sdk's idle timer fires
+	resp := c.do(http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("tools/list after the idle timeout: HTTP %d, want go-sdk's 404", resp.StatusCode)
+	}
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"quick","arguments":{"name":"Ada"}}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"quick","arguments":{"name":"Ada"},"task":{}}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tasks/get","params":{"taskId":"T"}}`,
+	} {
+		resp := c.do(http.MethodPost, body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			t.Errorf("%s on a closed session: HTTP %d, want 404", body, resp.StatusCode)
+		}
 	}
 }
 

@@ -106,12 +106,13 @@
 // (the private _meta key io.wasmtask/http-request ties them). A POST of
 // a 2025-11-25 session holding exactly one tasks/get, tasks/cancel,
 // tasks/result of a task that has ended, or tools/call without _meta
-// whose tool can send the session nothing before its result (ToolReach:
-// no log once the client set a level, no question the client could
-// answer) is answered by the front itself as one JSON body, through the
-// same handlers (direct.go); anything go-sdk might read or refuse
-// differently, a session go-sdk may have timed out, a tasks/result that
-// would wait, and a call that may need a stream go to go-sdk. A plain
+// that can send the session nothing before its result (the client set no
+// log level; no question it could answer, ToolReach) is answered by the
+// front itself as one JSON body, through the same handlers (direct.go);
+// anything go-sdk might read or refuse differently, a session go-sdk may
+// have timed out (a 404 from go-sdk ends our record of it), a
+// tasks/result that would wait, and a call that may need a stream go to
+// go-sdk. A plain
 // call answered so ends on the client's notifications/cancelled, and
 // keeps go-sdk from closing its session as idle (a ping every quarter of
 // the idle timeout).

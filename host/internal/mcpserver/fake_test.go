@@ -29,12 +29,12 @@ type fakeTools struct {
 	started   chan struct{} // slow reports it started
 }
 
-// Reach implements ToolReach: slow reports progress and may log, ask
-// asks; the others send nothing before their result.
+// Reach implements ToolReach: slow reports progress, ask asks; the others
+// send nothing before their result but logs.
 func (f *fakeTools) Reach(tool string) abi.Reach {
 	switch tool {
 	case "slow":
-		return abi.Reach{Progress: true, Log: true}
+		return abi.Reach{Progress: true}
 	case "ask":
 		return abi.Reach{Elicit: true}
 	}

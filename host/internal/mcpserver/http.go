@@ -175,10 +175,33 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.modernHTTP.ServeHTTP(w, r)
 		return
 	}
-	s.http.ServeHTTP(w, r)
-	if id != "" && r.Method != http.MethodDelete {
-		s.sawSDKRequest(id)
+	sw := &statusWriter{ResponseWriter: w}
+	s.http.ServeHTTP(sw, r)
+	if id != "" {
+		s.sdkAnswered(id, r.Method, sw.status)
 	}
+}
+
+// statusWriter records the status of the answer written through it.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
 }
 
 // progressTokenMember marks a body that may ask for progress: its answer

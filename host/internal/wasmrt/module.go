@@ -204,8 +204,6 @@ func (m *Module) compile(ctx context.Context, wasm []byte) error {
 		switch fn {
 		case abi.FuncProgress:
 			m.reach.Progress = true
-		case abi.FuncLog:
-			m.reach.Log = true
 		case abi.FuncElicit, abi.FuncElicitAll:
 			m.reach.Elicit = true
 		}
