@@ -126,8 +126,8 @@ func figHTTP(ctx context.Context, plugins, fig string) ([]side, []row, func(), e
 	closers = append(closers, wclose)
 	var (
 		peer, label, goal string
-		op          func(*session) error
-		h           http.Handler
+		op                func(*session) error
+		h                 http.Handler
 	)
 	switch fig {
 	case "4":
