@@ -149,8 +149,10 @@
 //   - No API to send notifications/tools/list_changed: go-sdk sends it only
 //     when its own tool registry changes, so ToolsChanged replaces one
 //     placeholder registration (never listed, never called: our middleware
-//     answers tools/list and tools/call from the catalog). Retired by an
-//     exported list-changed notification on the server.
+//     answers tools/list and tools/call from the catalog); go-sdk delivers
+//     it to 2025-11-25 sessions and to 2026-07-28 subscriptions/listen
+//     streams alike. Retired by an exported list-changed notification on
+//     the server.
 //   - Params go-sdk cannot decode are refused before any middleware with
 //     encoding/json's wording (Go type and field names): outgoing JSON-RPC
 //     errors are reworded, by our stdio connection and by a

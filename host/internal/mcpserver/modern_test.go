@@ -1,6 +1,8 @@
 package mcpserver
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -736,4 +738,47 @@ func TestModernJSONAnswers(t *testing.T) {
 			t.Errorf("%s: HTTP %d %s %s, want %s with the result", name, resp.StatusCode, ct, b, tc.want)
 		}
 	}
+}
+
+// A 2026-07-28 client that listens for tools/list_changed
+// (subscriptions/listen) is told when the tool list changes, on the
+// listen request's stream, as 2025-11-25 sessions are.
+func TestModernListenToolsChanged(t *testing.T) {
+	ts := newTestServer(t, taskengine.Config{})
+	srv := ts.httpServer(t)
+	p := hosttest.ModernParams(map[string]any{"notifications": map[string]any{"toolsListChanged": true}}, hosttest.WithTasks)
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen", "params": p})
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+HTTPPath, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", hosttest.ModernVersion)
+	req.Header.Set("Mcp-Method", "subscriptions/listen")
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || !strings.HasPrefix(ct, "text/event-stream") {
+		t.Fatalf("subscriptions/listen: HTTP %d %q, want a stream", resp.StatusCode, ct)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	var seen []string
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var m struct{ Method string }
+		if err := json.Unmarshal([]byte(data), &m); err != nil {
+			t.Fatalf("event %q: %v", data, err)
+		}
+		seen = append(seen, m.Method)
+		switch m.Method {
+		case "notifications/subscriptions/acknowledged":
+			ts.ToolsChanged() // as the server does after a reload changed the list
+		case "notifications/tools/list_changed":
+			return
+		}
+	}
+	t.Fatalf("the listen stream ended after %q without notifications/tools/list_changed", seen)
 }
