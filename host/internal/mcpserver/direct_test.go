@@ -2,16 +2,21 @@ package mcpserver
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/wasmtask/wasmtask/host/hosttest"
 	"github.com/wasmtask/wasmtask/taskengine"
 )
 
@@ -335,12 +340,15 @@ func TestHTTPDirectCallCancelled(t *testing.T) {
 // A session go-sdk closed at its idle timeout is not served by the front,
 // even after go-sdk answered a request of it (with 404).
 func TestHTTPDirectNotForClosedSessions(t *testing.T) {
-	const timeout = time.Second
-	ts := newTestServerWith(t, taskengine.Config{}, func(c *Config) { c.SessionTimeout = timeout })
+	ts := newTestServer(t, taskengine.Config{})
 	srv := ts.httpServer(t)
 	c := newHTTPClient(t, srv)
 	c.initialize()
-	time.Sleep(timeout * 3 / 2) // go-sdk's idle timer fires
+	// What go-sdk's idle timer does when it fires.
+	ts.mu.Lock()
+	sdk := ts.sessions[c.hc.SessionID].sdk
+	ts.mu.Unlock()
+	sdk.Close()
 	resp := c.do(http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusNotFound {
@@ -363,36 +371,93 @@ func TestHTTPDirectNotForClosedSessions(t *testing.T) {
 // idle timeout: go-sdk, which does not see the call, would otherwise
 // close the session under it.
 func TestHTTPDirectCallHoldsSession(t *testing.T) {
-	const timeout = 2 * time.Second
-	ts := newTestServerWith(t, taskengine.Config{}, func(c *Config) { c.SessionTimeout = timeout })
-	srv := ts.httpServer(t)
-	c := newHTTPClient(t, srv)
-	c.initialize()
-	answer := make(chan string, 1)
-	go func() {
-		resp, err := c.hc.Post([]byte(`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"slow"}}`))
-		if err != nil {
-			answer <- err.Error()
-			return
+	synctest.Test(t, func(t *testing.T) {
+		const timeout = time.Minute
+		ts := newTestServerWith(t, taskengine.Config{}, func(c *Config) { c.SessionTimeout = timeout })
+		url, hc := pipeHTTP(t, ts.HTTPHandler())
+		c := &httpClient{t: t, hc: hosttest.NewHTTPClient(t, url)}
+		c.hc.HC = hc
+		c.initialize()
+		answer := make(chan string, 1)
+		go func() {
+			resp, err := c.hc.Post([]byte(`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"slow"}}`))
+			if err != nil {
+				answer <- err.Error()
+				return
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			answer <- string(b)
+		}()
+		<-ts.tools.started
+		// Outlive, on the bubble's clock, the idle timeout counted from
+		// go-sdk's last request of the session (the initialize): go-sdk's
+		// timer fires unless pinged.
+		time.Sleep(timeout * 3 / 2)
+		if ts.keepalives.Load() == 0 {
+			t.Error("no keepalive was sent during the long call")
 		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		answer <- string(b)
+		ts.tools.release <- struct{}{}
+		if got := <-answer; !strings.Contains(got, "slow done") {
+			t.Fatalf("the long call answered %s", got)
+		}
+		resp := c.do(http.MethodPost, `{"jsonrpc":"2.0","id":9,"method":"tools/list","params":{},"_meta":{}}`)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("the session after a call longer than its idle timeout: HTTP %d, want 200", resp.StatusCode)
+		}
+	})
+}
+
+// pipeHTTP serves h over in-memory connections (net.Pipe), so that a test
+// in a synctest bubble can use HTTP on the bubble's clock: it returns the
+// endpoint's URL and a client that dials it. Both close at the test's end.
+func pipeHTTP(t *testing.T, h http.Handler) (string, *http.Client) {
+	l := &pipeListener{conns: make(chan net.Conn), closed: make(chan struct{})}
+	srv := &http.Server{Handler: h}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = srv.Serve(l)
 	}()
-	<-ts.tools.started
-	// Outlive the idle timeout counted from go-sdk's last request of the
-	// session (the initialize): go-sdk's timer fires unless pinged.
-	time.Sleep(timeout * 3 / 2)
-	if ts.keepalives.Load() == 0 {
-		t.Error("no keepalive was sent during the long call")
-	}
-	ts.tools.release <- struct{}{}
-	if got := <-answer; !strings.Contains(got, "slow done") {
-		t.Fatalf("the long call answered %s", got)
-	}
-	resp := c.do(http.MethodPost, `{"jsonrpc":"2.0","id":9,"method":"tools/list","params":{},"_meta":{}}`)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Errorf("the session after a call longer than its idle timeout: HTTP %d, want 200", resp.StatusCode)
+	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		client, server := net.Pipe()
+		select {
+		case l.conns <- server:
+			return client, nil
+		case <-l.closed:
+			return nil, net.ErrClosed
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}}
+	t.Cleanup(func() {
+		tr.CloseIdleConnections()
+		_ = srv.Close()
+		<-served
+	})
+	return "http://wasmtask.test" + HTTPPath, &http.Client{Transport: tr}
+}
+
+// pipeListener hands out the server ends of pipeHTTP's connections.
+type pipeListener struct {
+	conns     chan net.Conn
+	closed    chan struct{}
+	closeOnce sync.Once
+}
+
+func (p *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-p.conns:
+		return c, nil
+	case <-p.closed:
+		return nil, net.ErrClosed
 	}
 }
+
+func (p *pipeListener) Close() error {
+	p.closeOnce.Do(func() { close(p.closed) })
+	return nil
+}
+
+func (p *pipeListener) Addr() net.Addr { return &net.TCPAddr{} }
