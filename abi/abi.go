@@ -379,7 +379,7 @@ func DecodeResult(b []byte) (*Result, error) {
 	if len(b) == 0 {
 		return nil, fmt.Errorf("%w: the module wrote nothing to stdout", ErrResult)
 	}
-	if d := depth(b, MaxResultDepth); d > MaxResultDepth {
+	if d := Depth(b, MaxResultDepth); d > MaxResultDepth {
 		return nil, fmt.Errorf("%w: JSON nested deeper than %d levels", ErrResult, MaxResultDepth)
 	}
 	var r Result

@@ -13,11 +13,11 @@ import (
 // structuredContent room and no parser trouble.
 const MaxResultDepth = 64
 
-// depth returns the nesting depth of the JSON document b, or limit+1 as
-// soon as it passes limit. It scans bytes only (strings skipped), so a
-// document too deep is refused before anything is decoded; b need not be
-// valid JSON.
-func depth(b []byte, limit int) int {
+// Depth returns the nesting depth of the JSON document b (objects and
+// arrays), or a depth past limit as soon as it passes limit. It scans
+// bytes only (strings skipped), so a document too deep is refused before
+// anything is decoded; b need not be valid JSON.
+func Depth(b []byte, limit int) int {
 	d, deepest := 0, 0
 	inString, escaped := false, false
 	for _, c := range b {

@@ -17,6 +17,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wasmtask/wasmtask/abi"
 )
 
 // Requests the HTTP front answers itself. A POST of a 2025-11-25 session
@@ -60,7 +62,7 @@ type directRequest struct {
 // written as Go would write it back, no _meta (a request's _meta may name
 // another protocol version, or ask for progress).
 func parseDirect(body []byte) (directRequest, bool) {
-	if nestedDeeper(body, maxSDKDepth) {
+	if abi.Depth(body, maxSDKDepth) > maxSDKDepth {
 		return directRequest{}, false // go-sdk refuses it
 	}
 	msg, err := members(body, "jsonrpc", "id", "method", "params")
@@ -147,34 +149,6 @@ func compacted(raw json.RawMessage) json.RawMessage {
 
 // maxSDKDepth is the deepest nesting go-sdk's decoder accepts.
 const maxSDKDepth = 1000
-
-// nestedDeeper reports whether the JSON text b nests arrays and objects
-// more than max deep.
-func nestedDeeper(b []byte, max int) bool {
-	depth, inString, escaped := 0, false, false
-	for _, c := range b {
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == '{' || c == '[':
-			if depth++; depth > max {
-				return true
-			}
-		case c == '}' || c == ']':
-			depth--
-		}
-	}
-	return false
-}
 
 // canonicalID returns raw if it is a JSON-RPC ID that reads and writes
 // back byte for byte: a string without escapes, or a decimal integer

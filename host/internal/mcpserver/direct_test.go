@@ -298,18 +298,8 @@ func TestHTTPDirectCallCancelled(t *testing.T) {
 	c.initialize()
 	other := newHTTPClient(t, srv)
 	other.initialize()
-	long := func() chan string {
-		answer := make(chan string, 1)
-		go func() {
-			resp, err := c.hc.Post([]byte(`{"jsonrpc":"2.0","id":"long","method":"tools/call","params":{"name":"slow"}}`))
-			if err != nil {
-				answer <- err.Error()
-				return
-			}
-			defer resp.Body.Close()
-			b, _ := io.ReadAll(resp.Body)
-			answer <- resp.Header.Get("Content-Type") + " " + string(b)
-		}()
+	long := func() <-chan string {
+		answer := postAsync(c, `{"jsonrpc":"2.0","id":"long","method":"tools/call","params":{"name":"slow"}}`)
 		<-ts.tools.started
 		return answer
 	}
@@ -378,17 +368,7 @@ func TestHTTPDirectCallHoldsSession(t *testing.T) {
 		c := &httpClient{t: t, hc: hosttest.NewHTTPClient(t, url)}
 		c.hc.HC = hc
 		c.initialize()
-		answer := make(chan string, 1)
-		go func() {
-			resp, err := c.hc.Post([]byte(`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"slow"}}`))
-			if err != nil {
-				answer <- err.Error()
-				return
-			}
-			defer resp.Body.Close()
-			b, _ := io.ReadAll(resp.Body)
-			answer <- string(b)
-		}()
+		answer := postAsync(c, `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"slow"}}`)
 		<-ts.tools.started
 		// Outlive, on the bubble's clock, the idle timeout counted from
 		// go-sdk's last request of the session (the initialize): go-sdk's
@@ -407,6 +387,23 @@ func TestHTTPDirectCallHoldsSession(t *testing.T) {
 			t.Errorf("the session after a call longer than its idle timeout: HTTP %d, want 200", resp.StatusCode)
 		}
 	})
+}
+
+// postAsync posts body on c's session from a goroutine of its own; the
+// channel gets the answer's content type and body, or the error.
+func postAsync(c *httpClient, body string) <-chan string {
+	answer := make(chan string, 1)
+	go func() {
+		resp, err := c.hc.Post([]byte(body))
+		if err != nil {
+			answer <- err.Error()
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		answer <- resp.Header.Get("Content-Type") + " " + string(b)
+	}()
+	return answer
 }
 
 // pipeHTTP serves h over in-memory connections (net.Pipe), so that a test
