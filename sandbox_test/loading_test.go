@@ -52,6 +52,7 @@ func TestLoadingIsBounded(t *testing.T) {
 		fsys := fstest.MapFS{
 			"normal.wasm":       {Data: wasm(t, "normal")},
 			"slowdescribe.wasm": {Data: wasm(t, "slowdescribe")},
+			"bulkdescribe.wasm": {Data: wasm(t, "bulkdescribe")},
 			"hugecode.wasm":     {Data: codeModule(3, 600<<10)}, // 1.8 MiB of code in bodies under 1 MiB
 			"hugefunc.wasm":     {Data: codeModule(1, 1<<20+16)},
 		}
@@ -72,6 +73,7 @@ func TestLoadingIsBounded(t *testing.T) {
 			"more than the limit of 1 MiB",
 			"hugefunc.wasm: plugins: module failed to load: load \"hugefunc\": code section: function 0: wasmrt: module code too large: its body is 1048592 bytes, more than 1048576",
 			"slowdescribe.wasm: plugins: module failed to load: load \"slowdescribe\": describe failed",
+			"bulkdescribe.wasm: plugins: module failed to load: load \"bulkdescribe\": describe failed",
 		} {
 			if !strings.Contains(ps, want) {
 				t.Errorf("problems lack %q:\n%s", want, ps)

@@ -44,6 +44,34 @@ func TestInfiniteLoop(t *testing.T) {
 	})
 }
 
+// TestBulkLoops: a loop around one bulk instruction over all of a 4 MiB
+// memory or a 65,536-entry table stops at its timeout and at a cancel,
+// like a plain loop: the host charges a bulk instruction by its length, in
+// steps, and checks its fuel between them. Charged one unit each, these
+// loops ran for tens of seconds past both (the default timeout of the
+// cancel case is 30 s: only the cancel or the fuel check can end it).
+func TestBulkLoops(t *testing.T) {
+	tools := []string{"fill", "copy", "table", "tcopy"}
+	onEngines(t, func(t *testing.T, e engine) {
+		for _, tool := range tools {
+			t.Run(tool+"/timeout", func(t *testing.T) {
+				hostile(t, e, toolPolicy("bulkspin", tool, host.ToolPolicy{Timeout: runaway}), "bulkspin", func(t *testing.T, s *host.Server) {
+					_, err := s.Call(context.Background(), tool, nil, nil)
+					guestErr(t, err, host.KindTimeout, "exceeded 200ms")
+				})
+			})
+			t.Run(tool+"/cancel", func(t *testing.T) {
+				hostile(t, e, policy(nil), "bulkspin", func(t *testing.T, s *host.Server) {
+					ctx, cancel := context.WithCancel(context.Background())
+					defer cancel()
+					_, err := s.Call(ctx, tool, nil, &events{onLog: func(string) { cancel() }})
+					guestErr(t, err, host.KindCanceled, "context canceled")
+				})
+			})
+		}
+	})
+}
+
 // TestStackOverflow: unbounded recursion ends the call out of memory (its
 // frames are charged to the call's memory limit; the interpreter's own
 // frame limit may come first), not a crash, before the (default) timeout.

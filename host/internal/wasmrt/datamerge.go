@@ -256,12 +256,12 @@ const (
 
 // importDesc is one entry of an import section: the module it imports
 // from, its kind and, for a function, its type index; for a global, its
-// value type and whether it is mutable.
+// value type and whether it is mutable; for a table, its reference type.
 type importDesc struct {
 	module  []byte // aliases the section
 	kind    byte
 	typ     uint32 // function: type index
-	valType byte   // global
+	valType byte   // global: value type; table: reference type
 	mutable bool   // global
 }
 
@@ -279,7 +279,7 @@ func eachImport(p []byte, f func(i uint32, d importDesc) bool) error {
 		case importFunc:
 			d.typ = r.u32()
 		case importTable:
-			r.byte()
+			d.valType = r.byte()
 			r.limits()
 		case importMemory:
 			r.limits()

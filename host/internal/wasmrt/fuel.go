@@ -19,7 +19,7 @@ import (
 //
 //	global.get $fuel  i32.const W  i32.sub  global.set $fuel
 //	global.get $fuel  i32.const 0  i32.lt_s
-//	if  call $check  global.set $fuel  end
+//	if  global.get $fuel  call $check  i32.add  global.set $fuel  end
 //
 // The host function (hostFuel) ends the guest when the call's context is
 // done, as the host functions that block do (exitOnDone), and otherwise
@@ -40,8 +40,8 @@ import (
 // charges a guest runs at most the instructions of one body, so fuel counts
 // instructions, give or take a body, and the time between two checks is
 // bounded by fuelPerCheck + spentLimit instructions whatever the shape of
-// the code. A bulk-memory instruction counts one, as it did for wazero's
-// own check.
+// the code. A bulk instruction (memory.fill, table.copy, …) is charged by
+// its length, in steps (bulk.go).
 //
 // The host call is also where Go can preempt a goroutine running compiled
 // guest code (it cannot interrupt native code that does not call out), so
@@ -71,9 +71,9 @@ const spentLimit = 1 << 12
 
 // Values the instrumentation pushes (frame cost, stack.go).
 const (
-	fuelChargeValues = 6
-	loopChargeValues = 12
-	flushValues      = 4 + 3
+	fuelChargeValues = 7
+	loopChargeValues = 13
+	flushValues      = 4 + 4
 )
 
 // appendFuelCharge appends a function entry's fuel charge of weight (see
@@ -87,12 +87,17 @@ func appendFuelCharge(out []byte, fuel, check uint64, weight int64) []byte {
 	return appendFuelCheck(out, fuel, check)
 }
 
-// appendFuelCheck appends "if $fuel < 0 { $fuel = check() }".
+// appendFuelCheck appends "if $fuel < 0 { $fuel += check() }". Adding,
+// rather than setting, keeps the debt of the charge that took $fuel below
+// zero (at most fuelPerCheck, the heaviest charge), so that the checks
+// count every unit charged.
 func appendFuelCheck(out []byte, fuel, check uint64) []byte {
 	out = appendGet(out, fuel)
-	out = append(out, 0x41, 0x00, 0x48, 0x04, 0x40, 0x10) // i32.const 0; i32.lt_s; if; call
+	out = append(out, 0x41, 0x00, 0x48, 0x04, 0x40) // i32.const 0; i32.lt_s; if
+	out = appendGet(out, fuel)
+	out = append(out, 0x10) // call
 	out = binary.AppendUvarint(out, check)
-	out = append(out, 0x24) // global.set
+	out = append(out, 0x6a, 0x24) // i32.add; global.set
 	out = binary.AppendUvarint(out, fuel)
 	return append(out, 0x0b) // end
 }

@@ -46,12 +46,15 @@ func (c *fuelCounter) context(ctx context.Context) context.Context {
 }
 
 // TestFuelStopsSpinningGuests: a guest that never ends — a tight loop, a
-// call tree with no loop, a loop of memory.grow — stops at a cancel and at
-// its timeout, in both engines, and it is the fuel check that stops it.
+// call tree with no loop, a loop of memory.grow, loops of bulk
+// instructions over 4 MiB of memory or 65,536 table entries — stops at a
+// cancel and at its timeout, in both engines, and it is the fuel check
+// that stops it. (Charged one unit each, the bulk loops ran for tens of
+// seconds between two checks.)
 func TestFuelStopsSpinningGuests(t *testing.T) {
 	for _, e := range engines {
 		m := load(t, newRuntime(t, Config{Interpreter: e.interp}), "spin")
-		for _, tool := range []string{"loop", "calls", "grow"} {
+		for _, tool := range []string{"loop", "calls", "grow", "fill", "memcopy", "tablefill"} {
 			t.Run(e.name+"/"+tool+"/cancel", func(t *testing.T) {
 				fc := newFuelCounter()
 				ctx, cancel := context.WithCancel(fc.context(context.Background()))

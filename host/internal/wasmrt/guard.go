@@ -98,6 +98,8 @@ func guardModule(wasm []byte, interpreter bool, maxCode int) (*guarded, error) {
 			err = m.readFunctions(s.payload)
 		case secGlobal:
 			err = m.readGlobals(s.payload)
+		case secTable:
+			err = m.readTables(s.payload)
 		case secStart:
 			idx, n := binary.Uvarint(s.payload)
 			if n <= 0 || n != len(s.payload) {
@@ -214,7 +216,11 @@ func guardModule(wasm []byte, interpreter bool, maxCode int) (*guarded, error) {
 		case secFunction:
 			payload = s.payload
 			if m.appendsReload {
-				payload = appendVec(s.payload, 1, binary.AppendUvarint(nil, m.blockTypes[""]))
+				types := binary.AppendUvarint(nil, m.blockTypes[""])
+				for _, h := range m.helpers {
+					types = binary.AppendUvarint(types, h.typ)
+				}
+				payload = appendVec(s.payload, 1+uint64(len(m.helpers)), types)
 			}
 		case secTable:
 			payload, m.tableBytes, err = boundTables(s.payload)
@@ -310,7 +316,7 @@ func order(id byte) int {
 }
 
 func sectionName(id byte) string {
-	names := map[byte]string{secType: "type", secImport: "import", secFunction: "function", secGlobal: "global",
+	names := map[byte]string{secType: "type", secImport: "import", secFunction: "function", secTable: "table", secGlobal: "global",
 		secStart: "start", secElement: "element", secTag: "tag"}
 	if n, ok := names[id]; ok {
 		return n
@@ -325,7 +331,7 @@ type funcType struct{ params, results []byte }
 type moduleInfo struct {
 	types          []funcType
 	blockTypes     map[string]uint64 // results (but one) → index of a () -> results type
-	appendedTypes  [][]byte          // results of the () -> results types guardModule appends
+	appendedTypes  []funcType        // the types guardModule appends: () -> results for blocks, the bulk helpers' (bulk.go)
 	funcs          []uint64          // type index of every function, imports first
 	imported       int               // imported functions
 	globals        uint64            // imported and defined
@@ -341,6 +347,9 @@ type moduleInfo struct {
 	checkType      uint64   // index of the type () -> i32 of the fuel check
 	interpreter    bool     // frames are charged for wazero's interpreter
 	simd           bool     // a global is a v128
+	tableTypes     []byte   // reference type of every table, imports first
+	helpers        []bulkHelper
+	helperIndex    map[string]int // instruction → index in helpers (helperFunc)
 }
 
 // Value types a function may declare or use (Wasm 2.0).
@@ -394,7 +403,7 @@ func (m *moduleInfo) readTypes(p []byte) error {
 	for _, res := range append([][]byte{nil}, resultsOf(m.types)...) {
 		if _, ok := m.blockTypes[string(res)]; !ok && len(res) != 1 {
 			m.blockTypes[string(res)] = uint64(len(m.types) + len(m.appendedTypes))
-			m.appendedTypes = append(m.appendedTypes, res)
+			m.appendedTypes = append(m.appendedTypes, funcType{results: res})
 		}
 	}
 	// The fuel check's type, () -> i32.
@@ -405,7 +414,7 @@ func (m *moduleInfo) readTypes(p []byte) error {
 	if i >= 0 {
 		m.checkType = uint64(i)
 	} else {
-		m.appendedTypes = append(m.appendedTypes, []byte{0x7f})
+		m.appendedTypes = append(m.appendedTypes, funcType{results: []byte{0x7f}})
 	}
 	return nil
 }
@@ -418,7 +427,7 @@ func resultsOf(types []funcType) [][]byte {
 	return out
 }
 
-// typeSection is the type section orig with the appended block types.
+// typeSection is the type section orig with the appended types.
 func (m *moduleInfo) typeSection(orig []byte) []byte {
 	if len(m.appendedTypes) == 0 {
 		return orig
@@ -426,10 +435,12 @@ func (m *moduleInfo) typeSection(orig []byte) []byte {
 	_, n := binary.Uvarint(orig)
 	out := binary.AppendUvarint(nil, uint64(len(m.types)+len(m.appendedTypes)))
 	out = append(out, orig[n:]...)
-	for _, res := range m.appendedTypes {
-		out = append(out, 0x60, 0x00)
-		out = binary.AppendUvarint(out, uint64(len(res)))
-		out = append(out, res...)
+	for _, ft := range m.appendedTypes {
+		out = append(out, 0x60)
+		out = binary.AppendUvarint(out, uint64(len(ft.params)))
+		out = append(out, ft.params...)
+		out = binary.AppendUvarint(out, uint64(len(ft.results)))
+		out = append(out, ft.results...)
 	}
 	return out
 }
@@ -452,6 +463,8 @@ func (m *moduleInfo) readImports(p []byte) error {
 		case importGlobal:
 			m.simd = m.simd || d.valType == 0x7b
 			m.globals++
+		case importTable:
+			m.tableTypes = append(m.tableTypes, d.valType)
 		}
 		return true
 	})
@@ -484,6 +497,24 @@ func (m *moduleInfo) readGlobals(p []byte) error {
 	}
 	m.definedGlobals = uint64(count)
 	m.globals += m.definedGlobals
+	return nil
+}
+
+// readTables reads the reference type of every defined table (the table
+// section's limits are checked when it is rewritten, boundTables).
+func (m *moduleInfo) readTables(p []byte) error {
+	r := reader{b: p}
+	count := r.u32()
+	if r.err == nil && count > maxTables {
+		return fmt.Errorf("%d tables, at most %d", count, maxTables)
+	}
+	for i := uint32(0); i < count && r.err == nil; i++ {
+		m.tableTypes = append(m.tableTypes, r.byte())
+		r.limits()
+	}
+	if r.err != nil || len(r.b) != 0 {
+		return errors.New("malformed")
+	}
 	return nil
 }
 

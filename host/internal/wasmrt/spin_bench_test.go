@@ -133,65 +133,74 @@ func BenchmarkSpin(b *testing.B) {
 	stoppable := slices.DeleteFunc(slices.Clone(spinVariants), func(v spinVariant) bool { return v.name == "none" })
 	b.Run("cancel", func(b *testing.B) {
 		for _, v := range stoppable {
-			b.Run(v.name, func(b *testing.B) {
-				started := make(chan struct{}, 1)
-				newInstance, closeRT := spinRuntime(b, wasm, v, false, func() { started <- struct{}{} })
-				defer closeRT()
-				var lat []time.Duration
-				for b.Loop() {
-					// A stopped instance is done with: each call has its own.
-					mod := newInstance()
-					ctx, cancel := context.WithCancel(ctx)
-					done := make(chan time.Time, 1)
-					go func() {
-						_, _ = mod.ExportedFunction("forever").Call(ctx)
-						done <- time.Now()
-					}()
-					<-started
-					t0 := time.Now()
-					cancel()
-					lat = append(lat, (<-done).Sub(t0))
-					_ = mod.Close(ctx)
-				}
-				reportQuantiles(b, lat, "cancel")
-			})
+			b.Run(v.name, func(b *testing.B) { benchCancel(b, wasm, v) })
 		}
 	})
 	b.Run("gc", func(b *testing.B) {
-		const guests = 8
 		for _, v := range stoppable {
-			b.Run(v.name, func(b *testing.B) {
-				started := make(chan struct{}, guests)
-				ctx, cancel := context.WithCancel(ctx)
-				var wg sync.WaitGroup
-				newInstance, closeRT := spinRuntime(b, wasm, v, false, func() { started <- struct{}{} })
-				defer func() {
-					cancel()
-					wg.Wait()
-					closeRT()
-				}()
-				for range guests {
-					mod := newInstance()
-					wg.Go(func() { _, _ = mod.ExportedFunction("forever").Call(ctx) })
-				}
-				for range guests {
-					<-started
-				}
-				sample := []metrics.Sample{{Name: "/sched/pauses/total/gc:seconds"}}
-				metrics.Read(sample)
-				before := &metrics.Float64Histogram{Counts: slices.Clone(sample[0].Value.Float64Histogram().Counts)}
-				var lat []time.Duration
-				for b.Loop() {
-					t0 := time.Now()
-					runtime.GC()
-					lat = append(lat, time.Since(t0))
-				}
-				metrics.Read(sample)
-				reportQuantiles(b, lat, "GC")
-				b.ReportMetric(histQuantile(before, sample[0].Value.Float64Histogram(), 0.99)*1e6, "pause-p99-µs")
-			})
+			b.Run(v.name, func(b *testing.B) { benchGCWhileSpinning(b, wasm, v) })
 		}
 	})
+}
+
+// benchCancel measures, for the guest wasm of spinRuntime, the time from
+// the cancel of its spinning "forever" to its call's return (compiler).
+func benchCancel(b *testing.B, wasm []byte, v spinVariant) {
+	ctx := context.Background()
+	started := make(chan struct{}, 1)
+	newInstance, closeRT := spinRuntime(b, wasm, v, false, func() { started <- struct{}{} })
+	defer closeRT()
+	var lat []time.Duration
+	for b.Loop() {
+		// A stopped instance is done with: each call has its own.
+		mod := newInstance()
+		ctx, cancel := context.WithCancel(ctx)
+		done := make(chan time.Time, 1)
+		go func() {
+			_, _ = mod.ExportedFunction("forever").Call(ctx)
+			done <- time.Now()
+		}()
+		<-started
+		t0 := time.Now()
+		cancel()
+		lat = append(lat, (<-done).Sub(t0))
+		_ = mod.Close(ctx)
+	}
+	reportQuantiles(b, lat, "cancel")
+}
+
+// benchGCWhileSpinning measures runtime.GC() in the benchmark's goroutine
+// while 8 guests of wasm spin in "forever" (compiler).
+func benchGCWhileSpinning(b *testing.B, wasm []byte, v spinVariant) {
+	const guests = 8
+	started := make(chan struct{}, guests)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	newInstance, closeRT := spinRuntime(b, wasm, v, false, func() { started <- struct{}{} })
+	defer func() {
+		cancel()
+		wg.Wait()
+		closeRT()
+	}()
+	for range guests {
+		mod := newInstance()
+		wg.Go(func() { _, _ = mod.ExportedFunction("forever").Call(ctx) })
+	}
+	for range guests {
+		<-started
+	}
+	sample := []metrics.Sample{{Name: "/sched/pauses/total/gc:seconds"}}
+	metrics.Read(sample)
+	before := &metrics.Float64Histogram{Counts: slices.Clone(sample[0].Value.Float64Histogram().Counts)}
+	var lat []time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		runtime.GC()
+		lat = append(lat, time.Since(t0))
+	}
+	metrics.Read(sample)
+	reportQuantiles(b, lat, "GC")
+	b.ReportMetric(histQuantile(before, sample[0].Value.Float64Histogram(), 0.99)*1e6, "pause-p99-µs")
 }
 
 // reportQuantiles reports the median and the 99th percentile of d, in µs.

@@ -132,7 +132,7 @@ func (m *moduleInfo) instrumentCode(secs []section, ix appended) ([]byte, error)
 	}
 	n := uint64(count)
 	if hasFunctions {
-		n++
+		n += 1 + uint64(len(m.helpers))
 	}
 	out := binary.AppendUvarint(make([]byte, 0, len(code)+int(count)*64+8), n)
 	for i := range fns {
@@ -160,6 +160,13 @@ func (m *moduleInfo) instrumentCode(secs []section, ix appended) ([]byte, error)
 	if hasFunctions {
 		out = append(out, 0x02, 0x00, 0x0b) // reload: no locals, end
 		m.appendsReload = true
+		for _, h := range m.helpers {
+			b := helperBody(h, ix.fuel, ix.check)
+			out = binary.AppendUvarint(out, uint64(len(b)))
+			out = append(out, b...)
+		}
+	} else if len(m.helpers) > 0 {
+		return nil, errors.New("bulk instructions without a function section")
 	}
 	return out, nil
 }
@@ -218,7 +225,11 @@ func (w *walker) frameCost(simd bool) uint64 {
 	if w.m.interpreter {
 		frame = interpreterFrameBytes
 	}
-	return frame + slot*(values+w.maxArity)
+	cost := frame + slot*(values+w.maxArity)
+	if w.bulk {
+		cost += frame + slot*helperValues // a bulk helper's frame (bulk.go)
+	}
+	return cost
 }
 
 // appendCharge appends the prologue's charge of cost bytes (see above).
@@ -322,6 +333,7 @@ type walker struct {
 	slots     uint64 // parameters and locals
 	maxArity  uint64 // greatest params+results of a call
 	simd      bool   // the function uses v128
+	bulk      bool   // the function calls a bulk helper (bulk.go)
 }
 
 type ctrlFrame struct {
@@ -639,9 +651,11 @@ func (w *walker) walk(ft funcType) ([]byte, error) {
 			copyOp = false
 			w.out = appendRefCharge(w.out, w.left, w.low)
 		case op == 0xfc:
-			if err := w.misc(); err != nil {
+			replaced, err := w.misc()
+			if err != nil {
 				return nil, err
 			}
+			copyOp = !replaced
 		case op == 0xfd:
 			w.simd = true
 			w.vector()
@@ -676,50 +690,66 @@ func binaryNumeric(op byte) bool {
 }
 
 // misc decodes a 0xfc instruction (saturating truncation, bulk memory,
-// table operations).
-func (w *walker) misc() error {
+// table operations). A bulk instruction is replaced by a call of its
+// helper (bulk.go), which misc writes: it reports replaced.
+func (w *walker) misc() (replaced bool, err error) {
 	sub := w.r.u32()
+	imm := w.r.b
+	var table uint32
 	switch {
 	case w.r.err != nil:
-		return w.r.err
+		return false, w.r.err
 	case sub <= 7: // trunc_sat
 		w.op(1, 1)
+		return false, nil
 	case sub == 8: // memory.init
 		w.r.u32()
 		w.zeroByte()
-		w.pop(3)
 	case sub == 9: // data.drop
 		w.r.u32()
+		return false, nil
 	case sub == 10: // memory.copy
 		w.zeroByte()
 		w.zeroByte()
-		w.pop(3)
 	case sub == 11: // memory.fill
 		w.zeroByte()
-		w.pop(3)
 	case sub == 12: // table.init
 		w.r.u32()
-		w.r.u32()
-		w.pop(3)
+		table = w.r.u32()
 	case sub == 13: // elem.drop
 		w.r.u32()
+		return false, nil
 	case sub == 14: // table.copy
+		table = w.r.u32()
 		w.r.u32()
-		w.r.u32()
-		w.pop(3)
 	case sub == 15: // table.grow
-		w.r.u32()
-		w.op(2, 1)
+		table = w.r.u32()
 	case sub == 16: // table.size
 		w.r.u32()
 		w.push(1)
+		return false, nil
 	case sub == 17: // table.fill
-		w.r.u32()
-		w.pop(3)
+		table = w.r.u32()
 	default:
-		return fmt.Errorf("unsupported instruction 0xfc %d", sub)
+		return false, fmt.Errorf("unsupported instruction 0xfc %d", sub)
 	}
-	return nil
+	if w.r.err != nil {
+		return false, w.r.err
+	}
+	h, err := w.m.helperFunc(sub, imm[:len(imm)-len(w.r.b)], table)
+	if err != nil {
+		return false, err
+	}
+	ft := funcType{params: []byte{0x7f, 0x7f, 0x7f}}
+	if sub == subTableGrow {
+		ft = funcType{params: []byte{0x7f, 0x7f}, results: []byte{0x7f}}
+	}
+	w.call(ft, 0)
+	w.bulk = true
+	w.calls = append(w.calls, len(w.out))
+	w.out = append(w.out, 0x10)
+	w.out = binary.AppendUvarint(w.out, w.reload+1+h)
+	return true, nil
 }
 
 // vector decodes a 0xfd (SIMD) instruction. wazero reads its opcode as one
