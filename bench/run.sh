@@ -16,9 +16,9 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
 cc=(clang --target=wasm32-wasi --sysroot=/usr -O2 -nodefaultlibs -Wl,--strip-debug)
-"${cc[@]}" -o "$work/benchtool.wasm" "$bench/plugins/benchtool.c" -lc
+"${cc[@]}" -mbulk-memory -o "$work/benchtool.wasm" "$bench/plugins/benchtool.c" -lc
 "${cc[@]}" -mexec-model=reactor -o "$work/extism_sha256.wasm" "$bench/plugins/extism_sha256.c" -lc
-clang --target=wasm32 -nostdlib -O2 -Wl,--no-entry -Wl,--export=spin -Wl,--strip-debug \
+clang --target=wasm32 -mbulk-memory -nostdlib -O2 -Wl,--no-entry -Wl,--export=spin -Wl,--export=fill -Wl,--strip-debug \
   -o "$work/spin.wasm" "$bench/plugins/spin.c"
 cp "$root/examples/go/preinit/demo-preinit.wasm" "$work/"
 

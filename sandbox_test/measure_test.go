@@ -210,3 +210,55 @@ func BenchmarkLoadWhileWorstLoads(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkProbeWhileHostile reports how long a well-behaved call (the
+// normal module's echo) takes while hostile guests run beside it on the
+// same server: none (idle), 8 tight loops (plain), and 8 loops around bulk
+// instructions over a whole memory or table (bulk: two each of
+// memory.fill, memory.copy, table.fill and table.copy); p50, p99 and the
+// worst probe. The hostile calls have no deadline of their own (the
+// default 30 s); they are cancelled at the end. Before bulk instructions
+// were charged by their length, every probe of the bulk case stalled for
+// seconds: native guest code that never returns to Go holds up the
+// garbage collector's stop-the-world, and with it every goroutine.
+func BenchmarkProbeWhileHostile(b *testing.B) {
+	cases := []struct {
+		name  string
+		tools []string
+	}{
+		{"idle", nil},
+		{"plain", []string{"loop", "loop", "loop", "loop", "loop", "loop", "loop", "loop"}},
+		{"bulk", []string{"fill", "fill", "copy", "copy", "table", "table", "tcopy", "tcopy"}},
+	}
+	for _, e := range engines {
+		for _, c := range cases {
+			b.Run(e.name+"/"+c.name, func(b *testing.B) {
+				pol := &host.Policy{Defaults: host.ToolPolicy{MemoryMiB: 16, MaxConcurrency: 8}}
+				s := serve(b, e.interpreter, pol, "normal", "spin", "bulkspin")
+				ctx, cancel := context.WithCancel(context.Background())
+				var wg sync.WaitGroup
+				started := make(chan struct{}, len(c.tools))
+				for _, tool := range c.tools {
+					wg.Go(func() {
+						// Every hostile tool logs once, then loops.
+						_, _ = s.Call(ctx, tool, nil, &events{onLog: func(string) { started <- struct{}{} }})
+					})
+				}
+				for range c.tools {
+					<-started
+				}
+				var lat []time.Duration
+				for b.Loop() {
+					start := time.Now()
+					if _, err := s.Call(context.Background(), "echo", nil, nil); err != nil {
+						b.Fatal(err)
+					}
+					lat = append(lat, time.Since(start))
+				}
+				cancel()
+				wg.Wait()
+				reportPercentiles(b, lat)
+			})
+		}
+	}
+}

@@ -72,6 +72,34 @@ func TestBulkLoops(t *testing.T) {
 	})
 }
 
+// TestShutdownStopsBulkLoops: a Shutdown whose drain time is over ends the
+// calls left, bulk loops included (they used to run on for tens of
+// seconds, and the process with them).
+func TestShutdownStopsBulkLoops(t *testing.T) {
+	onEngines(t, func(t *testing.T, e engine) {
+		wasm(t, "bulkspin")
+		watchBaseline(t)
+		s := newServer(t, e.interpreter, policy(nil), "bulkspin")
+		started := make(chan struct{}, 4)
+		errc := make(chan error, 4)
+		for _, tool := range []string{"fill", "copy", "table", "tcopy"} {
+			go func() {
+				_, err := s.Call(context.Background(), tool, nil, &events{onLog: func(string) { started <- struct{}{} }})
+				errc <- err
+			}()
+		}
+		for range 4 {
+			<-started
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel() // no time to drain
+		_ = s.Shutdown(ctx)
+		for range 4 {
+			guestErr(t, <-errc, host.KindCanceled, "the runtime was closed")
+		}
+	})
+}
+
 // TestStackOverflow: unbounded recursion ends the call out of memory (its
 // frames are charged to the call's memory limit; the interpreter's own
 // frame limit may come first), not a crash, before the (default) timeout.

@@ -8,8 +8,10 @@
 //     poll_oneoff), then answers "ok"; the blocked task of the memory figure.
 //   - spin  (taskSupport forbidden): runs the loop of spin.c {"n": n} times
 //     and answers its value; the CPU-bound figure.
+//   - fill  (taskSupport forbidden): n memsets of 1 MiB (memory.fill), and
+//     answers a byte of the buffer; the bulk-memory row of that figure.
 //
-// Build: clang --target=wasm32-wasi --sysroot=/usr -O2 -nodefaultlibs -Wl,--strip-debug -o benchtool.wasm benchtool.c -lc
+// Build: clang --target=wasm32-wasi --sysroot=/usr -mbulk-memory -O2 -nodefaultlibs -Wl,--strip-debug -o benchtool.wasm benchtool.c -lc
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +25,8 @@ static const char manifest[] =
     "{\"name\":\"sleep\",\"description\":\"Sleeps ms milliseconds.\",\"inputSchema\":{\"type\":\"object\","
     "\"properties\":{\"ms\":{\"type\":\"integer\",\"minimum\":0}}},\"taskSupport\":\"optional\"},"
     "{\"name\":\"spin\",\"description\":\"Runs a CPU-bound loop n times.\",\"inputSchema\":{\"type\":\"object\","
+    "\"properties\":{\"n\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"n\"]},\"taskSupport\":\"forbidden\"},"
+    "{\"name\":\"fill\",\"description\":\"Fills 1 MiB n times.\",\"inputSchema\":{\"type\":\"object\","
     "\"properties\":{\"n\":{\"type\":\"integer\",\"minimum\":0}},\"required\":[\"n\"]},\"taskSupport\":\"forbidden\"}"
     "]}";
 
@@ -75,6 +79,10 @@ int main(void) {
     }
     if (strstr(req, "\"tool\":\"spin\"")) {
         printf("{\"content\":[{\"type\":\"text\",\"text\":\"%u\"}]}", spin_loop((unsigned)number(args, "n")));
+        return 0;
+    }
+    if (strstr(req, "\"tool\":\"fill\"")) {
+        printf("{\"content\":[{\"type\":\"text\",\"text\":\"%u\"}]}", fill_loop((unsigned)number(args, "n")));
         return 0;
     }
     fputs("{\"content\":[{\"type\":\"text\",\"text\":\"unknown tool\"}],\"isError\":true}", stdout);

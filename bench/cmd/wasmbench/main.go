@@ -356,5 +356,9 @@ the peers with their defaults.
    bench/plugins/loop.h) in a bare module, instantiated and called through
    wazero with close-on-context-done on (cancellable) and off (not
    cancellable), and the same loop as wasmtask's ` + "`spin`" + ` tool through
-   ` + "`Server.Call`" + `; both against the uncancellable loop.
+   ` + "`Server.Call`" + `; both against the uncancellable loop. The bulk-memory
+   row does the same with 1,000 memsets of a 1 MiB buffer (one
+   ` + "`memory.fill`" + ` each, clang -mbulk-memory), which wasmtask charges
+   by their length, 64 KiB at a time (RATIONALE: "Why are bulk instructions
+   charged by their length, in steps?").
 `

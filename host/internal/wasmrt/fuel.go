@@ -2,6 +2,7 @@ package wasmrt
 
 import (
 	"context"
+	"runtime"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -228,6 +229,7 @@ func hostFuel(ctx context.Context, _ api.Module, stack []uint64) {
 	if done {
 		exitOnDone(ctx)
 	}
+	runtime.Gosched()
 	stack[0] = api.EncodeI32(fuelPerCheck)
 }
 
