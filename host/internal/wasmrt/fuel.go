@@ -2,10 +2,10 @@ package wasmrt
 
 import (
 	"context"
-	"runtime"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
