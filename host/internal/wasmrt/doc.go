@@ -124,8 +124,13 @@
 // and loop headers count the instructions they run on a counter, and about
 // every 128k instructions the guest calls a host function that ends it
 // when the call's context is canceled or its Limits.Timeout has passed. A
-// loop-free call tree is counted at its function entries. That host call is
-// also where Go can preempt the goroutine for its garbage collector. The
+// loop-free call tree is counted at its function entries. A bulk
+// instruction (memory.fill, memory.copy, table.copy, …) is charged by its
+// length: it becomes a call of an appended function that does its work in
+// steps of 64 KiB or 4,096 entries and checks the fuel between them
+// (bulk.go). That host call is also where Go can preempt the goroutine for
+// its garbage collector, and it yields to the scheduler, so that spinning
+// guests take turns with every other goroutine. The
 // runtime is not built WithCloseOnContextDone, in either engine: it made
 // every loop iteration of compiled code leave native code, and a tight
 // loop ran about 20 times slower (BenchmarkSpin).
