@@ -11,7 +11,7 @@ import (
 // and it must not turn a module wazero refuses into one it accepts (the
 // appended globals and function must stay out of the guest's reach).
 func FuzzGuardModule(f *testing.F) {
-	for _, name := range []string{"ok", "callbomb", "tablegrow", "hostile"} {
+	for _, name := range []string{"ok", "callbomb", "tablegrow", "hostile", "spin"} {
 		f.Add(wasmFile(f, name))
 	}
 	for _, body := range [][]byte{{0x23, 0x00, 0x1a}, {0x10, 0x01}, {0xd2, 0x00, 0x1a}, {0x0f}, {0x41, 0x01, 0x40, 0x00, 0x1a}} {
