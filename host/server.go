@@ -367,6 +367,7 @@ type ToolInfo struct {
 	Policy            ToolPolicy // the effective limits: every default filled in
 	Grants            Grants     // the module's grants (its policy entry, when it applies to this file)
 	ModuleInstances   int        // calls of the module's tools that may run at once
+	ModuleMemoryMiB   int        // memory those calls may reserve together (one call alone may pass it)
 	ReservedMemoryMiB int        // what one call reserves of the server's memory budget
 	// ResultCacheTTL is how long a result of the tool is reused: the least
 	// of its ttlMs, its policy's resultCacheTtl and the server's maximum;
@@ -386,7 +387,7 @@ func (s *Server) Tools() []ToolInfo {
 	for _, t := range c.list {
 		st := c.tools[t.Name]
 		out = append(out, ToolInfo{Tool: st.decl, Module: st.module.Name, Digest: st.module.Digest, Policy: st.policy,
-			Grants: st.grants, ModuleInstances: st.slot.mod.slots, ReservedMemoryMiB: int(mib(st.need)), ResultCacheTTL: st.cache.ttl})
+			Grants: st.grants, ModuleInstances: st.slot.mod.slots, ModuleMemoryMiB: int(st.slot.mod.memory >> 20), ReservedMemoryMiB: int(mib(st.need)), ResultCacheTTL: st.cache.ttl})
 	}
 	return out
 }
