@@ -9,22 +9,30 @@ import (
 
 // admission is the server's one admission controller. Every call, from
 // tools/call or Server.Call, enters it before its instance exists and
-// leaves it when the instance is gone. It owns four bounds and checks them
+// leaves it when the instance is gone. It owns these bounds and checks them
 // together, under one mutex:
 //
 //   - the tool's slots (its policy's maxConcurrency),
-//   - the module's slots (the module's maxInstances), so that one module
-//     with many tools cannot take the server's slots,
+//   - the module's share: its slots and memory (the module's maxInstances
+//     and maxMemoryMiB, by default a quarter of the server's), so that one
+//     module with many tools cannot take the server,
+//   - the caller's tenant's share of the instances and of the memory
+//     budget (caller.slots, .memory): the tenant file's, or for an
+//     authenticated tenant without one the default, half of the server's
+//     (see defaultTenantShare); a session's or the stdio client's calls
+//     have none,
 //   - the server's instance slots (the policy's maxInstances),
 //   - the server's memory budget: the sum of the reservations of the
 //     running calls (see reservation).
 //
-// A fifth bound is the caller's tenant's share of the instances and of the
-// memory budget, when the operator gives it one (caller.slots, .memory).
+// A module, and a tenant under the default share, with no call running may
+// always start one, even one that reserves more than its memory share: a
+// default never makes a tool unusable. A tenant file's own memory share is
+// strict: a call that could never fit it fails at once.
 //
-// A plain call that cannot start at once waits, within three queue bounds
+// A plain call that cannot start at once waits, within four queue bounds
 // on the plain calls waiting (its tool's maxQueue, queuePerSlot × the
-// module's slots, queuePerSlot × the server's slots), until a slot frees
+// slots of its module, of its tenant and of the server), until a slot frees
 // or its context ends; a call beyond a bound is refused at once with a
 // *busyError (queued tasks do not count: one tenant's tasks must not make
 // another's plain calls busy), and a call that
@@ -80,9 +88,11 @@ type admission struct {
 // tenantShare is one tenant's calls in the admission.
 type tenantShare struct {
 	name             string
-	slots            int    // the tenant's share of the instances; 0: none of its own
-	memory           uint64 // the tenant's share of the memory budget, bytes; 0: none of its own
+	slots            int    // the tenant's share of the instances; 0: no bound
+	memory           uint64 // the tenant's share of the memory budget, bytes; 0: no bound
+	strict           bool   // memory is the tenant file's own: no call may pass it, even alone
 	running, waiting int
+	plain            int    // plain calls among the waiting: what the tenant's queue bound counts
 	reserved         uint64 // bytes reserved by the tenant's running calls
 }
 
@@ -91,8 +101,9 @@ type tenantShare struct {
 // may be refused for being busy instead).
 type caller struct {
 	tenant string
-	slots  int             // the tenant's share of the instances; 0: none of its own
-	memory uint64          // the tenant's share of the memory budget, bytes; 0: none of its own
+	slots  int             // the tenant's share of the instances; 0: none
+	memory uint64          // the tenant's share of the memory budget, bytes; 0: none
+	strict bool            // memory is the tenant file's own: no call may pass it, even alone
 	queued func(ahead int) // ahead < 0: admitted
 }
 
@@ -119,7 +130,9 @@ type toolSlot struct {
 type moduleSlot struct {
 	name         string
 	slots, queue int
+	memory       uint64 // the module's share of the memory budget, bytes; 0: no bound
 	running      int
+	reserved     uint64    // bytes reserved by the module's running calls
 	waiters      []*waiter // in arrival order
 	plain        int       // plain calls among waiters
 	listed       bool      // in admission.modules
@@ -164,7 +177,13 @@ func (a *admission) forget(ts *tenantShare) {
 
 // tenantFits reports whether ts may start one more call.
 func (a *admission) tenantFits(ts *tenantShare, bytes uint64) bool {
-	return (ts.slots <= 0 || ts.running < ts.slots) && (ts.memory == 0 || ts.reserved+bytes <= ts.memory)
+	return (ts.slots <= 0 || ts.running < ts.slots) &&
+		(ts.memory == 0 || ts.reserved+bytes <= ts.memory || !ts.strict && ts.running == 0)
+}
+
+// moduleFits reports whether module m may start one more call.
+func moduleFits(m *moduleSlot, bytes uint64) bool {
+	return m.running < m.slots && (m.memory == 0 || m.running == 0 || m.reserved+bytes <= m.memory)
 }
 
 // unlock releases mu, then makes the queue reports gathered under it.
@@ -187,9 +206,18 @@ func (a *admission) unlock() {
 	}
 }
 
-// newModule makes the share of a module allowed slots calls at once.
-func (a *admission) newModule(name string, slots int) *moduleSlot {
-	return &moduleSlot{name: name, slots: slots, queue: queuePerSlot * slots}
+// defaultTenantShare is the share of the instances and of the memory
+// budget of an authenticated tenant the tenant file gives none of its own.
+// It is not strict: such a tenant with nothing running may start one call
+// that reserves more.
+func (a *admission) defaultTenantShare() (slots int, memory uint64) {
+	return max(1, a.slots/tenantShareDivisor), a.budget / tenantShareDivisor
+}
+
+// newModule makes the share of a module allowed slots calls at once,
+// reserving memory bytes together (0: no bound but the server's).
+func (a *admission) newModule(name string, slots int, memory uint64) *moduleSlot {
+	return &moduleSlot{name: name, slots: slots, queue: queuePerSlot * slots, memory: memory}
 }
 
 // newTool makes the share of a tool of module m.
@@ -200,9 +228,9 @@ func (a *admission) newTool(m *moduleSlot, slots, queue int) *toolSlot {
 // resizeModule sets the bound of a carried-over module (a new version may
 // be under another policy entry: a digest pin), and admits the waiters a
 // raised bound lets in.
-func (a *admission) resizeModule(m *moduleSlot, slots int) {
+func (a *admission) resizeModule(m *moduleSlot, slots int, memory uint64) {
 	a.mu.Lock()
-	m.slots, m.queue = slots, queuePerSlot*slots
+	m.slots, m.queue, m.memory = slots, queuePerSlot*slots, memory
 	a.dispatch()
 	a.unlock()
 }
@@ -260,7 +288,7 @@ func (a *admission) enterAs(ctx context.Context, t *toolSlot, bytes uint64, c ca
 	a.mu.Lock()
 	ts := a.share(c.tenant)
 	if ts != a.anon {
-		ts.slots, ts.memory = c.slots, c.memory // the tenant file in force when the call came
+		ts.slots, ts.memory, ts.strict = c.slots, c.memory, c.strict && c.memory > 0 // the tenant file in force when the call came
 	}
 	if !a.stalled && a.fits(t, ts, bytes) {
 		a.take(t, ts, bytes)
@@ -322,7 +350,7 @@ func (a *admission) leaveAs(t *toolSlot, bytes uint64, tenant string) {
 // fits reports whether a call of t reserving bytes may start now, by every
 // bound.
 func (a *admission) fits(t *toolSlot, ts *tenantShare, bytes uint64) bool {
-	return t.running < t.slots && t.mod.running < t.mod.slots && a.tenantFits(ts, bytes) && a.serverFits(bytes)
+	return t.running < t.slots && moduleFits(t.mod, bytes) && a.tenantFits(ts, bytes) && a.serverFits(bytes)
 }
 
 func (a *admission) serverFits(bytes uint64) bool {
@@ -332,6 +360,7 @@ func (a *admission) serverFits(bytes uint64) bool {
 func (a *admission) take(t *toolSlot, ts *tenantShare, bytes uint64) {
 	t.running++
 	t.mod.running++
+	t.mod.reserved += bytes
 	ts.running++
 	ts.reserved += bytes
 	a.running++
@@ -341,6 +370,7 @@ func (a *admission) take(t *toolSlot, ts *tenantShare, bytes uint64) {
 func (a *admission) release(t *toolSlot, ts *tenantShare, bytes uint64) {
 	t.running--
 	t.mod.running--
+	t.mod.reserved -= bytes
 	ts.running--
 	ts.reserved -= bytes
 	a.running--
@@ -354,7 +384,7 @@ func (a *admission) refusal(t *toolSlot, ts *tenantShare, bytes uint64, waits bo
 	switch {
 	case bytes > a.budget:
 		return &budgetError{need: bytes, budget: a.budget}
-	case ts.memory > 0 && bytes > ts.memory:
+	case ts.strict && bytes > ts.memory:
 		return &budgetError{need: bytes, budget: ts.memory, tenant: true}
 	case waits:
 		return nil
@@ -362,6 +392,8 @@ func (a *admission) refusal(t *toolSlot, ts *tenantShare, bytes uint64, waits bo
 		return &busyError{running: t.running, queued: t.plain}
 	case m.plain >= m.queue:
 		return &busyError{scope: fmt.Sprintf("module %q instance limit: ", m.name), running: m.running, queued: m.plain}
+	case ts.slots > 0 && ts.plain >= queuePerSlot*ts.slots:
+		return &busyError{scope: fmt.Sprintf("tenant %q instance share: ", ts.name), running: ts.running, queued: ts.plain}
 	case a.plain >= a.queue:
 		return &busyError{scope: "server-wide instance limit: ", running: a.running, queued: a.plain}
 	}
@@ -378,6 +410,7 @@ func (a *admission) push(w *waiter) {
 	if w.queued == nil {
 		w.tool.plain++
 		m.plain++
+		w.tenant.plain++
 		a.plain++
 	}
 	if !m.listed {
@@ -396,6 +429,7 @@ func (a *admission) pull(w *waiter) {
 	if w.queued == nil {
 		w.tool.plain--
 		m.plain--
+		w.tenant.plain--
 		a.plain--
 	}
 	if len(m.waiters) == 0 {
@@ -472,7 +506,9 @@ const placeExact = 16
 // next is the waiting call to admit next, whether or not the server has
 // room for it: among the calls their tool, module and tenant allow, one of
 // the tenant running the fewest calls, then of the module running the
-// fewest, then the oldest.
+// fewest, then the oldest. A party that runs nothing therefore takes the
+// next slot that frees, ahead of every call queued by parties that hold
+// slots: its wait is that of the first running call to end.
 func (a *admission) next() *waiter {
 	var best *waiter
 	for _, m := range a.modules {
@@ -480,7 +516,7 @@ func (a *admission) next() *waiter {
 			continue
 		}
 		for _, w := range m.waiters {
-			if w.tool.running >= w.tool.slots || !a.tenantFits(w.tenant, w.bytes) {
+			if w.tool.running >= w.tool.slots || !moduleFits(m, w.bytes) || !a.tenantFits(w.tenant, w.bytes) {
 				continue
 			}
 			if best == nil || before(w, best) {

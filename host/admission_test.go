@@ -24,6 +24,22 @@ type pending struct {
 	size uint64
 	done chan error
 	stop context.CancelFunc
+
+	returned bool  // enter returned, with err
+	err      error // (see result)
+	reported bool  // by admitted
+}
+
+// result is enter's error, and whether it returned, without waiting.
+func (p *pending) result() (err error, returned bool) {
+	if !p.returned {
+		select {
+		case p.err = <-p.done:
+			p.returned = true
+		default:
+		}
+	}
+	return p.err, p.returned
 }
 
 func enterAsync(a *admission, name string, t *toolSlot, size uint64) *pending {
@@ -33,17 +49,17 @@ func enterAsync(a *admission, name string, t *toolSlot, size uint64) *pending {
 	return p
 }
 
-// admitted returns the names of the calls among ps whose enter returned,
-// with their errors; inside a synctest bubble, after synctest.Wait, the
-// others are blocked in the queue.
+// admitted returns the names of the calls among ps whose enter returned
+// since the last admitted that looked at them, with their errors; inside a
+// synctest bubble, after synctest.Wait, the others are blocked in the
+// queue.
 func admitted(ps ...*pending) (names []string, errs map[string]error) {
 	errs = map[string]error{}
 	for _, p := range ps {
-		select {
-		case err := <-p.done:
+		if err, ok := p.result(); ok && !p.reported {
+			p.reported = true
 			names = append(names, p.name)
 			errs[p.name] = err
-		default:
 		}
 	}
 	return names, errs
@@ -55,8 +71,8 @@ func admitted(ps ...*pending) (names []string, errs map[string]error) {
 func TestAdmissionFairAcrossModules(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := newAdmission(4, 1<<30)
-		modA := a.newModule("a", 4) // as many as the server: fairness alone must make room
-		modB := a.newModule("b", 4)
+		modA := a.newModule("a", 4, 0) // as many as the server: fairness alone must make room
+		modB := a.newModule("b", 4, 0)
 		var toolsA []*toolSlot
 		for range 8 {
 			toolsA = append(toolsA, a.newTool(modA, 8, 32))
@@ -110,7 +126,7 @@ func TestAdmissionFairAcrossModules(t *testing.T) {
 func TestAdmissionModuleCap(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := newAdmission(8, 1<<30)
-		modA, modB := a.newModule("a", 2), a.newModule("b", 2)
+		modA, modB := a.newModule("a", 2, 0), a.newModule("b", 2, 0)
 		ta1, ta2, tb := a.newTool(modA, 8, 32), a.newTool(modA, 8, 32), a.newTool(modB, 8, 32)
 		ps := []*pending{
 			enterAsync(a, "a1", ta1, 1), enterAsync(a, "a2", ta2, 1), enterAsync(a, "a3", ta1, 1),
@@ -134,7 +150,7 @@ func TestAdmissionModuleCap(t *testing.T) {
 func TestAdmissionMemoryBudget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := newAdmission(8, 100)
-		mx, my, mz := a.newModule("x", 8), a.newModule("y", 8), a.newModule("z", 8)
+		mx, my, mz := a.newModule("x", 8, 0), a.newModule("y", 8, 0), a.newModule("z", 8, 0)
 		tx, ty, tz := a.newTool(mx, 8, 32), a.newTool(my, 8, 32), a.newTool(mz, 8, 32)
 		if err := a.enter(context.Background(), tx, 60); err != nil {
 			t.Fatal(err)
@@ -183,7 +199,7 @@ func TestAdmissionQueuesAndCancel(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				a := newAdmission(tc.server, 1<<30)
-				tl := a.newTool(a.newModule("m", tc.mod), tc.tool, tc.toolQueue)
+				tl := a.newTool(a.newModule("m", tc.mod, 0), tc.tool, tc.toolQueue)
 				var ps []*pending
 				for i := range tc.wantOK + tc.wantQueued {
 					ps = append(ps, enterAsync(a, fmt.Sprint(i), tl, 1))
@@ -227,7 +243,7 @@ func TestAdmissionQueuesAndCancel(t *testing.T) {
 func TestAdmissionResize(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := newAdmission(8, 1<<30)
-		m := a.newModule("m", 1)
+		m := a.newModule("m", 1, 0)
 		tl := a.newTool(m, 1, 8)
 		first, second := enterAsync(a, "first", tl, 1), enterAsync(a, "second", tl, 1)
 		synctest.Wait()
@@ -239,7 +255,7 @@ func TestAdmissionResize(t *testing.T) {
 		if names, _ := admitted(first, second); len(names) != 0 {
 			t.Fatalf("tool bound raised, module's still 1: admitted %v, want none", names)
 		}
-		a.resizeModule(m, 2)
+		a.resizeModule(m, 2, 0)
 		synctest.Wait()
 		if names, _ := admitted(first, second); len(names) != 1 {
 			t.Fatalf("module bound raised: admitted %v, want the waiting call", names)
@@ -257,7 +273,7 @@ func TestAdmissionHammer(t *testing.T) {
 	a := newAdmission(6, 500)
 	var tools []*toolSlot
 	for i := range modules {
-		m := a.newModule(fmt.Sprint(i), 3)
+		m := a.newModule(fmt.Sprint(i), 3, 0)
 		for range toolsPer {
 			tools = append(tools, a.newTool(m, 2, 4))
 		}
@@ -337,7 +353,7 @@ func BenchmarkAdmission(b *testing.B) {
 	} {
 		b.Run(bm.name, func(b *testing.B) {
 			a := newAdmission(bm.slots, 1<<40)
-			tl := a.newTool(a.newModule("m", bm.slots), bm.slots, 1<<20)
+			tl := a.newTool(a.newModule("m", bm.slots, 0), bm.slots, 1<<20)
 			a.queue = 1 << 20
 			tl.mod.queue = 1 << 20
 			call := func() {
@@ -385,7 +401,7 @@ func (p *places) all() []int       { p.mu.Lock(); defer p.mu.Unlock(); return ap
 func TestAdmissionFairAcrossTenants(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := newAdmission(2, 1<<30)
-		tool := a.newTool(a.newModule("m", 2), 2, 64)
+		tool := a.newTool(a.newModule("m", 2, 0), 2, 64)
 		flood := caller{tenant: "user:a", queued: func(int) {}}
 		var runA, waitA []*pending
 		for i := range 2 {
@@ -433,7 +449,7 @@ func TestAdmissionFairAcrossTenants(t *testing.T) {
 func TestAdmissionTaskWaitsAndHearsItsPlace(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := newAdmission(1, 1<<30)
-		tool := a.newTool(a.newModule("m", 1), 1, 1) // one running, one waiting
+		tool := a.newTool(a.newModule("m", 1, 0), 1, 1) // one running, one waiting
 		if err := a.enter(context.Background(), tool, 1); err != nil {
 			t.Fatal(err)
 		}
@@ -475,7 +491,7 @@ func TestAdmissionTaskWaitsAndHearsItsPlace(t *testing.T) {
 func TestAdmissionTenantShare(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := newAdmission(4, 1<<30)
-		tool := a.newTool(a.newModule("m", 4), 4, 8)
+		tool := a.newTool(a.newModule("m", 4, 0), 4, 8)
 		small := caller{tenant: "user:small", slots: 1}
 		s1 := enterAsAsync(a, "s1", tool, 1, small)
 		synctest.Wait()
@@ -576,8 +592,8 @@ func TestTasksQueueInsteadOfFailingBusy(t *testing.T) {
 func TestAdmissionTenantMemory(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := newAdmission(8, 1<<30)
-		tool := a.newTool(a.newModule("m", 8), 8, 8)
-		small := caller{tenant: "user:small", memory: 100}
+		tool := a.newTool(a.newModule("m", 8, 0), 8, 8)
+		small := caller{tenant: "user:small", memory: 100, strict: true}
 		s1 := enterAsAsync(a, "s1", tool, 60, small)
 		synctest.Wait()
 		s2 := enterAsAsync(a, "s2", tool, 60, small)
@@ -605,7 +621,7 @@ func TestAdmissionTenantMemory(t *testing.T) {
 func TestAdmissionTasksDoNotFillThePlainQueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a := newAdmission(1, 1<<30)
-		tool := a.newTool(a.newModule("m", 1), 1, 1)
+		tool := a.newTool(a.newModule("m", 1, 0), 1, 1)
 		if err := a.enter(context.Background(), tool, 1); err != nil {
 			t.Fatal(err)
 		}
@@ -627,6 +643,271 @@ func TestAdmissionTasksDoNotFillThePlainQueue(t *testing.T) {
 		}
 		synctest.Wait()
 		a.leave(tool, 1)
+		checkIdle(t, a, 0)
+	})
+}
+
+// flood enters n calls of tool tl for c, each reserving size, on
+// goroutines of their own, and returns them once they have been admitted
+// or queued (inside a synctest bubble).
+func flood(a *admission, name string, tl *toolSlot, size uint64, c caller, n int) []*pending {
+	var ps []*pending
+	for i := range n {
+		ps = append(ps, enterAsAsync(a, fmt.Sprintf("%s%d", name, i), tl, size, c))
+	}
+	synctest.Wait()
+	return ps
+}
+
+// stopAll gives up the calls of ps still waiting and returns those that
+// had been admitted (they still hold their places).
+func stopAll(ps []*pending) []*pending {
+	for _, p := range ps {
+		p.stop()
+	}
+	synctest.Wait()
+	var in []*pending
+	for _, p := range ps {
+		if err, _ := p.result(); err == nil {
+			in = append(in, p)
+		}
+	}
+	return in
+}
+
+// free is the server's instances and memory not held by running calls.
+func free(a *admission) (slots int, memory uint64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.slots - a.running, a.budget - a.reserved
+}
+
+// One module that floods the server, through as many tools as it likes,
+// holds at most its default share (a quarter of the instances and of the
+// memory budget): a newcomer module's call starts at once.
+func TestAdmissionHeadroomUnderModuleFlood(t *testing.T) {
+	const budget = 1 << 30
+	for _, tc := range []struct {
+		name      string
+		size      uint64 // what each call reserves
+		wantSlots int    // instances the flood leaves free
+		wantMem   uint64 // memory it leaves free
+	}{
+		// 16 tools × 8 slots: the module's 16 instances bound it.
+		{"instances", 1 << 20, DefaultMaxInstances * 3 / 4, budget - 16<<20},
+		// Calls of 64 MiB: its quarter of the memory (4 calls) bounds it.
+		{"memory", 64 << 20, DefaultMaxInstances - 4, budget * 3 / 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				a := newAdmission(DefaultMaxInstances, budget)
+				module := func(name string) *moduleSlot {
+					slots, memory := (*Policy)(nil).moduleShare(ModulePolicy{}, budget)
+					return a.newModule(name, slots, memory)
+				}
+				fm := module("flood")
+				var ps []*pending
+				for range 16 {
+					ps = append(ps, flood(a, "flood", a.newTool(fm, 8, 1<<10), tc.size, caller{queued: func(int) {}}, 12)...)
+				}
+				slots, memory := free(a)
+				t.Logf("instances left to a newcomer under one module's flood: %d of %d; memory %d of %d MiB", slots, DefaultMaxInstances, memory>>20, budget>>20)
+				if slots != tc.wantSlots || memory != tc.wantMem {
+					t.Fatalf("one module's flood leaves %d instances and %d MiB free, want %d and %d MiB", slots, memory>>20, tc.wantSlots, tc.wantMem>>20)
+				}
+				newcomer := enterAsync(a, "newcomer", a.newTool(module("newcomer"), 8, 32), tc.size)
+				synctest.Wait()
+				if _, errs := admitted(newcomer); len(errs) != 1 || errs["newcomer"] != nil {
+					t.Fatalf("a newcomer module's call under the flood: %v, want it started at once", errs)
+				}
+				a.leave(newcomer.tool, tc.size)
+				for _, p := range stopAll(ps) {
+					a.leave(p.tool, p.size)
+				}
+				checkIdle(t, a, 0)
+			})
+		})
+	}
+}
+
+// One tenant without a share of its own that floods the server, through
+// many modules, holds at most half of the instances and of the memory
+// budget; a newcomer tenant's call starts at once. Its plain calls wait
+// within its own queue bound, so they cannot make the server's queue
+// refuse others.
+func TestAdmissionHeadroomUnderTenantFlood(t *testing.T) {
+	const budget = 1 << 30
+	for _, tc := range []struct {
+		name      string
+		size      uint64
+		wantSlots int
+		wantMem   uint64
+	}{
+		{"instances", 1 << 20, DefaultMaxInstances / 2, budget - 32<<20},
+		{"memory", 64 << 20, DefaultMaxInstances - 8, budget / 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				a := newAdmission(DefaultMaxInstances, budget)
+				slots, memory := a.defaultTenantShare()
+				fl := caller{tenant: "user:flood", slots: slots, memory: memory, queued: func(int) {}}
+				var ps []*pending
+				for i := range 8 { // 8 modules of the default share: 128 instances, were it not for the tenant's
+					m := a.newModule(fmt.Sprint(i), DefaultMaxInstances/4, budget/4)
+					ps = append(ps, flood(a, "flood", a.newTool(m, 16, 1<<10), tc.size, fl, 24)...)
+				}
+				slots, memory = free(a)
+				t.Logf("instances left to a newcomer under one tenant's flood: %d of %d; memory %d of %d MiB", slots, DefaultMaxInstances, memory>>20, budget>>20)
+				if slots != tc.wantSlots || memory != tc.wantMem {
+					t.Fatalf("one tenant's flood leaves %d instances and %d MiB free, want %d and %d MiB", slots, memory>>20, tc.wantSlots, tc.wantMem>>20)
+				}
+				tool := a.newTool(a.newModule("shared", DefaultMaxInstances, 0), 8, 32)
+				newcomer := enterAsAsync(a, "newcomer", tool, tc.size, caller{tenant: "user:new", slots: slots, memory: memory})
+				synctest.Wait()
+				if _, errs := admitted(newcomer); len(errs) != 1 || errs["newcomer"] != nil {
+					t.Fatalf("a newcomer tenant's call under the flood: %v, want it started at once", errs)
+				}
+				a.leaveAs(tool, tc.size, "user:new")
+				for _, p := range stopAll(ps) {
+					a.leaveAs(p.tool, p.size, "user:flood")
+				}
+				checkIdle(t, a, 0)
+			})
+		})
+	}
+
+	// Plain calls: the tenant's queue bound is queuePerSlot × its share.
+	synctest.Test(t, func(t *testing.T) {
+		a := newAdmission(8, 1<<30)
+		tool := a.newTool(a.newModule("m", 8, 0), 8, 1<<10)
+		tool.mod.queue = 1 << 10
+		slots, memory := a.defaultTenantShare()
+		fl := caller{tenant: "user:flood", slots: slots, memory: memory}
+		ps := flood(a, "flood", tool, 1, fl, 4+queuePerSlot*4) // its 4 running and a full queue
+		if n, _ := admitted(ps...); len(n) != 4 {
+			t.Fatalf("admitted %d of the flood, want its share of 4", len(n))
+		}
+		err := a.enterAs(context.Background(), tool, 1, fl)
+		var be *busyError
+		if !errors.As(err, &be) || be.scope != `tenant "user:flood" instance share: ` {
+			t.Fatalf("one plain call past the tenant's queue bound: %v, want busy by the tenant's share", err)
+		}
+		other := enterAsAsync(a, "other", tool, 1, caller{tenant: "user:other", slots: slots, memory: memory})
+		synctest.Wait()
+		if _, errs := admitted(other); errs["other"] != nil || len(errs) != 1 {
+			t.Fatalf("another tenant's plain call: %v, want it started", errs)
+		}
+		a.leaveAs(tool, 1, "user:other")
+		for range stopAll(ps) {
+			a.leaveAs(tool, 1, "user:flood")
+		}
+		checkIdle(t, a, 0)
+	})
+}
+
+// When every instance is held, a newcomer's call — of a module, or of a
+// tenant, that runs nothing — takes the next slot that frees, ahead of the
+// calls queued by the parties that hold slots: its wait is that of the
+// first running call to end, not that of the queue.
+func TestAdmissionNewcomerTakesTheNextSlot(t *testing.T) {
+	t.Run("module", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			a := newAdmission(8, 1<<30)
+			var ps []*pending
+			var tools []*toolSlot
+			for i := range 4 { // four modules of 2 slots fill the server, each with a queue
+				tl := a.newTool(a.newModule(fmt.Sprint(i), 2, 0), 2, 8)
+				tools = append(tools, tl)
+				ps = append(ps, flood(a, fmt.Sprintf("m%d-", i), tl, 1, caller{}, 2+6)...) // 24 of the server's 32 queue places
+			}
+			if slots, _ := free(a); slots != 0 {
+				t.Fatalf("%d slots free, want the server full", slots)
+			}
+			nc := a.newTool(a.newModule("newcomer", 2, 0), 2, 8)
+			newcomer := enterAsync(a, "newcomer", nc, 1)
+			synctest.Wait()
+			if names, errs := admitted(newcomer); len(names) != 0 {
+				t.Fatalf("the newcomer on a full server: %v, want it waiting", errs)
+			}
+			var ended *pending // a running call of module 2
+			for _, p := range ps {
+				if err, ok := p.result(); ok && err == nil && p.tool == tools[2] {
+					ended = p
+					break
+				}
+			}
+			a.leave(ended.tool, 1)
+			synctest.Wait()
+			if names, errs := admitted(newcomer); len(names) != 1 || errs["newcomer"] != nil {
+				t.Fatalf("the first slot to free went elsewhere: newcomer %v, want it admitted ahead of 24 queued calls", errs)
+			}
+			a.leave(nc, 1)
+			for _, p := range stopAll(ps) {
+				if p != ended {
+					a.leave(p.tool, 1)
+				}
+			}
+			checkIdle(t, a, 0)
+		})
+	})
+	t.Run("tenant", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			a := newAdmission(8, 1<<30)
+			tool := a.newTool(a.newModule("m", 8, 0), 8, 1<<10)
+			tool.mod.queue = 1 << 10
+			// Two tenants of the default share (half each) fill the
+			// server; one queues its whole bound, the other a few.
+			slots, memory := a.defaultTenantShare()
+			pa := flood(a, "a", tool, 1, caller{tenant: "user:a", slots: slots, memory: memory}, 4+queuePerSlot*4)
+			pb := flood(a, "b", tool, 1, caller{tenant: "user:b", slots: slots, memory: memory, queued: func(int) {}}, 4+3)
+			if slots, _ := free(a); slots != 0 {
+				t.Fatalf("%d slots free, want the server full", slots)
+			}
+			newcomer := enterAsAsync(a, "newcomer", tool, 1, caller{tenant: "user:new", slots: slots, memory: memory})
+			synctest.Wait()
+			if names, errs := admitted(newcomer); len(names) != 0 {
+				t.Fatalf("the newcomer on a full server: %v, want it waiting (not busy: one tenant cannot fill the server's queue)", errs)
+			}
+			a.leaveAs(tool, 1, "user:a") // one of a's calls ends
+			synctest.Wait()
+			if names, errs := admitted(newcomer); len(names) != 1 || errs["newcomer"] != nil {
+				t.Fatalf("the first slot to free: newcomer %v, want it admitted ahead of 19 queued calls", errs)
+			}
+			a.leaveAs(tool, 1, "user:new")
+			for range len(stopAll(pa)) - 1 {
+				a.leaveAs(tool, 1, "user:a")
+			}
+			for range stopAll(pb) {
+				a.leaveAs(tool, 1, "user:b")
+			}
+			checkIdle(t, a, 0)
+		})
+	})
+}
+
+// A default share never makes a tool unusable: a module, or a tenant
+// without a share of its own, that runs nothing may start one call that
+// reserves more than its memory share; a second waits for the first.
+func TestAdmissionDefaultShareAdmitsOneLargeCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := newAdmission(8, 100)
+		slots, memory := a.defaultTenantShare() // 4 and 50
+		tc := caller{tenant: "user:t", slots: slots, memory: memory}
+		m := a.newModule("m", 8, 25)
+		tool := a.newTool(m, 8, 8)
+		first := enterAsAsync(a, "first", tool, 40, tc)
+		synctest.Wait()
+		second := enterAsAsync(a, "second", tool, 40, tc)
+		synctest.Wait()
+		if names, errs := admitted(first, second); !slices.Equal(names, []string{"first"}) || errs["first"] != nil {
+			t.Fatalf("admitted %v (%v), want the first call alone: 40 bytes pass the module's 25 and the tenant's 50, but nothing else runs", names, errs)
+		}
+		a.leaveAs(tool, 40, "user:t")
+		synctest.Wait()
+		if _, errs := admitted(second); errs["second"] != nil || len(errs) != 1 {
+			t.Fatalf("the second call once the first ended: %v, want it admitted", errs)
+		}
+		a.leaveAs(tool, 40, "user:t")
 		checkIdle(t, a, 0)
 	})
 }

@@ -31,8 +31,8 @@ func (s *Server) call(ctx context.Context, c *catalog, name string, args json.Ra
 	defer func() { s.metrics.observeCall(name, user, res, err, start) }()
 	if m := mcpserver.CallMetaFrom(ctx); m != nil {
 		user = m.User
-		slots, memory := s.tenantShare(m.User)
-		who = caller{tenant: m.Tenant, slots: slots, memory: memory, queued: m.Queued}
+		slots, memory, strict := s.tenantShare(m.User)
+		who = caller{tenant: m.Tenant, slots: slots, memory: memory, strict: strict, queued: m.Queued}
 	}
 	run := func(ctx context.Context, ev abi.Events) (*abi.Result, error) {
 		entered := time.Now()

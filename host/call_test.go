@@ -137,9 +137,12 @@ func TestToolsShowEffectivePolicy(t *testing.T) {
 	if p := got["add"].Policy; fmt.Sprint(p) != fmt.Sprint(want) {
 		t.Errorf("add's policy = %+v, want %+v", p, want)
 	}
-	if ti := got["add"]; ti.ReservedMemoryMiB != 11 || ti.ModuleInstances != host.DefaultMaxInstances/2 {
-		t.Errorf("add reserves %d MiB in a module of %d instances, want 11 (8 + 2 × 1 MiB of output + 3 × 64 KiB of log, rounded up) and %d",
-			ti.ReservedMemoryMiB, ti.ModuleInstances, host.DefaultMaxInstances/2)
+	// The module's default share: a quarter of the server's instances and
+	// of its memory budget.
+	lim := s.Limits()
+	if ti := got["add"]; ti.ReservedMemoryMiB != 11 || ti.ModuleInstances != host.DefaultMaxInstances/4 || ti.ModuleMemoryMiB != lim.MemoryBudgetMiB/4 {
+		t.Errorf("add reserves %d MiB in a module of %d instances and %d MiB, want 11 (8 + 2 × 1 MiB of output + 3 × 64 KiB of log, rounded up), %d and %d",
+			ti.ReservedMemoryMiB, ti.ModuleInstances, ti.ModuleMemoryMiB, host.DefaultMaxInstances/4, lim.MemoryBudgetMiB/4)
 	}
 	if p := got["sha256"].Policy; p.MemoryMiB != host.DefaultMemoryMiB || p.MaxConcurrency != 2 {
 		t.Errorf("sha256's policy = %+v, want the defaults with 2 concurrent calls", p)

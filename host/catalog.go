@@ -144,12 +144,12 @@ func (s *Server) buildCatalog(gen *generation, prev *catalog) *catalog {
 		if err != nil {
 			c.problems = append(c.problems, Problem{Module: m.Name, Path: m.Path, Err: err})
 		}
-		modSlots := pol.moduleInstances(entry)
+		modSlots, modMemory := pol.moduleShare(entry, s.adm.budget)
 		ms := prev.module(m.Name)
 		if ms != nil {
-			s.adm.resizeModule(ms, modSlots)
+			s.adm.resizeModule(ms, modSlots, modMemory)
 		} else {
-			ms = s.adm.newModule(m.Name, modSlots)
+			ms = s.adm.newModule(m.Name, modSlots, modMemory)
 		}
 		c.modules[m.Name] = ms
 		for _, t := range l.Manifest.Tools {

@@ -30,17 +30,21 @@
 //
 // One controller admits every call before its instance exists. It bounds
 // together the calls of a tool (its policy's maxConcurrency), of a module
-// (the module's maxInstances, by default half the server's), of the server
-// (maxInstances), and the memory they reserve (the memory budget: each
-// call reserves its tool's memory limit plus its output and log buffers,
-// as the runtime computes them, wasmrt's Module.Reservation, and the sum
-// over running calls stays within [Policy].MemoryBudgetMiB, by default half
-// of the memory the process may use). A call that cannot start waits in a
-// bounded queue until a slot frees or its context ends; one beyond a queue
-// is refused at once ([ErrBusy]); one that could never fit the budget fails
-// at once ([ErrMemoryBudget]). When a slot frees, the module running the
-// fewest calls goes next, and within a module the oldest call: one module
-// with many tools cannot take the server's slots while another waits.
+// (the module's maxInstances and maxMemoryMiB, by default a quarter of the
+// server's instances and memory budget), of an authenticated tenant (its
+// maxInstances and maxMemoryMiB, by default half of the server's), of the
+// server (maxInstances), and the memory they reserve (the memory budget:
+// each call reserves its tool's memory limit plus its output and log
+// buffers, as the runtime computes them, wasmrt's Module.Reservation, and
+// the sum over running calls stays within [Policy].MemoryBudgetMiB, by
+// default half of the memory the process may use). A call that cannot
+// start waits in a bounded queue until a slot frees or its context ends;
+// one beyond a queue is refused at once ([ErrBusy]); one that could never
+// fit the budget fails at once ([ErrMemoryBudget]). When a slot frees, the
+// tenant running the fewest calls goes next, then the module running the
+// fewest, then the oldest call: a module or tenant that runs nothing takes
+// the next slot to free, so one flooding party neither holds more than its
+// share nor makes a newcomer wait behind its queue.
 //
 // # Grants belong to modules
 //

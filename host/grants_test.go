@@ -57,7 +57,7 @@ func TestGrantsFollowModules(t *testing.T) {
 	want := func(name, d, tool string) grant {
 		mp := pol.Modules[name]
 		if mp.Digest != "" && mp.Digest != d {
-			return grant{MemoryMiB: DefaultMemoryMiB, Instances: pol.MaxInstances / 2}
+			return grant{MemoryMiB: DefaultMemoryMiB, Instances: pol.MaxInstances / 4}
 		}
 		return grant{
 			Env:       map[string]string{"GRANTED_TO": name},

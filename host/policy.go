@@ -67,8 +67,13 @@ type ModulePolicy struct {
 	Digest string `json:"digest,omitempty"`
 	// MaxInstances bounds the calls of the module's tools running at once,
 	// so that one module with many tools cannot take every server-wide
-	// slot. Default: half of the server's MaxInstances, at least 1.
+	// slot. Default: a quarter of the server's MaxInstances, at least 1.
 	MaxInstances int `json:"maxInstances,omitempty"`
+	// MaxMemoryMiB bounds the memory the running calls of the module's
+	// tools reserve together (see Policy.MemoryBudgetMiB). A module with
+	// no call running may always start one, even one that reserves more.
+	// Default: a quarter of the server's memory budget.
+	MaxMemoryMiB int `json:"maxMemoryMiB,omitempty"`
 	// Grants are the environment and directories every tool of the module
 	// gets.
 	Grants
@@ -145,9 +150,19 @@ const (
 )
 
 // queuePerSlot sizes the queues the policy does not set: a tool's default
-// MaxQueue, and the bounds on calls waiting for a module's or the server's
-// slots, are queuePerSlot times their slots.
+// MaxQueue, and the bounds on calls waiting for a module's, a tenant's or
+// the server's slots, are queuePerSlot times their slots.
 const queuePerSlot = 4
+
+// The default shares of the server's instances and memory budget: a
+// module without maxInstances or maxMemoryMiB of its own may hold
+// 1/moduleShareDivisor of them, a tenant without its own
+// 1/tenantShareDivisor. So a flood from one module leaves three quarters
+// of the server to the others, and one from one tenant half.
+const (
+	moduleShareDivisor = 4
+	tenantShareDivisor = 2
+)
 
 // ErrPolicy is wrapped by every policy validation error.
 var ErrPolicy = errors.New("host: invalid policy")
@@ -262,6 +277,9 @@ func (mp *ModulePolicy) validate(where string) error {
 	}
 	if mp.MaxInstances < 0 {
 		return fmt.Errorf("%w: %s.maxInstances is negative", ErrPolicy, where)
+	}
+	if mp.MaxMemoryMiB < 0 || mp.MaxMemoryMiB > maxQuotaMiB {
+		return fmt.Errorf("%w: %s.maxMemoryMiB %d is outside 0..%d", ErrPolicy, where, mp.MaxMemoryMiB, maxQuotaMiB)
 	}
 	if err := mp.Grants.validate(where); err != nil {
 		return err
@@ -442,12 +460,18 @@ func (p *Policy) maxInstances() int {
 	return DefaultMaxInstances
 }
 
-// moduleInstances is the instance cap of a module whose entry is mp.
-func (p *Policy) moduleInstances(mp ModulePolicy) int {
+// moduleShare is the share of the instances and of the memory budget
+// (bytes; budget is the server's) of a module whose entry is mp.
+func (p *Policy) moduleShare(mp ModulePolicy, budget uint64) (slots int, memory uint64) {
+	slots = max(1, p.maxInstances()/moduleShareDivisor)
 	if mp.MaxInstances > 0 {
-		return mp.MaxInstances
+		slots = mp.MaxInstances
 	}
-	return max(1, p.maxInstances()/2)
+	memory = budget / moduleShareDivisor
+	if mp.MaxMemoryMiB > 0 {
+		memory = uint64(mp.MaxMemoryMiB) << 20
+	}
+	return slots, memory
 }
 
 // loadLimits bound the describe run that asks a module for its manifest

@@ -37,6 +37,8 @@ func TestParsePolicy(t *testing.T) {
 		{"negative limit", `{"defaults":{"maxQueue":-1}}`, "must not be negative"},
 		{"negative instances", `{"maxInstances":-1}`, "maxInstances is negative"},
 		{"negative module instances", `{"modules":{"m":{"maxInstances":-1}}}`, "modules.m.maxInstances is negative"},
+		{"negative module memory", `{"modules":{"m":{"maxMemoryMiB":-1}}}`, "modules.m.maxMemoryMiB -1 is outside"},
+		{"module memory not a bound", `{"modules":{"m":{"maxMemoryMiB":2000000}}}`, "modules.m.maxMemoryMiB 2000000 is outside"},
 		{"negative budget", `{"memoryBudgetMiB":-1}`, "memoryBudgetMiB is negative"},
 		{"bad digest", `{"modules":{"m":{"digest":"sha256:abc"}}}`, "is not \"sha256:\" and 64"},
 		{"upper-case digest", `{"modules":{"m":{"digest":"` + strings.ToUpper(digest) + `"}}}`, "is not \"sha256:\""},
@@ -75,7 +77,7 @@ func TestPolicyForModuleAndTool(t *testing.T) {
 	p, err := ParsePolicy([]byte(`{
 		"defaults": {"timeout": "10s", "maxConcurrency": 2},
 		"modules": {
-			"big":  {"tools": {"big": {"memoryMiB": 128, "maxQueue": 1}}, "maxInstances": 3},
+			"big":  {"tools": {"big": {"memoryMiB": 128, "maxQueue": 1}}, "maxInstances": 3, "maxMemoryMiB": 100},
 			"envy": {"passEnv": ["HOME", "MISSING"], "env": {"B": "2"}},
 			"pin":  {"digest": "` + pinned + `", "env": {"P": "1"}, "tools": {"p": {"memoryMiB": 8}}}
 		}}`))
@@ -95,14 +97,17 @@ func TestPolicyForModuleAndTool(t *testing.T) {
 		want                 ToolPolicy
 		wantEnv              map[string]string
 		wantInstances        int
+		wantMemoryMiB        uint64
 		wantPinErr           bool
 	}{
-		{"other", other, "big", def, nil, 32, false}, // a tool name alone gets nothing
-		{"big", other, "big", with(def, func(tp *ToolPolicy) { tp.MemoryMiB, tp.MaxQueue = 128, 1 }), nil, 3, false},
-		{"big", other, "small", def, nil, 3, false},
-		{"envy", other, "e", def, map[string]string{"B": "2", "HOME": "/home/op"}, 32, false},
-		{"pin", pinned, "p", with(def, func(tp *ToolPolicy) { tp.MemoryMiB = 8 }), map[string]string{"P": "1"}, 32, false},
-		{"pin", other, "p", def, nil, 32, true}, // another content of the file: nothing applies
+		// The default share: a quarter of the server's 64 instances and
+		// of a budget of 1 GiB.
+		{"other", other, "big", def, nil, 16, 256, false}, // a tool name alone gets nothing
+		{"big", other, "big", with(def, func(tp *ToolPolicy) { tp.MemoryMiB, tp.MaxQueue = 128, 1 }), nil, 3, 100, false},
+		{"big", other, "small", def, nil, 3, 100, false},
+		{"envy", other, "e", def, map[string]string{"B": "2", "HOME": "/home/op"}, 16, 256, false},
+		{"pin", pinned, "p", with(def, func(tp *ToolPolicy) { tp.MemoryMiB = 8 }), map[string]string{"P": "1"}, 16, 256, false},
+		{"pin", other, "p", def, nil, 16, 256, true}, // another content of the file: nothing applies
 	} {
 		entry, err := p.forModule(plugins.Module{Name: tc.module, Digest: tc.digest})
 		if (err != nil) != tc.wantPinErr || err != nil && !errors.Is(err, ErrPolicy) {
@@ -115,8 +120,8 @@ func TestPolicyForModuleAndTool(t *testing.T) {
 		if diff := cmp.Diff(tc.wantEnv, limitsOf(got, entry.Grants, getenv).Env); diff != "" {
 			t.Errorf("%s/%s: limitsOf().Env (-want +got):\n%s", tc.module, tc.tool, diff)
 		}
-		if n := p.moduleInstances(entry); n != tc.wantInstances {
-			t.Errorf("%s: module instances %d, want %d", tc.module, n, tc.wantInstances)
+		if n, mem := p.moduleShare(entry, 1<<30); n != tc.wantInstances || mem != tc.wantMemoryMiB<<20 {
+			t.Errorf("%s: module share %d instances, %d MiB; want %d, %d", tc.module, n, mem>>20, tc.wantInstances, tc.wantMemoryMiB)
 		}
 	}
 	// No policy: the built-in defaults, nothing granted.
@@ -126,8 +131,8 @@ func TestPolicyForModuleAndTool(t *testing.T) {
 	if err != nil || got.MemoryMiB != DefaultMemoryMiB || got.Timeout.std() != DefaultTimeout || lim.Env != nil || lim.Mounts != nil {
 		t.Errorf("nil policy: got %+v, %v, want defaults with no env or mounts", got, err)
 	}
-	if n := (*Policy)(nil).moduleInstances(entry); n != DefaultMaxInstances/2 {
-		t.Errorf("nil policy: module instances %d, want %d", n, DefaultMaxInstances/2)
+	if n, mem := (*Policy)(nil).moduleShare(entry, 1000); n != DefaultMaxInstances/4 || mem != 250 {
+		t.Errorf("nil policy: module share %d instances, %d bytes of 1000; want %d, 250", n, mem, DefaultMaxInstances/4)
 	}
 }
 

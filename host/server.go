@@ -110,12 +110,21 @@ type Config struct {
 	// listener refuses non-loopback names.
 	AllowedHosts, AllowedOrigins []string
 	// MaxConnections bounds the HTTP connections open at once on each
-	// listener of [Server.Serve] (default 1024); MaxSessions and
+	// listener of [Server.Serve] (default 1024): at the bound, the idle
+	// keep-alive connection unused the longest is closed to admit a new
+	// one, and a new one waits only while every connection is busy.
+	// MaxConnectionsPerAddress bounds those of one client address (an IPv4
+	// address, an IPv6 /64); past it the address's own idle connection
+	// unused the longest is closed, or, when all of them are busy, the new
+	// connection is closed unanswered. Default an eighth of
+	// MaxConnections, at least 8 (at most MaxConnections); negative: no
+	// per-address bound (behind a proxy, whose connections all come from
+	// one address). MaxSessions and
 	// MaxSessionsPerTenant the HTTP sessions in total and per tenant
 	// (defaults 1024 and 64); MaxRequestsPerSession and
 	// MaxRequestsPerTenant the requests in flight of one session and of
 	// one tenant over all its sessions (defaults 64 and 256).
-	MaxConnections, MaxSessions, MaxSessionsPerTenant, MaxRequestsPerSession, MaxRequestsPerTenant int
+	MaxConnections, MaxConnectionsPerAddress, MaxSessions, MaxSessionsPerTenant, MaxRequestsPerSession, MaxRequestsPerTenant int
 	// ReadTimeout bounds reading a request's headers and body on the
 	// listeners of [Server.Serve] (default 30s; headers alone 10s at
 	// most); IdleTimeout closes a keep-alive connection idle that long
@@ -125,6 +134,9 @@ type Config struct {
 	// wrapLoader, set by tests of this package, wraps the loader that
 	// compiles modules, to hold a load back.
 	wrapLoader func(plugins.Loader[*wasmrt.Module]) plugins.Loader[*wasmrt.Module]
+	// connState, set by tests of this package, is told of each state
+	// change of a connection of Serve's, after the connection limit is.
+	connState func(net.Conn, http.ConnState)
 }
 
 // Server is a wasmtask MCP server: Wasm tools, run as plain calls or as
@@ -176,6 +188,22 @@ type Server struct {
 
 // DefaultMaxConnections is [Config.MaxConnections]'s default.
 const DefaultMaxConnections = 1024
+
+// connectionLimits are the bounds of Config's MaxConnections and
+// MaxConnectionsPerAddress in force (perAddr 0: none).
+func (c *Config) connectionLimits() (total, perAddr int) {
+	total = c.MaxConnections
+	if total <= 0 {
+		total = DefaultMaxConnections
+	}
+	switch {
+	case c.MaxConnectionsPerAddress < 0:
+		return total, 0
+	case c.MaxConnectionsPerAddress > 0:
+		return total, min(c.MaxConnectionsPerAddress, total)
+	}
+	return total, max(total/8, min(8, total))
+}
 
 // ErrServerClosed is returned by the Serve methods after Shutdown or Close.
 var ErrServerClosed = errors.New("host: server closed")
@@ -339,6 +367,7 @@ type ToolInfo struct {
 	Policy            ToolPolicy // the effective limits: every default filled in
 	Grants            Grants     // the module's grants (its policy entry, when it applies to this file)
 	ModuleInstances   int        // calls of the module's tools that may run at once
+	ModuleMemoryMiB   int        // memory those calls may reserve together (one call alone may pass it)
 	ReservedMemoryMiB int        // what one call reserves of the server's memory budget
 	// ResultCacheTTL is how long a result of the tool is reused: the least
 	// of its ttlMs, its policy's resultCacheTtl and the server's maximum;
@@ -358,7 +387,7 @@ func (s *Server) Tools() []ToolInfo {
 	for _, t := range c.list {
 		st := c.tools[t.Name]
 		out = append(out, ToolInfo{Tool: st.decl, Module: st.module.Name, Digest: st.module.Digest, Policy: st.policy,
-			Grants: st.grants, ModuleInstances: st.slot.mod.slots, ReservedMemoryMiB: int(mib(st.need)), ResultCacheTTL: st.cache.ttl})
+			Grants: st.grants, ModuleInstances: st.slot.mod.slots, ModuleMemoryMiB: int(st.slot.mod.memory >> 20), ReservedMemoryMiB: int(mib(st.need)), ResultCacheTTL: st.cache.ttl})
 	}
 	return out
 }
@@ -529,9 +558,21 @@ func (s *Server) notReady() string {
 // Each connection must send its request headers within 10 s and its body
 // within ReadTimeout, and is closed after IdleTimeout idle; a response
 // stream has no time limit as long as the client reads it (each write must
-// complete within 30 s). At most MaxConnections are open at once.
+// complete within 30 s). At most MaxConnections are open at once, and
+// MaxConnectionsPerAddress from one client address; at either bound an
+// idle keep-alive connection is closed to admit a new one (see
+// [Config.MaxConnections]).
 func (s *Server) Serve(l net.Listener) error {
-	l = limitConnections(l, cmp.Or(s.cfg.MaxConnections, DefaultMaxConnections))
+	total, perAddr := s.cfg.connectionLimits()
+	lim := newConnLimiter(l, total, perAddr)
+	lim.refused = func(addr net.Addr) {
+		s.log.Debug("connection refused: its address has as many busy connections as it may", "addr", addr.String(), "max", perAddr)
+	}
+	connState := lim.connState
+	if hook := s.cfg.connState; hook != nil {
+		connState = func(c net.Conn, st http.ConnState) { lim.connState(c, st); hook(c, st) }
+	}
+	l = lim
 	read := cmp.Or(s.cfg.ReadTimeout, 30*time.Second)
 	hs := &http.Server{
 		Handler:           s.Handler(),
@@ -539,6 +580,7 @@ func (s *Server) Serve(l net.Listener) error {
 		ReadTimeout:       read, // net/http clears it once the body is read: streams outlive it
 		IdleTimeout:       cmp.Or(s.cfg.IdleTimeout, 2*time.Minute),
 		MaxHeaderBytes:    64 << 10,
+		ConnState:         connState, // the limit learns from it which connections are idle
 	}
 	s.mu.Lock()
 	if s.closed {

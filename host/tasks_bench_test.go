@@ -89,7 +89,7 @@ func measureTasks(b *testing.B, wasm []byte, n int, running bool) taskMemory {
 	ctx := context.Background()
 	pol := &host.Policy{MaxInstances: n, MemoryBudgetMiB: 80 * n,
 		Defaults: host.ToolPolicy{MaxConcurrency: n, Timeout: host.Duration(time.Hour)},
-		Modules:  map[string]host.ModulePolicy{"nap": {MaxInstances: n}}}
+		Modules:  map[string]host.ModulePolicy{"nap": {MaxInstances: n, MaxMemoryMiB: 80 * n}}}
 	s, err := host.New(ctx, host.Config{ToolsFS: fstest.MapFS{"nap.wasm": {Data: wasm}}, Policy: pol,
 		CacheDir: host.CompileCacheDir(),
 		Tasks:    taskengine.Config{MaxTasks: 4 * n, MaxRunningPerOwner: n, MaxTasksPerOwner: 2 * n}})

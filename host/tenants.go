@@ -74,13 +74,15 @@ type Tenant struct {
 	Modules []string `json:"modules,omitempty"`
 	// MaxInstances is the tenant's share of the server's instances: at
 	// most this many of its calls run at once, whatever room the server
-	// has. 0: no share of its own (the server's and the tools' bounds,
-	// and fair turns between tenants, still apply).
+	// has. 0: the default share, half of the server's MaxInstances (at
+	// least 1), so that one tenant always leaves half the server to the
+	// others.
 	MaxInstances int `json:"maxInstances,omitempty"`
 	// MaxMemoryMiB is the tenant's share of the server's memory budget:
 	// its running calls together reserve at most this much (a call of a
-	// tool whose reservation alone passes it fails at once). 0: no share
-	// of its own.
+	// tool whose reservation alone passes it fails at once). 0: the
+	// default share, half of the budget (a call that reserves more may
+	// still run while the tenant runs nothing else).
 	MaxMemoryMiB int `json:"maxMemoryMiB,omitempty"`
 	// RequestsPerSecond bounds the tenant's HTTP requests, all its
 	// sessions together, on average, with bursts of Burst (default twice
@@ -490,18 +492,27 @@ func (s *Server) visibleFunc() func(tenant, tool, module string) bool {
 }
 
 // tenantShare is the share of the instances and of the memory budget
-// (bytes) the tenant file gives tenant (0: none of its own, or no such
-// tenant).
-func (s *Server) tenantShare(tenant string) (slots int, memory uint64) {
+// (bytes) of the calls of an authenticated tenant: the tenant file's
+// maxInstances and maxMemoryMiB, each by default the admission's default
+// share (half the server's); strict when the memory share is the file's.
+// Calls of no tenant ("": a session, the stdio client) have none (0, 0).
+func (s *Server) tenantShare(tenant string) (slots int, memory uint64, strict bool) {
 	if tenant == "" {
-		return 0, 0
+		return 0, 0, false
 	}
 	a := s.tenants.Load()
 	if a == nil {
-		return 0, 0
+		return 0, 0, false
 	}
 	tn := a.file.Tenants[tenant]
-	return tn.MaxInstances, uint64(tn.MaxMemoryMiB) << 20
+	slots, memory = s.adm.defaultTenantShare()
+	if tn.MaxInstances > 0 {
+		slots = tn.MaxInstances
+	}
+	if tn.MaxMemoryMiB > 0 {
+		memory, strict = uint64(tn.MaxMemoryMiB)<<20, true
+	}
+	return slots, memory, strict
 }
 
 // requestRateFunc is requestRate with a tenant file, nil without one.

@@ -433,3 +433,35 @@ func TestTenantsJWKSURL(t *testing.T) {
 		t.Errorf("a JWT signed by another key: %d, want 401", code)
 	}
 }
+
+// A tenant's share of the server is the tenant file's, or by default half
+// of the instances and of the memory budget; calls of no tenant have none.
+func TestTenantShareDefaults(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "tenants.yaml")
+	doc := fmt.Sprintf("tenants:\n  own:\n    tokens: [%q]\n    maxInstances: 3\n    maxMemoryMiB: 100\n  plain:\n    tokens: [%q]\n",
+		HashToken("own-token"), HashToken("plain-token"))
+	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(context.Background(), Config{ToolsFS: fstest.MapFS{}, CacheDir: testCacheDir, TenantsFile: file,
+		Policy: &Policy{MaxInstances: 10, MemoryBudgetMiB: 1000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, tc := range []struct {
+		tenant     string
+		slots      int
+		memoryMiB  uint64
+		wantStrict bool
+	}{
+		{"own", 3, 100, true},
+		{"plain", 5, 500, false}, // half the server's, not strict
+		{"", 0, 0, false},        // a session or the stdio client
+	} {
+		slots, memory, strict := s.tenantShare(tc.tenant)
+		if slots != tc.slots || memory != tc.memoryMiB<<20 || strict != tc.wantStrict {
+			t.Errorf("tenant %q: share %d instances, %d MiB, strict %v; want %d, %d, %v", tc.tenant, slots, memory>>20, strict, tc.slots, tc.memoryMiB, tc.wantStrict)
+		}
+	}
+}

@@ -221,7 +221,7 @@ func TestMCPConcurrencyBounded(t *testing.T) {
 		watchBaseline(t)
 		pol := &host.Policy{
 			Modules: map[string]host.ModulePolicy{"elicitwait": {
-				MaxInstances: running, // the default would be half the server's slots: 1
+				MaxInstances: running, // the default would be a quarter of the server's slots, at least 1: 1
 				Tools:        map[string]host.ToolPolicy{"ask": {MaxConcurrency: running, MaxQueue: queued}},
 			}},
 			MaxInstances: running + 1,

@@ -84,7 +84,8 @@ func BenchmarkBlockedInstances(b *testing.B) {
 	const n = 50
 	for _, e := range engines {
 		b.Run(e.name, func(b *testing.B) {
-			pol := &host.Policy{Defaults: host.ToolPolicy{MaxConcurrency: n}, MaxInstances: n}
+			pol := &host.Policy{Defaults: host.ToolPolicy{MaxConcurrency: n}, MaxInstances: n,
+				Modules: map[string]host.ModulePolicy{"elicitwait": {MaxInstances: n, MaxMemoryMiB: 1 << 20}}} // the whole server
 			s := serve(b, e.interpreter, pol, "elicitwait")
 			var heap, sys, goroutines float64
 			for b.Loop() {

@@ -95,20 +95,20 @@ func TestGrantsBindToModules(t *testing.T) {
 	})
 }
 
-// TestModuleCannotTakeAllInstances: with the default module cap (half the
-// server's slots), calls of one module that block forever leave slots to
+// TestModuleCannotTakeAllInstances: with the default module cap (a quarter
+// of the server's slots), calls of one module that block forever leave slots to
 // the other modules: the queued calls of the first wait, and a call of
 // another module runs at once.
 func TestModuleCannotTakeAllInstances(t *testing.T) {
 	onEngines(t, func(t *testing.T, e engine) {
-		const slots, toolQueue = 4, 2
+		const slots, toolQueue = 8, 2
 		pol := &host.Policy{Defaults: short(), MaxInstances: slots, Modules: map[string]host.ModulePolicy{
 			"elicitwait": {Tools: map[string]host.ToolPolicy{"ask": {MaxQueue: toolQueue}}},
 		}}
 		hostile(t, e, pol, "elicitwait", func(t *testing.T, s *host.Server) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			const calls, running = slots/2 + toolQueue + 1, slots / 2
+			const calls, running = slots/4 + toolQueue + 1, slots / 4
 			entered := make(chan struct{}, calls)
 			errc := make(chan error, calls)
 			for range calls {
@@ -149,7 +149,9 @@ func TestMemoryBudget(t *testing.T) {
 		// two fit in 40.
 		const budget, fit = 40, 2
 		pol := &host.Policy{Defaults: short(), MemoryBudgetMiB: budget, Modules: map[string]host.ModulePolicy{
-			"elicitwait": {Tools: map[string]host.ToolPolicy{"ask": {MaxQueue: 1}}},
+			// The whole budget: the module's default share, a quarter,
+			// would hold the second call back before the server's does.
+			"elicitwait": {MaxMemoryMiB: budget, Tools: map[string]host.ToolPolicy{"ask": {MaxQueue: 1}}},
 			"state":      {Tools: map[string]host.ToolPolicy{"count": {MemoryMiB: 64}}},
 		}}
 		wasm(t, "elicitwait")

@@ -95,14 +95,14 @@ func TestInspectPolicy(t *testing.T) {
 	}{
 		{"pin matches", digest, nil, []string{
 			"policy:  entry modules.add applies (pinned to this digest)",
-			"admits:  at most 3 calls of this module's tools at once",
+			"admits:  at most 3 calls of this module's tools at once, reserving at most 25 MiB together",
 			"granted: env LANG",
 			"server:  10 instances at once, memory budget 100 MiB (the policy's memoryBudgetMiB)",
 			"granted: memory 8 MiB", "reserves: 11 MiB of the server's memory budget per call",
 			"problems: none"}},
 		{"pin differs", other, errProblems, []string{
 			"policy:  entry modules.add does NOT apply: it pins " + other,
-			"admits:  at most 5 calls of this module's tools at once",
+			"admits:  at most 2 calls of this module's tools at once, reserving at most 25 MiB together", // a quarter of the server's, by default
 			"granted: memory 64 MiB",
 			"modules.add pins digest " + other + " but the file is " + digest}},
 	} {

@@ -208,7 +208,7 @@ func printModule(w io.Writer, ti host.ToolInfo, pol *host.Policy, lim host.Limit
 	default:
 		fmt.Fprintf(w, "policy:  entry modules.%s does NOT apply: it pins %s (default limits, no grants)\n", ti.Module, entry.Digest)
 	}
-	fmt.Fprintf(w, "admits:  at most %d calls of this module's tools at once\n", ti.ModuleInstances)
+	fmt.Fprintf(w, "admits:  at most %d calls of this module's tools at once, reserving at most %d MiB together (one call alone may reserve more)\n", ti.ModuleInstances, ti.ModuleMemoryMiB)
 	g := ti.Grants
 	for _, m := range g.Mounts {
 		mode := "read-only"

@@ -68,7 +68,8 @@ func parseServe(args []string, stderr io.Writer) (*serveSetup, error) {
 	publicURL := fs.String("public-url", "", "the MCP endpoint's `URL` as clients reach it, for the OAuth metadata document (default: the URL each request was sent to)")
 	allowedHosts := fs.String("allowed-hosts", "", "comma-separated Host header `NAMES` HTTP requests may carry (\"name\" any port, \"name:port\" that port); required on a non-loopback --http unless --public-url names the host")
 	allowedOrigins := fs.String("allowed-origins", "", "comma-separated browser `ORIGINS` allowed besides the endpoint's own (a foreign Origin gets 403)")
-	maxConns := fs.Int("max-connections", host.DefaultMaxConnections, "bound on open HTTP connections")
+	maxConns := fs.Int("max-connections", host.DefaultMaxConnections, "bound on open HTTP connections; at it, the idle keep-alive connection unused the longest is closed for a new one")
+	maxConnsPerAddr := fs.Int("max-connections-per-address", 0, "bound on open HTTP connections from one client address (IPv4 address, IPv6 /64); past it the address's own idle connection goes, or the new one is refused (default an eighth of --max-connections, at least 8; -1: none, e.g. behind a proxy)")
 	maxSessions := fs.Int("max-sessions", 0, "bound on open HTTP sessions (default 1024)")
 	maxTenantSessions := fs.Int("max-sessions-per-tenant", 0, "bound on one tenant's open HTTP sessions (default 64)")
 	insecure := fs.Bool("insecure-no-auth", false, "allow --http on a non-loopback address without --tenants: anyone who reaches it may use every tool")
@@ -98,23 +99,24 @@ func parseServe(args []string, stderr io.Writer) (*serveSetup, error) {
 	}
 
 	cfg := host.Config{
-		ToolsDir:             *toolsDir,
-		CacheDir:             *cacheDir,
-		CacheMaxMiB:          *cacheMax,
-		ResultCacheMaxTTL:    cmp.Or(*resultTTL, -1),
-		ResultCacheEntries:   *resultEntries,
-		ResultCacheMiB:       *resultMiB,
-		Interpreter:          *interp,
-		CancelRemoved:        *cancelRemoved,
-		Logger:               logger,
-		Version:              version,
-		TenantsFile:          *tenantsFile,
-		PublicURL:            *publicURL,
-		AllowedHosts:         splitList(*allowedHosts),
-		AllowedOrigins:       splitList(*allowedOrigins),
-		MaxConnections:       *maxConns,
-		MaxSessions:          *maxSessions,
-		MaxSessionsPerTenant: *maxTenantSessions,
+		ToolsDir:                 *toolsDir,
+		CacheDir:                 *cacheDir,
+		CacheMaxMiB:              *cacheMax,
+		ResultCacheMaxTTL:        cmp.Or(*resultTTL, -1),
+		ResultCacheEntries:       *resultEntries,
+		ResultCacheMiB:           *resultMiB,
+		Interpreter:              *interp,
+		CancelRemoved:            *cancelRemoved,
+		Logger:                   logger,
+		Version:                  version,
+		TenantsFile:              *tenantsFile,
+		PublicURL:                *publicURL,
+		AllowedHosts:             splitList(*allowedHosts),
+		AllowedOrigins:           splitList(*allowedOrigins),
+		MaxConnections:           *maxConns,
+		MaxConnectionsPerAddress: *maxConnsPerAddr,
+		MaxSessions:              *maxSessions,
+		MaxSessionsPerTenant:     *maxTenantSessions,
 	}
 	if *httpAddr != "" {
 		hosts, err := checkHTTPExposure(loopbackDefault(*httpAddr), *tenantsFile != "", *insecure, cfg.AllowedHosts, *publicURL)
