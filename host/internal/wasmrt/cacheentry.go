@@ -42,7 +42,7 @@ const (
 
 // maxEntryBytes bounds the entry of a module whose instrumented bytes are n
 // long: 16n + 1 MiB. wazero's compiled code is 1.8 to 3.9 times the
-// instrumented module (measured on WAT, C, Rust and Go tools: the Go demo's
+// instrumented module (measured on WAT, C and Go tools: the Go demo's
 // 4.6 MB give a 15.6 MB entry), so no real module comes near it; an entry
 // past it is neither written nor read.
 func maxEntryBytes(n int) int64 { return 16*int64(n) + 1<<20 }
