@@ -241,7 +241,7 @@ func (s *stage) publish() {
 	d.stored.Add(1)
 	d.log.Debug("compile cache: entry stored", "module", s.module, "entry", s.entry)
 	if n := d.prune(s.entry); n > 0 {
-		d.log.Info(fmt.Sprintf("compile cache: removed %d entries that were not regular files (an older version's directories, or planted)", n), "cacheDir", d.dir)
+		d.log.Info(fmt.Sprintf("compile cache: removed %d entries that were not regular files of this user (an older version's directories, or planted)", n), "cacheDir", d.dir)
 	}
 }
 
@@ -313,6 +313,7 @@ func (s *stage) write(names []string) error {
 	ok := false
 	defer func() {
 		if !ok {
+			_ = tmp.Close()
 			_ = os.Remove(tmp.Name())
 		}
 	}()
@@ -353,8 +354,9 @@ func (s *stage) close() { _ = os.RemoveAll(s.dir) }
 
 // prune removes the least recently used entries, but keep, until the
 // entries together take at most maxBytes, and removes whatever holds an
-// entry's name without being a regular file. It returns how many of the
-// latter it removed.
+// entry's name without being a regular file of this user (whose size and
+// mtime would otherwise count, and could make it evict real entries). It
+// returns how many of the latter it removed.
 func (d *diskCache) prune(keep string) (odd int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -374,14 +376,14 @@ func (d *diskCache) prune(keep string) (odd int) {
 			continue
 		}
 		p := filepath.Join(d.dir, e.Name())
-		if !e.Type().IsRegular() {
-			removeEntry(p)
-			odd++
-			continue
-		}
 		fi, err := e.Info()
 		if err != nil {
 			continue // evicted by another server meanwhile
+		}
+		if !fi.Mode().IsRegular() || !ownFile(fi) {
+			removeEntry(p)
+			odd++
+			continue
 		}
 		all = append(all, entry{p, fi.ModTime(), fi.Size()})
 		total += fi.Size()

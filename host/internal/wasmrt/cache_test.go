@@ -130,6 +130,45 @@ func TestCacheEvictsLeastRecentlyUsed(t *testing.T) {
 	}
 }
 
+// TestCachePruneRemovesForeignNames: names of the cache's entries that are
+// not regular files of this user are removed when the cache is pruned, so
+// that a planted file, however large or recent, never counts against the
+// bound and never makes real entries go first.
+func TestCachePruneRemovesForeignNames(t *testing.T) {
+	dir := t.TempDir()
+	r := newRuntime(t, cacheConfig(t, dir, 1))
+	planted := filepath.Join(dir, entryPrefix+"planted")
+	if err := os.WriteFile(planted, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(planted, 1<<30); err != nil { // past the bound, sparse
+		t.Fatal(err)
+	}
+	future := time.Now().Add(time.Hour)
+	if err := os.Chtimes(planted, future, future); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(planted, 65534, 65534); err != nil {
+		t.Skipf("chown: %v", err)
+	}
+	pipe := filepath.Join(dir, entryPrefix+"pipe")
+	if err := syscall.Mkfifo(pipe, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(dir, "not-an-entry")
+	if err := os.WriteFile(other, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	loadBytes(t, r, "ok", wasmFile(t, "ok"))
+	got := entries(t, dir)
+	if len(got) != 1 || slices.Contains(got, filepath.Base(planted)) || slices.Contains(got, filepath.Base(pipe)) {
+		t.Errorf("entries after a prune %v: want the module's alone", got)
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Errorf("a file without the entries' prefix was removed: %v", err)
+	}
+}
+
 // TestCacheWarmLoadReadsEntry: a second runtime on the same cache and key
 // compiles nothing: it reads the entry, and wazero is never given the
 // shared directory (it holds entry files only) nor leaves its private one

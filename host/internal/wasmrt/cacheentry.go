@@ -125,13 +125,19 @@ func entryFileOK(fi fs.FileInfo, max int64) error {
 	if fi.Mode().Perm()&0o022 != 0 {
 		return fmt.Errorf("it is writable by group or others (mode %v)", fi.Mode().Perm())
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
-		return fmt.Errorf("it is owned by uid %d, not by this process (uid %d)", st.Uid, os.Geteuid())
+	if !ownFile(fi) {
+		return fmt.Errorf("it is owned by uid %d, not by this process (uid %d)", fi.Sys().(*syscall.Stat_t).Uid, os.Geteuid())
 	}
 	if fi.Size() > max {
 		return fmt.Errorf("it has %d bytes, more than the %d an entry of this module may have", fi.Size(), max)
 	}
 	return nil
+}
+
+// ownFile reports whether this process's user owns the file fi describes.
+func ownFile(fi fs.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return !ok || int(st.Uid) == os.Geteuid()
 }
 
 func fileKind(t fs.FileMode) string {
