@@ -35,9 +35,10 @@ type Config struct {
 	// CacheKeyFile holds the key that authenticates CacheDir's entries
 	// (HMAC-SHA256): an entry it does not vouch for is ignored and the
 	// module compiled again. New creates the file (mode 0600, 32 random
-	// bytes) when it does not exist, and refuses one inside CacheDir, one
-	// group or others may access, or one of fewer than 32 bytes. Required
-	// when CacheDir is set (and Interpreter is not).
+	// bytes) when it does not exist, and refuses one inside CacheDir,
+	// another user's, one group or others may access, or one of fewer than
+	// 32 bytes or more than 4 KiB. Required when CacheDir is set (and
+	// Interpreter is not).
 	CacheKeyFile string
 	// Logger receives a line for each compile cache entry refused or not
 	// stored (warnings) and stored (debug). nil: discard.
