@@ -11,6 +11,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -48,6 +50,15 @@ type Config struct {
 	// CacheMaxMiB bounds CacheDir: past it, the entries of the least
 	// recently used modules are removed. Default 1024.
 	CacheMaxMiB int
+	// CacheKeyFile holds the key that authenticates CacheDir's entries: an
+	// entry it does not vouch for (planted, copied from another module,
+	// altered, truncated) is ignored, logged, and the module compiled
+	// again. It must not be inside CacheDir, and only the server's user
+	// may access it (mode 0600). It is created, with a random key, when it
+	// does not exist; servers that share CacheDir should share it. Default
+	// wasmtask/compile-cache.key under the user's configuration directory
+	// (os.UserConfigDir: $XDG_CONFIG_HOME or ~/.config on Linux).
+	CacheKeyFile string
 	// ResultCacheMaxTTL is the longest a cached result lives; a tool that
 	// declares "cache": {"cacheable": true} keeps its results for its ttlMs
 	// (none: this), at most this. Zero takes the default (10 min);
@@ -231,9 +242,15 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
+	keyFile, err := cacheKeyFile(cfg)
+	if err != nil {
+		return nil, err
+	}
 	rt, err := wasmrt.New(ctx, wasmrt.Config{
 		CacheDir:     cfg.CacheDir,
 		MaxCacheMiB:  cmp.Or(cfg.CacheMaxMiB, DefaultCacheMaxMiB),
+		CacheKeyFile: keyFile,
+		Logger:       cfg.Logger,
 		Interpreter:  cfg.Interpreter,
 		MaxMemoryMiB: MaxMemoryMiB,
 		MaxCodeMiB:   cfg.Policy.maxCodeMiB(),
@@ -866,6 +883,19 @@ func (s *Server) awaitCatalog(ctx context.Context, cond func(*catalog) bool) err
 			return ctx.Err()
 		}
 	}
+}
+
+// cacheKeyFile is the compile cache's key file: Config.CacheKeyFile, or
+// its default when the compile cache is on ("" when it is off).
+func cacheKeyFile(cfg Config) (string, error) {
+	if cfg.CacheDir == "" || cfg.Interpreter || cfg.CacheKeyFile != "" {
+		return cfg.CacheKeyFile, nil
+	}
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		return "", fmt.Errorf("host: the compile cache needs a key file, and there is no default place for one (%v): name one, or turn the compile cache off", err)
+	}
+	return filepath.Join(dir, "wasmtask", "compile-cache.key"), nil
 }
 
 func (c *Config) loader(rt *wasmrt.Runtime) plugins.Loader[*wasmrt.Module] {

@@ -121,6 +121,17 @@
 //   - TestPolicyFileGrants: over MCP, the same modules are denied a mount
 //     and environment without a policy and granted them by a policy file
 //     read with host.LoadPolicy.
+//   - TestCompileCacheHostileEntries (normal.wat, state.wat): an entry of
+//     the compile cache replaced by a named pipe, a symbolic link, a
+//     directory in wazero's own layout, a sparse file past its bound, a
+//     file of another user, a truncated or forged entry, another module's
+//     entry, or one written with another key is refused with a log line
+//     naming the module and why; the module is compiled again (counted by
+//     the entries stored), served, and its entry replaced by one the next
+//     server reads without compiling. Compiler only: the interpreter keeps
+//     no code on disk, and TestCompileCacheInterpreter shows it leaves the
+//     cache alone. TestCompileCacheKeyRefused: a key others may read, or
+//     one inside the cache, stops the server from starting, naming it.
 //   - TestMCPHostileCalls: over MCP a runaway, a stack overflow and an
 //     out-of-memory guest are tool errors (isError) naming the cause; a
 //     runaway task ends failed with the reason in tasks/result; a task

@@ -50,6 +50,7 @@ func parseServe(args []string, stderr io.Writer) (*serveSetup, error) {
 	policyFile := fs.String("policy", "", "operator sandbox policy `FILE` (JSON: instance and memory bounds, limits, and grants by module file name; see README)")
 	cacheDir := fs.String("cache-dir", defaultCacheDir(), "compiled-code cache `DIR`, private to this user (it holds native code); empty disables")
 	cacheMax := fs.Int("cache-max-mib", host.DefaultCacheMaxMiB, "bound on the compiled-code cache, in `MiB`; least recently used modules are evicted past it")
+	cacheKey := fs.String("cache-key", "", "key `FILE` that authenticates the compiled-code cache's entries, outside --cache-dir and private to this user (mode 0600); created when absent (default wasmtask/compile-cache.key in the user's config directory)")
 	resultTTL := fs.Duration("result-cache-max-ttl", host.DefaultResultCacheMaxTTL, "longest a cacheable tool's result is reused; 0 or negative turns the result cache off")
 	resultEntries := fs.Int("result-cache-entries", host.DefaultResultCacheEntries, "bound on cached results, all clients together (each may hold half)")
 	resultMiB := fs.Int("result-cache-mib", host.DefaultResultCacheMiB, "bound on cached results, in `MiB`, all clients together (each may hold half)")
@@ -102,6 +103,7 @@ func parseServe(args []string, stderr io.Writer) (*serveSetup, error) {
 		ToolsDir:                 *toolsDir,
 		CacheDir:                 *cacheDir,
 		CacheMaxMiB:              *cacheMax,
+		CacheKeyFile:             *cacheKey,
 		ResultCacheMaxTTL:        cmp.Or(*resultTTL, -1),
 		ResultCacheEntries:       *resultEntries,
 		ResultCacheMiB:           *resultMiB,

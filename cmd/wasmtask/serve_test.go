@@ -234,3 +234,23 @@ func TestHTTPExposure(t *testing.T) {
 		}
 	}
 }
+
+// TestServeCacheKeyFlag: --cache-key names the compile cache's key file;
+// without it the server takes its default.
+func TestServeCacheKeyFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--cache-key", "/etc/wasmtask/cache.key"}, "/etc/wasmtask/cache.key"},
+		{nil, ""},
+	} {
+		set, err := parseServe(tc.args, io.Discard)
+		if err != nil {
+			t.Fatalf("parseServe %q: %v", tc.args, err)
+		}
+		if set.cfg.CacheKeyFile != tc.want {
+			t.Errorf("parseServe %q: CacheKeyFile %q, want %q", tc.args, set.cfg.CacheKeyFile, tc.want)
+		}
+	}
+}

@@ -144,8 +144,13 @@ func BenchmarkLoad(b *testing.B) {
 	for _, bm := range benchModules {
 		b.Run(bm.name, func(b *testing.B) {
 			wasm := bm.wasm(b)
+			key := filepath.Join(b.TempDir(), "key")
 			loadOnce := func(cacheDir string) {
-				r, err := New(ctx, Config{CacheDir: cacheDir, MaxCacheMiB: 1024})
+				cfg := Config{MaxMemoryMiB: 256, LoadLimits: with(Limits{})}
+				if cacheDir != "" {
+					cfg.CacheDir, cfg.MaxCacheMiB, cfg.CacheKeyFile = cacheDir, 1024, key
+				}
+				r, err := New(ctx, cfg)
 				if err != nil {
 					b.Fatal(err)
 				}

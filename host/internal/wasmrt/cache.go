@@ -7,40 +7,61 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
 
-// diskCache is the compile cache on disk: one directory per module content
-// (the instrumented bytes), each holding wazero's file cache for that
-// module alone. Owning the directory per module is what lets the host bound
-// the cache, evict it least recently used first, and throw away an entry
-// wazero cannot read, none of which wazero's own file cache does: its file
-// names are keyed by values internal to wazero, it never deletes anything,
-// and a corrupt entry fails the compile.
+// diskCache is the compile cache on disk: one file per module content (the
+// instrumented bytes), named by its digest, holding what wazero's file
+// cache wrote for that module alone, authenticated with the server's key
+// (cacheentry.go). Owning a file per module is what lets the host bound the
+// cache, evict it least recently used first, and refuse an entry, none of
+// which wazero's own file cache does: its file names are keyed by values
+// internal to wazero, it never deletes anything, it reads whatever it finds
+// at a name (a named pipe blocks the compile, forged native code runs), and
+// a corrupt entry fails the compile.
 //
-// Several servers may share the directory: wazero writes entries by rename,
-// a reader keeps a file it opened even when another server evicts it, and a
-// write into an evicted directory fails the compile, which is then done
-// again without the disk (see Module.compile).
+// wazero is never pointed at the shared directory. Each compile gets a
+// private directory of its own (stage): the module's entry is read there
+// into memory, checked, and its files written to that directory, which
+// wazero's cache is given; after the compile, what wazero wrote there is
+// authenticated and published into the shared directory by rename. What
+// wazero opens is therefore only ever bytes this process checked and wrote
+// itself, in a directory no one else can write.
+//
+// Several servers may share the directory: entries are written by rename,
+// a reader keeps a file it opened even when another server evicts it, and
+// every entry is checked by whoever reads it. Servers that share it share
+// the key, or each refuses (and replaces) the others' entries.
 type diskCache struct {
 	dir      string
 	maxBytes int64
+	key      []byte
+	stageDir string // where compiles' private directories are made
+	log      *slog.Logger
 	mu       sync.Mutex // one prune at a time in this process
+
+	// What the compiles found, for tests: entries read and given to
+	// wazero, entries refused, and compiles that wrote an entry (wazero
+	// compiled the module rather than read it).
+	restored, refused, stored atomic.Int64
 }
 
 // entryPrefix names the cache's entries, so that a prune never removes a
 // file it did not make, whatever else the directory holds.
 const entryPrefix = "m-"
 
-// openDiskCache creates dir if needed and checks that only this user can
-// write it: the cache holds native code the server runs.
-func openDiskCache(dir string, maxMiB int) (*diskCache, error) {
+// openDiskCache creates dir if needed, checks that only this user can
+// write it (the cache holds native code the server runs), and reads or
+// creates the key in keyFile.
+func openDiskCache(dir string, maxMiB int, keyFile string, log *slog.Logger) (*diskCache, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("wasmrt: compile cache %q: %w", dir, err)
@@ -58,7 +79,15 @@ func openDiskCache(dir string, maxMiB int) (*diskCache, error) {
 	if err := ownedPrivately(fi); err != nil {
 		return nil, fmt.Errorf("wasmrt: compile cache %s: %w (it holds native code the server runs)", abs, err)
 	}
-	return &diskCache{dir: abs, maxBytes: int64(maxMiB) << 20}, nil
+	key, err := loadCacheKey(keyFile, abs, fi)
+	if err != nil {
+		return nil, fmt.Errorf("wasmrt: compile cache key %s: %w", keyFile, err)
+	}
+	stage := os.TempDir()
+	if err := safeStageDir(stage); err != nil {
+		return nil, fmt.Errorf("wasmrt: compile cache: the temporary directory %s: %w", stage, err)
+	}
+	return &diskCache{dir: abs, maxBytes: int64(maxMiB) << 20, key: key, stageDir: stage, log: log}, nil
 }
 
 // ownedPrivately refuses a directory another user owns or may write.
@@ -72,25 +101,268 @@ func ownedPrivately(fi fs.FileInfo) error {
 	return nil
 }
 
-// entry returns the directory of the module whose instrumented bytes are
-// wasm, and marks it used now (the LRU order is the directories' mtimes,
-// which every server sharing the cache sees).
-func (d *diskCache) entry(wasm []byte) string {
-	sum := sha256.Sum256(wasm)
-	path := filepath.Join(d.dir, entryPrefix+hex.EncodeToString(sum[:16]))
-	now := time.Now()
-	_ = os.Chtimes(path, now, now) // absent until wazero writes it
-	return path
+// safeStageDir refuses a directory where another user could rename or
+// replace a compile's private directory: one others may write, unless it
+// is sticky (as /tmp is).
+func safeStageDir(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return errors.New("not a directory")
+	}
+	if fi.Mode().Perm()&0o022 != 0 && fi.Mode()&fs.ModeSticky == 0 {
+		return fmt.Errorf("writable by group or others and not sticky (mode %v)", fi.Mode())
+	}
+	return nil
 }
 
+// stage is one compile's use of the cache: the private directory wazero's
+// cache is given, what was restored into it, and where its entry lives.
+type stage struct {
+	d        *diskCache
+	module   string // for the log
+	entry    string // the entry's path in the shared directory
+	digest   [sha256.Size]byte
+	max      int64                  // bound of the entry (maxEntryBytes)
+	dir      string                 // the private directory
+	restored map[string]fs.FileInfo // the files written from the entry, by name
+}
+
+// stage makes the private directory of one compile of the module named
+// name whose instrumented bytes are wasm, and writes there the files of the
+// module's entry, if it has one that passes every check. An entry that
+// does not is logged, removed, and the module compiled again (the stage
+// starts empty). It returns nil, having logged why, only when the private
+// directory cannot be made or written: then the module is compiled without
+// the disk.
+func (d *diskCache) stage(name string, wasm []byte) *stage {
+	s := &stage{d: d, module: name, digest: sha256.Sum256(wasm), max: maxEntryBytes(len(wasm))}
+	s.entry = filepath.Join(d.dir, entryPrefix+hex.EncodeToString(s.digest[:16]))
+	dir, err := os.MkdirTemp(d.stageDir, "wasmtask-compile-") // mode 0700
+	if err != nil {
+		d.log.Warn("compile cache: not used: "+err.Error(), "module", name)
+		return nil
+	}
+	s.dir = dir
+	files, err := d.readEntry(s)
+	switch {
+	case errors.Is(err, errNoEntry):
+		return s
+	case err != nil:
+		d.refuse(s, err)
+		return s
+	}
+	if err := s.restore(files); err != nil {
+		// The private directory is this process's own: a failure to
+		// write it is the disk's, not the entry's.
+		s.close()
+		d.log.Warn("compile cache: not used: "+err.Error(), "module", name)
+		return nil
+	}
+	d.restored.Add(1)
+	return s
+}
+
+// readEntry reads and authenticates s's entry.
+func (d *diskCache) readEntry(s *stage) ([]entryFile, error) {
+	data, err := readEntryFile(s.entry, s.max)
+	if err != nil {
+		return nil, err
+	}
+	return openEntry(d.key, s.digest, data)
+}
+
+// refuse logs an entry refused for why and removes it, so that the
+// compile's own entry replaces it.
+func (d *diskCache) refuse(s *stage, why error) {
+	d.refused.Add(1)
+	d.log.Warn("compile cache: entry refused, compiling the module again: "+why.Error(),
+		"module", s.module, "entry", s.entry)
+	removeEntry(s.entry)
+}
+
+// removeEntry removes what is at p, whatever it is, without following a
+// link.
+func removeEntry(p string) {
+	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		_ = os.RemoveAll(p) // a directory that is not empty
+	}
+}
+
+// restore writes files into the private directory, through an os.Root so
+// that no name can lead out of it.
+func (s *stage) restore(files []entryFile) error {
+	root, err := os.OpenRoot(s.dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	s.restored = make(map[string]fs.FileInfo, len(files))
+	for _, f := range files {
+		if dir := filepath.Dir(filepath.FromSlash(f.name)); dir != "." {
+			if err := root.MkdirAll(dir, 0o700); err != nil {
+				return err
+			}
+		}
+		w, err := root.OpenFile(filepath.FromSlash(f.name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(f.data)
+		fi, serr := w.Stat()
+		if err := errors.Join(err, serr, w.Close()); err != nil {
+			return err
+		}
+		s.restored[f.name] = fi
+	}
+	return nil
+}
+
+// publish runs after a successful compile: when wazero wrote files of its
+// own (it compiled the module rather than read it), they become the
+// module's entry in the shared directory, replacing what was there; then
+// the cache is pruned. A failure costs only the next start a compile: it
+// is logged, never returned.
+func (s *stage) publish() {
+	d := s.d
+	names, err := s.written()
+	if err == nil && len(names) == 0 {
+		return // read from the entry
+	}
+	if err == nil {
+		err = s.write(names)
+	}
+	if err != nil {
+		d.log.Warn("compile cache: entry not stored: "+err.Error(), "module", s.module, "entry", s.entry)
+		return
+	}
+	d.stored.Add(1)
+	d.log.Debug("compile cache: entry stored", "module", s.module, "entry", s.entry)
+	if n := d.prune(s.entry); n > 0 {
+		d.log.Info(fmt.Sprintf("compile cache: removed %d entries that were not regular files of this user (an older version's directories, or planted)", n), "cacheDir", d.dir)
+	}
+}
+
+// written returns the names of the regular files in the private directory
+// that are not the entry's as restored: those wazero wrote (it writes a
+// file by rename, so one it rewrote, having found the entry stale, is
+// another file).
+func (s *stage) written() ([]string, error) {
+	var names []string
+	err := filepath.WalkDir(s.dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil || !e.Type().IsRegular() {
+			return err
+		}
+		rel, err := filepath.Rel(s.dir, p)
+		if err != nil {
+			return err
+		}
+		fi, err := e.Info()
+		if err != nil {
+			return err
+		}
+		name := filepath.ToSlash(rel)
+		if old, ok := s.restored[name]; !ok || !os.SameFile(old, fi) {
+			names = append(names, name)
+		}
+		return nil
+	})
+	return names, err
+}
+
+// write publishes the named files of the private directory as s's entry:
+// encoded and authenticated into a temporary file of the shared directory,
+// renamed over the entry.
+func (s *stage) write(names []string) error {
+	if len(names) > maxEntryFiles {
+		return fmt.Errorf("wazero wrote %d files, more than the %d an entry holds", len(names), maxEntryFiles)
+	}
+	root, err := os.OpenRoot(s.dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	var files []*os.File
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	total := int64(entryHeadSize + entryTagSize)
+	for _, n := range names {
+		f, err := root.Open(filepath.FromSlash(n))
+		if err != nil {
+			return err
+		}
+		files = append(files, f)
+		fi, err := f.Stat()
+		if err != nil {
+			return err
+		}
+		total += 2 + int64(len(n)) + 8 + fi.Size()
+	}
+	if total > s.max {
+		return fmt.Errorf("it would have %d bytes, more than the %d an entry of this module may have", total, s.max)
+	}
+	tmp, err := os.CreateTemp(s.d.dir, filepath.Base(s.entry)+".tmp-*") // mode 0600
+	if err != nil {
+		return err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			_ = tmp.Close()
+			_ = os.Remove(tmp.Name())
+		}
+	}()
+	w := newEntryWriter(tmp, s.d.key, s.digest, len(names))
+	for i, n := range names {
+		fi, err := files[i].Stat()
+		if err != nil {
+			return err
+		}
+		w.add(n, fi.Size(), files[i])
+	}
+	if err := errors.Join(w.close(), tmp.Close()); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), s.entry); err != nil {
+		// Something that is not a file holds the name (a directory):
+		// clear it, once.
+		removeEntry(s.entry)
+		if err := os.Rename(tmp.Name(), s.entry); err != nil {
+			return err
+		}
+	}
+	ok = true
+	return nil
+}
+
+// drop removes s's entry: wazero refused what it held (see
+// Module.compileCached), although it passed every check.
+func (s *stage) drop() {
+	if len(s.restored) > 0 {
+		s.d.log.Warn("compile cache: wazero could not read an entry, compiling the module again", "module", s.module, "entry", s.entry)
+		removeEntry(s.entry)
+	}
+}
+
+// close removes the private directory.
+func (s *stage) close() { _ = os.RemoveAll(s.dir) }
+
 // prune removes the least recently used entries, but keep, until the
-// entries together take at most maxBytes.
-func (d *diskCache) prune(keep string) {
+// entries together take at most maxBytes, and removes whatever holds an
+// entry's name without being a regular file of this user (whose size and
+// mtime would otherwise count, and could make it evict real entries). It
+// returns how many of the latter it removed.
+func (d *diskCache) prune(keep string) (odd int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	ents, err := os.ReadDir(d.dir)
 	if err != nil {
-		return
+		return 0
 	}
 	type entry struct {
 		path string
@@ -100,44 +372,35 @@ func (d *diskCache) prune(keep string) {
 	var all []entry
 	var total int64
 	for _, e := range ents {
-		if !e.IsDir() || !strings.HasPrefix(e.Name(), entryPrefix) {
+		if !strings.HasPrefix(e.Name(), entryPrefix) {
 			continue
 		}
+		p := filepath.Join(d.dir, e.Name())
 		fi, err := e.Info()
 		if err != nil {
 			continue // evicted by another server meanwhile
 		}
-		p := filepath.Join(d.dir, e.Name())
-		size := dirSize(p)
-		all = append(all, entry{p, fi.ModTime(), size})
-		total += size
+		if !fi.Mode().IsRegular() || !ownFile(fi) {
+			removeEntry(p)
+			odd++
+			continue
+		}
+		all = append(all, entry{p, fi.ModTime(), fi.Size()})
+		total += fi.Size()
 	}
 	slices.SortFunc(all, func(a, b entry) int { return cmp.Or(a.used.Compare(b.used), strings.Compare(a.path, b.path)) })
 	for _, e := range all {
 		if total <= d.maxBytes {
-			return
+			break
 		}
 		if e.path == keep {
 			continue
 		}
-		if os.RemoveAll(e.path) == nil {
+		if os.Remove(e.path) == nil {
 			total -= e.size
 		}
 	}
-}
-
-// dirSize is the size of the regular files under p.
-func dirSize(p string) int64 {
-	var n int64
-	_ = filepath.WalkDir(p, func(_ string, e fs.DirEntry, err error) error {
-		if err == nil && e.Type().IsRegular() {
-			if fi, err := e.Info(); err == nil {
-				n += fi.Size()
-			}
-		}
-		return nil
-	})
-	return n
+	return odd
 }
 
 // cacheFault reports whether a compile failed because of the disk cache

@@ -72,12 +72,20 @@
 // and keeps the Module across reloads. Each Module has a wazero runtime and
 // compilation cache of its own, so its compiled code is freed, all of it,
 // when it is closed and its last call has ended. With Config.CacheDir the
-// compiled code is also kept on disk, a directory per module (cache.go):
-// bounded by Config.MaxCacheMiB with the least recently used evicted, shared
-// safely by several processes, and an entry wazero cannot read or write is
-// removed and the module compiled in memory. Code over Config.MaxCodeMiB or
-// a function over MaxFunctionBytes is refused before it is compiled
-// ([ErrTooLarge]).
+// compiled code is also kept on disk, a file per module (cache.go): bounded
+// by Config.MaxCacheMiB with the least recently used evicted, shared safely
+// by several processes. wazero never reads that directory: an entry is
+// read only when it is a regular file of this user, not writable by
+// others, within 16 times the module's instrumented size plus 1 MiB, and
+// authenticated by an HMAC-SHA256 with the key in Config.CacheKeyFile over
+// the module's digest and the entry (cacheentry.go, cachekey.go); its files
+// are then written into a private directory that wazero's cache is given
+// for that one compile, and what wazero writes there is authenticated and
+// published by rename. An entry that fails a check is logged
+// (Config.Logger), removed, and the module compiled again; one wazero
+// cannot read is removed and the module compiled in memory. Code over
+// Config.MaxCodeMiB or a function over MaxFunctionBytes is refused before
+// it is compiled ([ErrTooLarge]).
 //
 // # Calls and the sandbox
 //

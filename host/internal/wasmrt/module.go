@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -214,22 +213,26 @@ func (m *Module) compile(ctx context.Context, wasm []byte) error {
 }
 
 // compileCached gives the module its runtime and compiles wasm in it: with
-// the disk cache, in a runtime whose cache is the module's own entry; when
-// that entry cannot be read or written, the entry is removed and the module
-// compiled again in memory (a cache is an optimisation, never a reason to
-// refuse a module). On error, the module has no runtime left open.
+// the disk cache, in a runtime whose cache is a private directory holding
+// the module's checked entry (cache.go); when that entry cannot be read or
+// written, the entry is removed and the module compiled again in memory (a
+// cache is an optimisation, never a reason to refuse a module). On error,
+// the module has no runtime left open.
 func (m *Module) compileCached(ctx context.Context, wasm []byte) (wazero.CompiledModule, error) {
-	d := m.r.disk
-	if d != nil && !m.memOnly {
-		entry := d.entry(wasm)
-		cache, err := wazero.NewCompilationCacheWithDir(entry)
+	var st *stage
+	if d := m.r.disk; d != nil && !m.memOnly {
+		st = d.stage(m.name, wasm) // nil when the disk cannot be used
+	}
+	if st != nil {
+		defer st.close()
+		cache, err := wazero.NewCompilationCacheWithDir(st.dir)
 		if err == nil {
 			rt, err := m.r.engine(ctx, cache)
 			if err == nil {
 				compiled, err := rt.CompileModule(ctx, wasm)
 				if err == nil {
 					m.rt, m.cache = rt, cache
-					d.prune(entry)
+					st.publish()
 					return compiled, nil
 				}
 				_ = rt.Close(ctx)
@@ -240,7 +243,7 @@ func (m *Module) compileCached(ctx context.Context, wasm []byte) (wazero.Compile
 			}
 		}
 		_ = cache.Close(ctx)
-		_ = os.RemoveAll(entry)
+		st.drop()
 	}
 	cache := wazero.NewCompilationCache()
 	rt, err := m.r.engine(ctx, cache)

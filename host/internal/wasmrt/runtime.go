@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -31,6 +32,17 @@ type Config struct {
 	// MaxCacheMiB bounds CacheDir: past it the least recently used modules'
 	// entries are removed. Required when CacheDir is set.
 	MaxCacheMiB int
+	// CacheKeyFile holds the key that authenticates CacheDir's entries
+	// (HMAC-SHA256): an entry it does not vouch for is ignored and the
+	// module compiled again. New creates the file (mode 0600, 32 random
+	// bytes) when it does not exist, and refuses one inside CacheDir,
+	// another user's, one group or others may access, or one of fewer than
+	// 32 bytes or more than 4 KiB. Required when CacheDir is set (and
+	// Interpreter is not).
+	CacheKeyFile string
+	// Logger receives a line for each compile cache entry refused or not
+	// stored (warnings) and stored (debug). nil: discard.
+	Logger *slog.Logger
 	// Interpreter selects wazero's interpreter instead of its compiler. The
 	// compiler is used where wazero supports it (amd64, arm64) unless set.
 	Interpreter bool
@@ -57,6 +69,9 @@ func (c Config) validate() error {
 	if c.CacheDir != "" && c.MaxCacheMiB <= 0 {
 		return fmt.Errorf("wasmrt: MaxCacheMiB %d must be positive with a CacheDir", c.MaxCacheMiB)
 	}
+	if c.CacheDir != "" && !c.Interpreter && c.CacheKeyFile == "" {
+		return errors.New("wasmrt: a CacheDir needs a CacheKeyFile")
+	}
 	if c.MaxCodeMiB < 0 {
 		return fmt.Errorf("wasmrt: MaxCodeMiB %d is negative", c.MaxCodeMiB)
 	}
@@ -71,8 +86,8 @@ func (c Config) validate() error {
 //
 // Each module gets a wazero runtime and compilation cache of its own (see
 // Module.compileCached): closing them frees everything compiled for the
-// module, and with a disk cache the module's entry is a directory of its
-// own, which the host can bound and evict.
+// module, and with a disk cache the module's entry is a file of its own,
+// which the host can authenticate, bound and evict (cache.go).
 type Runtime struct {
 	cfg  Config
 	rc   wazero.RuntimeConfig // of every module's runtime, without its cache
@@ -102,7 +117,11 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	r := &Runtime{cfg: cfg, linear: newLinearCache(),
 		calls: make(map[*callState]context.CancelFunc), modules: make(map[*Module]struct{})}
 	if cfg.CacheDir != "" && !cfg.Interpreter {
-		d, err := openDiskCache(cfg.CacheDir, cfg.MaxCacheMiB)
+		log := cfg.Logger
+		if log == nil {
+			log = slog.New(slog.DiscardHandler)
+		}
+		d, err := openDiskCache(cfg.CacheDir, cfg.MaxCacheMiB, cfg.CacheKeyFile, log)
 		if err != nil {
 			return nil, err
 		}

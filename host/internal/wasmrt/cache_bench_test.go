@@ -1,0 +1,46 @@
+package wasmrt
+
+import (
+	"context"
+	"testing"
+)
+
+// BenchmarkCacheStage measures what a warm load of a module spends on the
+// compile cache's checks, beyond what wazero's own file cache costs: read
+// the module's entry (fstat, bounded read), check its MAC, write its files
+// into a private directory, look for what wazero wrote, and remove the
+// directory. wazero reading the staged file is not in it (it read the same
+// bytes from the shared directory before); BenchmarkLoad's warm-cache-dir
+// runs measure the whole load.
+func BenchmarkCacheStage(b *testing.B) {
+	for _, bm := range benchModules {
+		b.Run(bm.name, func(b *testing.B) {
+			wasm := bm.wasm(b)
+			r := newRuntime(b, cacheConfig(b, b.TempDir(), 1024))
+			m, err := r.Load(context.Background(), bm.name, wasm)
+			if err != nil {
+				b.Fatal(err)
+			}
+			m.Close(context.Background())
+			g, err := guardModule(wasm, false, 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			inst := mergeDataSection(g.wasm)
+			before := r.disk.restored.Load()
+			for b.Loop() {
+				s := r.disk.stage(bm.name, inst)
+				if s == nil {
+					b.Fatal("no stage")
+				}
+				if names, err := s.written(); err != nil || len(names) != 0 {
+					b.Fatalf("written: %v, %v", names, err)
+				}
+				s.close()
+			}
+			if got := r.disk.restored.Load() - before; got != int64(b.N) {
+				b.Fatalf("%d of %d stages restored the entry", got, b.N)
+			}
+		})
+	}
+}
