@@ -630,13 +630,24 @@ func (s *Server) closeParts() error {
 // directory, and each batch of modules that finished loading in the
 // background, becomes a catalog, which replaces the served one in one
 // pointer swap.
+//
+// It also rebuilds when the reservation of a removed module's tool names
+// ends (Policy.NameGrace), so that a module refused for such a name serves
+// it from then on without waiting for another change.
 func (s *Server) watch(ctx context.Context) {
 	defer s.wg.Done()
 	var changes <-chan *plugins.Snapshot
 	if s.watcher != nil {
 		changes = s.watcher.Changes()
 	}
+	reserved := time.NewTimer(time.Hour)
+	defer reserved.Stop()
 	for {
+		var expired <-chan time.Time
+		if until, ok := s.catalog.Load().gen.ReservedUntil(); ok {
+			reserved.Reset(time.Until(until))
+			expired = reserved.C
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -647,6 +658,8 @@ func (s *Server) watch(ctx context.Context) {
 			}
 			s.reload(ctx, snap)
 		case <-s.loads.Finished():
+			s.refresh(ctx)
+		case <-expired:
 			s.refresh(ctx)
 		}
 	}
@@ -728,7 +741,7 @@ func (s *Server) rebuild(ctx context.Context, snap *plugins.Snapshot) {
 	if prev != nil {
 		prevGen = prev.gen
 	}
-	gen, released := plugins.Build(ctx, prevGen, snap, s.loads)
+	gen, released := plugins.Build(ctx, prevGen, snap, s.loads, s.cfg.Policy.rules(snap))
 	s.loads.Keep(snap)
 	next := s.buildCatalog(gen, prev)
 	if prev != nil {
@@ -742,12 +755,17 @@ func (s *Server) rebuild(ctx context.Context, snap *plugins.Snapshot) {
 	if prev == nil && gen.Loading() > 0 {
 		s.logLoading(gen.Loading())
 	}
-	if gen.Loading() == 0 {
+	if startDone(gen) {
 		s.startOnce.Do(func() {
 			// Before the close: whoever waited for the start finds the
 			// line written.
-			s.log.Info(fmt.Sprintf("loaded %s from %s in %v", plural(len(next.list), "tool"), plural(len(gen.Modules()), "module"), time.Since(s.begun).Round(time.Millisecond)),
-				"tools", len(next.list), "modules", len(gen.Modules()), "problems", len(next.problems), "took", time.Since(s.begun))
+			msg := fmt.Sprintf("loaded %s from %s in %v", plural(len(next.list), "tool"), plural(len(gen.Modules()), "module"), time.Since(s.begun).Round(time.Millisecond))
+			attrs := []any{"tools", len(next.list), "modules", len(gen.Modules()), "problems", len(next.problems)}
+			if n := gen.Loading(); n > 0 {
+				msg += fmt.Sprintf(" (%s still loading after %s hit a load limit: served when loaded)", plural(n, "module"), plural(gen.Limited(), "module"))
+				attrs = append(attrs, "loading", n)
+			}
+			s.log.Info(msg, append(attrs, "took", time.Since(s.begun))...)
 			close(s.started)
 		})
 	}
@@ -770,12 +788,27 @@ func (s *Server) rebuild(ctx context.Context, snap *plugins.Snapshot) {
 		prev.retire(released)
 	}
 	for _, p := range next.problems {
-		if !errors.Is(p.Err, plugins.ErrLoading) {
+		var ce *plugins.ConflictError
+		switch {
+		case errors.Is(p.Err, plugins.ErrLoading):
+		case errors.As(p.Err, &ce):
+			// Both files, as fields of their own.
+			s.log.Warn("tool problem", "problem", p.String(), "tool", ce.Tool, "file", p.Path, "ownerFile", ce.OwnerPath, "owner", ce.Owner, "why", ce.Why)
+		default:
 			s.log.Warn("tool problem", "problem", p.String())
 		}
 	}
 	s.log.Info("tools reloaded", "generation", gen.Seq(), "modules", len(gen.Modules()),
 		"tools", len(next.list), "loading", gen.Loading(), "released", len(released), "took", time.Since(start))
+}
+
+// startDone reports whether the start is over for those who wait for it
+// (tools/list, Tools, Problems, /readyz): every module found at start has
+// loaded or failed; or every module the policy names has, and a module
+// has hit a load limit, so that the rest may be queued behind slow or
+// failing modules: they are served, and announced, as they load.
+func startDone(gen *generation) bool {
+	return gen.Loading() == 0 || (gen.LoadingKnown() == 0 && gen.Limited() > 0)
 }
 
 // logLoading says, once at start, that n modules are loading and why that
