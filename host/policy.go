@@ -42,8 +42,9 @@ type Policy struct {
 	MemoryBudgetMiB int `json:"memoryBudgetMiB,omitempty"`
 	// LoadTimeout bounds loading one module: compiling it and running it
 	// once for its manifest. A module that takes longer is a problem until
-	// its file changes; modules load in the background, two at a time,
-	// smallest file first, so a slow one delays no other. Default 60s
+	// its file changes; modules load in the background, two at a time
+	// (modules named under Modules first, then smallest file first), so a
+	// slow one delays no other for longer than its own load. Default 60s
 	// (generous: a cold compile of a large Go module takes seconds).
 	LoadTimeout Duration `json:"loadTimeout,omitempty"`
 	// NameGrace is how long the tool names a module served stay reserved

@@ -159,7 +159,8 @@ type Server struct {
 
 	watcher  *plugins.Watcher               // nil when serving a fixed set of modules
 	loads    *plugins.Loads[*wasmrt.Module] // compiles in the background; reload takes what has loaded
-	started  chan struct{}                  // closed once the first modules have all loaded or failed
+	started  chan struct{}                  // closed once the start is over (startDone)
+	loaded   chan struct{}                  // closed once the first modules have all loaded or failed
 	begun    time.Time                      // when New began, for the start-up log line
 	reloadMu sync.Mutex                     // one reload at a time
 	stop     context.CancelFunc
@@ -169,9 +170,10 @@ type Server struct {
 	closed    bool
 	listeners map[*http.Server]net.Listener
 
-	startOnce sync.Once
-	closeOnce sync.Once
-	closeErr  error
+	startOnce  sync.Once
+	loadedOnce sync.Once
+	closeOnce  sync.Once
+	closeErr   error
 }
 
 // DefaultMaxConnections is [Config.MaxConnections]'s default.
@@ -184,11 +186,13 @@ var ErrServerClosed = errors.New("host: server closed")
 const HTTPPath = mcpserver.HTTPPath
 
 // New starts loading the tools and returns a Server ready to serve: the
-// modules load in the background (two at a time, smallest first, each
-// within the policy's LoadTimeout), so initialize is answered at once; a
-// call waits until its tool has loaded, and tools/list, [Server.Tools] and
-// [Server.Problems] until the modules found at start have loaded or
-// failed. Modules that fail to load are logged and skipped (see
+// modules load in the background (two at a time, those the policy names
+// first, then smallest first, each within the policy's LoadTimeout), so
+// initialize is answered at once; a call waits until its tool has loaded
+// (or every module found at start has loaded or failed), and tools/list,
+// [Server.Tools] and [Server.Problems] until the modules found at start
+// have loaded or failed — or, once one of them hit a load limit, until
+// those the policy names have. Modules that fail to load are logged and skipped (see
 // [Server.Problems]); New fails when the server itself cannot start,
 // including a ToolsDir that does not exist or cannot be read.
 func New(ctx context.Context, cfg Config) (*Server, error) {
@@ -249,6 +253,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		swapped:   make(chan struct{}),
 		loads:     plugins.NewLoads(cfg.loader(rt), plugins.LoadConfig{Timeout: cfg.Policy.loadTimeout()}),
 		started:   make(chan struct{}),
+		loaded:    make(chan struct{}),
 		begun:     time.Now(),
 	}
 	s.metrics = newMetrics(s)
@@ -427,14 +432,21 @@ func (s *Server) Call(ctx context.Context, tool string, args json.RawMessage, ev
 	return s.call(ctx, c, tool, args, ev)
 }
 
-// ready returns once the modules found at start have all loaded or failed
-// (each within the load timeout), or, when tool is not "", as soon as a
-// module serving tool has loaded; or with ctx's error. Afterwards it
-// returns at once: a later reload never makes a request wait.
+// ready returns, when tool is "", once the start is over (startDone); when
+// tool is not "", as soon as a module serving tool has loaded, or once the
+// modules found at start have all loaded or failed (each within the load
+// timeout): a call of a tool whose module is still queued behind slow ones
+// waits for it rather than be told the tool is unknown. Or it returns with
+// ctx's error. Afterwards it returns at once: a later reload never makes a
+// request wait.
 func (s *Server) ready(ctx context.Context, tool string) error {
+	done := s.started
+	if tool != "" {
+		done = s.loaded
+	}
 	for {
 		select {
-		case <-s.started:
+		case <-done:
 			return nil
 		default:
 		}
@@ -445,7 +457,7 @@ func (s *Server) ready(ctx context.Context, tool string) error {
 			return nil
 		}
 		select {
-		case <-s.started:
+		case <-done:
 			return nil
 		case <-swapped:
 		case <-ctx.Done():
@@ -589,6 +601,7 @@ func (s *Server) Close() error {
 		s.stop()
 		s.wg.Wait()
 		s.startOnce.Do(func() { close(s.started) }) // nothing waits for loads any more
+		s.loadedOnce.Do(func() { close(s.loaded) })
 		// Release blocked requests first, so closing connections does not
 		// wait for them.
 		if s.mcp != nil {
@@ -768,6 +781,9 @@ func (s *Server) rebuild(ctx context.Context, snap *plugins.Snapshot) {
 			s.log.Info(msg, append(attrs, "took", time.Since(s.begun))...)
 			close(s.started)
 		})
+	}
+	if gen.Loading() == 0 {
+		s.loadedOnce.Do(func() { close(s.loaded) })
 	}
 	if s.mcp != nil && prev != nil && prev.listing != next.listing {
 		s.mcp.ToolsChanged()

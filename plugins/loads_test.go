@@ -97,13 +97,13 @@ func (g *gatedLoader) stats() (loads []string, peak, released int) {
 
 // snapOf scans modules given as name → tool names (one manifest each);
 // pad makes a file larger by that many spaces.
-func snapOf(t *testing.T, mods map[string][]string, pad map[string]int) *Snapshot {
+func snapOf(t testing.TB, mods map[string][]string, pad map[string]int) *Snapshot {
 	t.Helper()
 	return snapFrom(t, "", mods, pad)
 }
 
 // snapFrom is snapOf for the source called source.
-func snapFrom(t *testing.T, source string, mods map[string][]string, pad map[string]int) *Snapshot {
+func snapFrom(t testing.TB, source string, mods map[string][]string, pad map[string]int) *Snapshot {
 	t.Helper()
 	fsys := fstest.MapFS{}
 	for name, tools := range mods {
