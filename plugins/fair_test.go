@@ -57,7 +57,7 @@ func TestLoadsFairAcrossSources(t *testing.T) {
 					t.Fatalf("loading: A %d, B %d; want 32 and 1", genA.Loading(), genB.Loading())
 				}
 				close(g.gate("slow_a0")) // one slot frees
-				genB = buildUntil(t, genB, snapB, p, func(g *Generation[*fakeCompiled]) bool { return served(g, "g") })
+				buildUntil(t, genB, snapB, p, func(g *Generation[*fakeCompiled]) bool { return served(g, "g") })
 				loads, _, _ := g.stats()
 				if n := startedBefore(loads, "slow_a", "good"); n < 0 || n > workers {
 					t.Errorf("%d of A's loads started before B's, want at most %d (the slots); loads %v", n, workers, loads)
