@@ -176,6 +176,15 @@ func (s *Server) buildCatalog(gen *generation, prev *catalog) *catalog {
 					Err: fmt.Errorf("%w: modules.%s.tools.%s: the module declares no such tool", ErrPolicy, m.Name, name)})
 			}
 		}
+		if pol != nil {
+			// The binding holds whatever the pin says: read the entry itself.
+			for _, name := range pol.Modules[m.Name].ToolNames {
+				if !slices.ContainsFunc(l.Manifest.Tools, func(t abi.Tool) bool { return t.Name == name }) {
+					c.problems = append(c.problems, Problem{Module: m.Name, Path: m.Path,
+						Err: fmt.Errorf("%w: modules.%s.toolNames: the module declares no tool %q (no other file may serve it)", ErrPolicy, m.Name, name)})
+				}
+			}
+		}
 	}
 	slices.SortFunc(c.list, func(a, b abi.Tool) int { return strings.Compare(a.Name, b.Name) })
 	b, _ := json.Marshal(c.list)

@@ -50,10 +50,14 @@
 //
 // The policy grants environment and directories, and sets limits, by
 // module — the file name without ".wasm", optionally pinned to the file's
-// digest — never by tool name, which any file may declare. Two files that
-// declare one tool name are both reported, and only one serves it (package
-// plugins: modules already serving keep their names, then name order); the
-// tool gets exactly what the policy writes for the file that serves it.
+// digest — never by tool name, which any file may declare. A tool name
+// stays with the file that served it: while the file is there, and for
+// [Policy].NameGrace after it was removed, so that a redeploy gets it back;
+// [ModulePolicy].ToolNames binds names to a file for good. Another file
+// that declares such a name is refused, and the problem names both files
+// (package plugins' Rules and ConflictError); two new files that declare
+// one name are decided by file name. The tool gets exactly what the policy
+// writes for the file that serves it.
 // A pin the file does not match gives no grants and default limits, and is
 // a [Problem].
 //

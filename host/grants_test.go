@@ -38,7 +38,9 @@ func TestGrantsFollowModules(t *testing.T) {
 	// The policy writes for each file its own environment, mount, memory
 	// for both tool names and instance cap; odd files pin one content.
 	mountDir := t.TempDir()
-	pol := &Policy{MaxInstances: 16, Modules: map[string]ModulePolicy{}}
+	// No reservation of a removed file's names: every name a file
+	// declares is served (reload_names_test.go checks reservations).
+	pol := &Policy{MaxInstances: 16, NameGrace: -1, Modules: map[string]ModulePolicy{}}
 	for i := range files {
 		mp := ModulePolicy{
 			MaxInstances: 1 + i,

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -40,10 +42,21 @@ type Policy struct {
 	MemoryBudgetMiB int `json:"memoryBudgetMiB,omitempty"`
 	// LoadTimeout bounds loading one module: compiling it and running it
 	// once for its manifest. A module that takes longer is a problem until
-	// its file changes; modules load in the background, two at a time,
-	// smallest file first, so a slow one delays no other. Default 60s
+	// its file changes; modules load in the background, two at a time
+	// (modules named under Modules first, then smallest file first), so a
+	// slow one delays no other for longer than its own load. Default 60s
 	// (generous: a cold compile of a large Go module takes seconds).
 	LoadTimeout Duration `json:"loadTimeout,omitempty"`
+	// NameGrace is how long the tool names a module served stay reserved
+	// for its file after the file is removed, so that a redeploy (remove,
+	// then copy back) finds them free: meanwhile another file that
+	// declares one of them is refused. While the file is in the tool
+	// directory its names are its own, also when its current version is
+	// loading or failed to load. Bind names to a module with its entry's
+	// toolNames to keep them for it for good. Default 10m; negative: not
+	// reserved once the file is gone (a renamed file gets its names at
+	// once).
+	NameGrace Duration `json:"nameGrace,omitempty"`
 	// MaxCodeMiB bounds a module's code (its function bodies, as the host
 	// instruments them); its compiled code takes about four times that. A
 	// larger module is refused before it is compiled. Default 32.
@@ -74,6 +87,14 @@ type ModulePolicy struct {
 	// no call running may always start one, even one that reserves more.
 	// Default: a quarter of the server's memory budget.
 	MaxMemoryMiB int `json:"maxMemoryMiB,omitempty"`
+	// ToolNames binds tool names to this module: it is the only file that
+	// serves them, whatever the order in which files appear or load and
+	// whoever served them before; another file that declares one is
+	// refused, and while this file is missing the name is not served. The
+	// binding holds whatever the file's digest (a pin decides its grants,
+	// not its names). A name may be bound to one module only. Default
+	// none: see [Policy].NameGrace for the names of unbound tools.
+	ToolNames []string `json:"toolNames,omitempty"`
 	// Grants are the environment and directories every tool of the module
 	// gets.
 	Grants
@@ -259,6 +280,18 @@ func (p *Policy) validate() error {
 	if err := p.Defaults.validate("defaults"); err != nil {
 		return err
 	}
+	boundTo := map[string]string{} // tool name → module
+	for _, name := range slices.Sorted(maps.Keys(p.Modules)) {
+		for _, t := range p.Modules[name].ToolNames {
+			if t == "" {
+				return fmt.Errorf("%w: modules.%s.toolNames: an empty name", ErrPolicy, name)
+			}
+			if o, ok := boundTo[t]; ok {
+				return fmt.Errorf("%w: tool name %q is bound to two modules: modules.%s.toolNames and modules.%s.toolNames", ErrPolicy, t, o, name)
+			}
+			boundTo[t] = name
+		}
+	}
 	for name, mp := range p.Modules {
 		if err := mp.validate("modules." + name); err != nil {
 			return err
@@ -435,6 +468,42 @@ func (p *Policy) loadTimeout() time.Duration {
 		return time.Duration(p.LoadTimeout)
 	}
 	return time.Duration(DefaultLoadTimeout)
+}
+
+// DefaultNameGrace is [Policy].NameGrace's default.
+const DefaultNameGrace = Duration(10 * time.Minute)
+
+func (p *Policy) nameGrace() time.Duration {
+	switch {
+	case p == nil || p.NameGrace == 0:
+		return time.Duration(DefaultNameGrace)
+	case p.NameGrace < 0:
+		return 0
+	}
+	return time.Duration(p.NameGrace)
+}
+
+// rules are what the policy says about the modules of snap for
+// plugins.Build: the tool names bound to modules, how long a removed
+// module's names stay reserved, and the modules the operator knows (an
+// entry that applies to the file: they load first).
+func (p *Policy) rules(snap *plugins.Snapshot) plugins.Rules {
+	r := plugins.Rules{NameGrace: p.nameGrace()}
+	if p == nil {
+		return r
+	}
+	r.Bind, r.Known = map[string]string{}, map[string]bool{}
+	for name, mp := range p.Modules {
+		for _, t := range mp.ToolNames {
+			r.Bind[t] = name
+		}
+	}
+	for _, m := range snap.Modules() {
+		if mp, ok := p.Modules[m.Name]; ok && (mp.Digest == "" || mp.Digest == m.Digest) {
+			r.Known[m.Name] = true
+		}
+	}
+	return r
 }
 
 func (p *Policy) maxCodeMiB() int {

@@ -182,7 +182,8 @@ type Server struct {
 
 	watcher  *plugins.Watcher               // nil when serving a fixed set of modules
 	loads    *plugins.Loads[*wasmrt.Module] // compiles in the background; reload takes what has loaded
-	started  chan struct{}                  // closed once the first modules have all loaded or failed
+	started  chan struct{}                  // closed once the start is over (startDone)
+	loaded   chan struct{}                  // closed once the first modules have all loaded or failed
 	begun    time.Time                      // when New began, for the start-up log line
 	reloadMu sync.Mutex                     // one reload at a time
 	stop     context.CancelFunc
@@ -192,9 +193,10 @@ type Server struct {
 	closed    bool
 	listeners map[*http.Server]net.Listener
 
-	startOnce sync.Once
-	closeOnce sync.Once
-	closeErr  error
+	startOnce  sync.Once
+	loadedOnce sync.Once
+	closeOnce  sync.Once
+	closeErr   error
 }
 
 // DefaultMaxConnections is [Config.MaxConnections]'s default.
@@ -223,11 +225,13 @@ var ErrServerClosed = errors.New("host: server closed")
 const HTTPPath = mcpserver.HTTPPath
 
 // New starts loading the tools and returns a Server ready to serve: the
-// modules load in the background (two at a time, smallest first, each
-// within the policy's LoadTimeout), so initialize is answered at once; a
-// call waits until its tool has loaded, and tools/list, [Server.Tools] and
-// [Server.Problems] until the modules found at start have loaded or
-// failed. Modules that fail to load are logged and skipped (see
+// modules load in the background (two at a time, those the policy names
+// first, then smallest first, each within the policy's LoadTimeout), so
+// initialize is answered at once; a call waits until its tool has loaded
+// (or every module found at start has loaded or failed), and tools/list,
+// [Server.Tools] and [Server.Problems] until the modules found at start
+// have loaded or failed — or, once one of them hit a load limit, until
+// those the policy names have. Modules that fail to load are logged and skipped (see
 // [Server.Problems]); New fails when the server itself cannot start,
 // including a ToolsDir that does not exist or cannot be read.
 func New(ctx context.Context, cfg Config) (*Server, error) {
@@ -294,6 +298,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		swapped:   make(chan struct{}),
 		loads:     plugins.NewLoads(cfg.loader(rt), plugins.LoadConfig{Timeout: cfg.Policy.loadTimeout()}),
 		started:   make(chan struct{}),
+		loaded:    make(chan struct{}),
 		begun:     time.Now(),
 	}
 	s.metrics = newMetrics(s)
@@ -473,14 +478,21 @@ func (s *Server) Call(ctx context.Context, tool string, args json.RawMessage, ev
 	return s.call(ctx, c, tool, args, ev)
 }
 
-// ready returns once the modules found at start have all loaded or failed
-// (each within the load timeout), or, when tool is not "", as soon as a
-// module serving tool has loaded; or with ctx's error. Afterwards it
-// returns at once: a later reload never makes a request wait.
+// ready returns, when tool is "", once the start is over (startDone); when
+// tool is not "", as soon as a module serving tool has loaded, or once the
+// modules found at start have all loaded or failed (each within the load
+// timeout): a call of a tool whose module is still queued behind slow ones
+// waits for it rather than be told the tool is unknown. Or it returns with
+// ctx's error. Afterwards it returns at once: a later reload never makes a
+// request wait.
 func (s *Server) ready(ctx context.Context, tool string) error {
+	done := s.started
+	if tool != "" {
+		done = s.loaded
+	}
 	for {
 		select {
-		case <-s.started:
+		case <-done:
 			return nil
 		default:
 		}
@@ -491,7 +503,7 @@ func (s *Server) ready(ctx context.Context, tool string) error {
 			return nil
 		}
 		select {
-		case <-s.started:
+		case <-done:
 			return nil
 		case <-swapped:
 		case <-ctx.Done():
@@ -648,6 +660,7 @@ func (s *Server) Close() error {
 		s.stop()
 		s.wg.Wait()
 		s.startOnce.Do(func() { close(s.started) }) // nothing waits for loads any more
+		s.loadedOnce.Do(func() { close(s.loaded) })
 		// Release blocked requests first, so closing connections does not
 		// wait for them.
 		if s.mcp != nil {
@@ -689,13 +702,24 @@ func (s *Server) closeParts() error {
 // directory, and each batch of modules that finished loading in the
 // background, becomes a catalog, which replaces the served one in one
 // pointer swap.
+//
+// It also rebuilds when the reservation of a removed module's tool names
+// ends (Policy.NameGrace), so that a module refused for such a name serves
+// it from then on without waiting for another change.
 func (s *Server) watch(ctx context.Context) {
 	defer s.wg.Done()
 	var changes <-chan *plugins.Snapshot
 	if s.watcher != nil {
 		changes = s.watcher.Changes()
 	}
+	reserved := time.NewTimer(time.Hour)
+	defer reserved.Stop()
 	for {
+		var expired <-chan time.Time
+		if until, ok := s.catalog.Load().gen.ReservedUntil(); ok {
+			reserved.Reset(time.Until(until))
+			expired = reserved.C
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -706,6 +730,8 @@ func (s *Server) watch(ctx context.Context) {
 			}
 			s.reload(ctx, snap)
 		case <-s.loads.Finished():
+			s.refresh(ctx)
+		case <-expired:
 			s.refresh(ctx)
 		}
 	}
@@ -787,7 +813,7 @@ func (s *Server) rebuild(ctx context.Context, snap *plugins.Snapshot) {
 	if prev != nil {
 		prevGen = prev.gen
 	}
-	gen, released := plugins.Build(ctx, prevGen, snap, s.loads)
+	gen, released := plugins.Build(ctx, prevGen, snap, s.loads, s.cfg.Policy.rules(snap))
 	s.loads.Keep(snap)
 	next := s.buildCatalog(gen, prev)
 	if prev != nil {
@@ -801,14 +827,22 @@ func (s *Server) rebuild(ctx context.Context, snap *plugins.Snapshot) {
 	if prev == nil && gen.Loading() > 0 {
 		s.logLoading(gen.Loading())
 	}
-	if gen.Loading() == 0 {
+	if startDone(gen) {
 		s.startOnce.Do(func() {
 			// Before the close: whoever waited for the start finds the
 			// line written.
-			s.log.Info(fmt.Sprintf("loaded %s from %s in %v", plural(len(next.list), "tool"), plural(len(gen.Modules()), "module"), time.Since(s.begun).Round(time.Millisecond)),
-				"tools", len(next.list), "modules", len(gen.Modules()), "problems", len(next.problems), "took", time.Since(s.begun))
+			msg := fmt.Sprintf("loaded %s from %s in %v", plural(len(next.list), "tool"), plural(len(gen.Modules()), "module"), time.Since(s.begun).Round(time.Millisecond))
+			attrs := []any{"tools", len(next.list), "modules", len(gen.Modules()), "problems", len(next.problems)}
+			if n := gen.Loading(); n > 0 {
+				msg += fmt.Sprintf(" (%s still loading after %s hit a load limit: served when loaded)", plural(n, "module"), plural(gen.Limited(), "module"))
+				attrs = append(attrs, "loading", n)
+			}
+			s.log.Info(msg, append(attrs, "took", time.Since(s.begun))...)
 			close(s.started)
 		})
+	}
+	if gen.Loading() == 0 {
+		s.loadedOnce.Do(func() { close(s.loaded) })
 	}
 	if s.mcp != nil && prev != nil && prev.listing != next.listing {
 		s.mcp.ToolsChanged()
@@ -829,12 +863,27 @@ func (s *Server) rebuild(ctx context.Context, snap *plugins.Snapshot) {
 		prev.retire(released)
 	}
 	for _, p := range next.problems {
-		if !errors.Is(p.Err, plugins.ErrLoading) {
+		var ce *plugins.ConflictError
+		switch {
+		case errors.Is(p.Err, plugins.ErrLoading):
+		case errors.As(p.Err, &ce):
+			// Both files, as fields of their own.
+			s.log.Warn("tool problem", "problem", p.String(), "tool", ce.Tool, "file", p.Path, "ownerFile", ce.OwnerPath, "owner", ce.Owner, "why", ce.Why)
+		default:
 			s.log.Warn("tool problem", "problem", p.String())
 		}
 	}
 	s.log.Info("tools reloaded", "generation", gen.Seq(), "modules", len(gen.Modules()),
 		"tools", len(next.list), "loading", gen.Loading(), "released", len(released), "took", time.Since(start))
+}
+
+// startDone reports whether the start is over for those who wait for it
+// (tools/list, Tools, Problems, /readyz): every module found at start has
+// loaded or failed; or every module the policy names has, and a module
+// has hit a load limit, so that the rest may be queued behind slow or
+// failing modules: they are served, and announced, as they load.
+func startDone(gen *generation) bool {
+	return gen.Loading() == 0 || (gen.LoadingKnown() == 0 && gen.Limited() > 0)
 }
 
 // logLoading says, once at start, that n modules are loading and why that

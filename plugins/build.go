@@ -41,9 +41,11 @@ type Loader[C any] interface {
 // fully. It loads only modules whose digest prev did not have (a renamed or
 // unchanged file reuses its compiled module), keeps the previous version of
 // a module whose new version fails, and gives each tool name to one module:
-// modules already serving keep their tools, then new ones claim theirs in
-// name order, and a module that declares a taken name is refused
-// ([ErrToolConflict]).
+// a name rules bind goes to its module; a name a module served stays its
+// own while its file is in the snapshot and for rules.NameGrace after the
+// file left; the other names go to the modules already serving, then to
+// new ones in name order. A module that declares a name that is not its
+// own is refused with a [*ConflictError] naming the owner's file.
 //
 // released lists the compiled modules of prev that next no longer uses; the
 // host releases them once calls in flight on prev have ended. Build does not
@@ -54,8 +56,8 @@ type Loader[C any] interface {
 // has not finished is a problem wrapping [ErrLoading] (its previous version,
 // if any, keeps serving), counted by [Generation.Loading]; build again when
 // [Loads.Finished] says a load is done.
-func Build[C any](ctx context.Context, prev *Generation[C], snap *Snapshot, l Loader[C]) (next *Generation[C], released []C) {
-	b := startBuild(prev, snap, l)
+func Build[C any](ctx context.Context, prev *Generation[C], snap *Snapshot, l Loader[C], rules Rules) (next *Generation[C], released []C) {
+	b := startBuild(prev, snap, l, rules)
 	cands := b.loadChanged(ctx)
 	b.assignTools(cands)
 	sortProblems(b.next.problems)
@@ -68,12 +70,13 @@ type building[C any] struct {
 	prev       *Generation[C]
 	next       *Generation[C]
 	l          Loader[C]
+	rules      Rules
 	byDigest   map[string]Loaded[C] // prev's modules and those loaded by this Build
 	prevByName map[string]Loaded[C]
 	fresh      map[string]bool // digests loaded by this Build
 }
 
-func startBuild[C any](prev *Generation[C], snap *Snapshot, l Loader[C]) *building[C] {
+func startBuild[C any](prev *Generation[C], snap *Snapshot, l Loader[C], rules Rules) *building[C] {
 	b := &building[C]{
 		prev: prev,
 		next: &Generation[C]{
@@ -82,8 +85,10 @@ func startBuild[C any](prev *Generation[C], snap *Snapshot, l Loader[C]) *buildi
 			tools:    map[string]int{},
 			failed:   map[string]error{},
 			problems: snap.Problems(),
+			grace:    max(rules.NameGrace, 0),
 		},
 		l:          l,
+		rules:      rules,
 		byDigest:   map[string]Loaded[C]{},
 		prevByName: map[string]Loaded[C]{},
 		fresh:      map[string]bool{},
@@ -139,13 +144,13 @@ func (b *building[C]) loadDigest(ctx context.Context, m Module) (Loaded[C], erro
 		return ld, nil
 	}
 	if err := b.failedBefore(m.Digest); err != nil {
-		b.next.failed[m.Digest] = err
+		b.fail(m, err)
 		return Loaded[C]{}, err
 	}
 	var ld Loaded[C]
 	var err error
 	if p, ok := b.l.(*Loads[C]); ok {
-		ld, err = p.take(m)
+		ld, err = p.take(m, b.rules.Known[m.Name])
 	} else {
 		ld, err = load(ctx, b.l, m)
 	}
@@ -153,16 +158,37 @@ func (b *building[C]) loadDigest(ctx context.Context, m Module) (Loaded[C], erro
 	switch {
 	case errors.Is(err, ErrLoading):
 		b.next.loading++
+		if b.rules.Known[m.Name] {
+			b.next.loadingKnown++
+		}
 		return Loaded[C]{}, err
 	case errors.As(err, &retry):
 		return Loaded[C]{}, retry.err
 	case err != nil:
-		b.next.failed[m.Digest] = err
+		b.fail(m, err)
 		return Loaded[C]{}, err
 	}
 	b.byDigest[m.Digest] = ld
 	b.fresh[m.Digest] = true
 	return ld, nil
+}
+
+// fail remembers that m's digest failed to load, and counts a failure at
+// a limit.
+func (b *building[C]) fail(m Module, err error) {
+	b.next.failed[m.Digest] = err
+	if hitLimit(err) {
+		b.next.limited++
+	}
+}
+
+// hitLimit reports whether a load failed because the module passed a
+// limit: the load's deadline ([ErrLoadTimeout]) or one of the Loader's own,
+// such as a time limit on describe (an error wrapping
+// context.DeadlineExceeded while the load's own context was live: such an
+// error is never taken for a retry).
+func hitLimit(err error) bool {
+	return errors.Is(err, ErrLoadTimeout) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // failedBefore returns why the digest d failed to load in an earlier Build
@@ -175,46 +201,6 @@ func (b *building[C]) failedBefore(d string) error {
 		return nil
 	}
 	return b.prev.failed[d]
-}
-
-// assignTools gives each tool name to one module: modules served before
-// first, then the rest, each in name order. A module that declares a name
-// already given is refused ([ErrToolConflict]). The modules that are not
-// refused become the next generation's.
-func (b *building[C]) assignTools(cands []candidate[C]) {
-	slices.SortStableFunc(cands, func(x, y candidate[C]) int {
-		switch {
-		case x.serving && !y.serving:
-			return -1
-		case !x.serving && y.serving:
-			return 1
-		}
-		return strings.Compare(x.l.Module.Name, y.l.Module.Name)
-	})
-	owner := map[string]string{} // tool → module
-	var accepted []Loaded[C]
-	for _, c := range cands {
-		if err := conflict(c.l, owner); err != nil {
-			b.problem(c.l.Module, err)
-			b.next.refused = append(b.next.refused, c.l)
-			continue
-		}
-		for _, t := range c.l.Manifest.Tools {
-			owner[t.Name] = c.l.Module.Name
-		}
-		accepted = append(accepted, c.l)
-	}
-	b.next.index(accepted)
-}
-
-// conflict says which tool of l already has an owner, or is nil.
-func conflict[C any](l Loaded[C], owner map[string]string) error {
-	for _, t := range l.Manifest.Tools {
-		if o, ok := owner[t.Name]; ok {
-			return fmt.Errorf("%w: tool %q is already declared by module %q", ErrToolConflict, t.Name, o)
-		}
-	}
-	return nil
 }
 
 // index makes mods the generation's modules, in name order, and indexes

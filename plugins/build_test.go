@@ -147,7 +147,7 @@ func TestBuild(t *testing.T) {
 				t.Fatal(err)
 			}
 			fl.loads, fl.released = nil, nil
-			next, released := Build(ctx, gen, snap, fl)
+			next, released := Build(ctx, gen, snap, fl, Rules{})
 			for _, c := range released {
 				fl.Release(c)
 			}
@@ -202,7 +202,7 @@ func TestBuildRefuses(t *testing.T) {
 				t.Fatal(err)
 			}
 			fl := &fakeLoader{}
-			next, released := Build(context.Background(), nil, snap, fl)
+			next, released := Build(context.Background(), nil, snap, fl, Rules{})
 			if diff := cmp.Diff(tt.loads, fl.loads); diff != "" {
 				t.Errorf("loads (-want +got):\n%s", diff)
 			}
@@ -229,11 +229,11 @@ func TestBuildCancelledIsRetried(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	fl := &fakeLoader{}
-	g1, _ := Build(ctx, nil, snap, fl)
+	g1, _ := Build(ctx, nil, snap, fl, Rules{})
 	if ps := g1.Problems(); len(ps) != 1 || !errors.Is(ps[0].Err, context.Canceled) {
 		t.Fatalf("problems %v, want one wrapping context.Canceled", ps)
 	}
-	g2, _ := Build(context.Background(), g1, snap, fl)
+	g2, _ := Build(context.Background(), g1, snap, fl, Rules{})
 	if _, _, ok := g2.Tool("x"); !ok {
 		t.Errorf("after a cancelled build, the next build did not load the module; problems %v", g2.Problems())
 	}

@@ -78,6 +78,12 @@ type Config struct {
 	// Logger receives transient errors (fsnotify errors and queue overflows,
 	// files that are still being written). Default: discard.
 	Logger *slog.Logger
+
+	// Source names where the modules come from ([Module].Source): [Loads]
+	// serves the modules of different sources in turn, so that one
+	// source's slow or failing modules delay another source's by at most
+	// one load. Default: Dir, made absolute (for [ScanFS], "").
+	Source string
 }
 
 // withDefaults validates c and returns a copy with defaults filled in and
@@ -91,6 +97,9 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: Dir %q: %v", ErrConfig, c.Dir, err)
 	}
 	c.Dir = abs
+	if c.Source == "" {
+		c.Source = abs
+	}
 	if c.MaxModuleBytes < 0 || c.MaxModules < 0 || c.Debounce < 0 || c.MaxDelay < 0 || c.RetryInterval < 0 {
 		return c, fmt.Errorf("%w: negative limit", ErrConfig)
 	}

@@ -17,13 +17,20 @@
 // takes that manifest as it is, reuses compiled modules by [Module.Digest]
 // (an unchanged or renamed file is never compiled twice), keeps the
 // previous version of a module whose new version fails, and gives each tool
-// name to one module. Swapping the *Generation pointer and draining the old
-// generation's calls before releasing its compiled modules are the host's.
-// Wrapped in [Loads], the Loader runs in the background (two workers,
-// smallest file first, each load within a deadline) and Build never waits:
-// a module still loading is a problem wrapping [ErrLoading], and
-// [Loads.Finished] says when to build again, so a slow module delays only
-// itself.
+// name to one module by the operator's [Rules]: a bound name to its module,
+// a name a module served to that module while its file is there and for a
+// grace period after it left, the rest to modules already serving, then in
+// name order; a module refused gets a [*ConflictError] naming both files.
+// Swapping the *Generation pointer and draining the old generation's calls
+// before releasing its compiled modules are the host's. Wrapped in
+// [Loads], the Loader runs in the background (two workers, each load within
+// a deadline, one queue per [Module].Source served in turn; within a
+// source, modules the rules know first, then those that never failed,
+// smallest file first) and Build never waits: a module still loading is a
+// problem wrapping [ErrLoading], and [Loads.Finished] says when to build
+// again, so a slow module delays only itself, and one source's modules
+// delay another's by at most one load. A content that failed to load is
+// not loaded again until it changes.
 // The package imports only the standard library, package abi and fsnotify.
 //
 // A minimal use:
@@ -107,6 +114,8 @@
 // its queue holds at most the modules of the snapshots it was asked for
 // ([Loads.Keep] forgets the rest); a [Generation] is immutable and safe for concurrent use, so
 // the host can publish it with one atomic pointer store. Everything a
-// Generation or the Watcher remembers (digest cache, failed digests) is
-// bounded by [Config.MaxModules] entries.
+// Generation or the Watcher remembers (digest cache, failed digests, the
+// tool names modules hold) is bounded by [Config.MaxModules] entries, plus
+// at most 1,024 modules whose files left within the grace period; what
+// Loads remembers of failed contents by [LoadConfig].MaxFailed.
 package plugins

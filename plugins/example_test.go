@@ -56,7 +56,7 @@ func ExampleBuild() {
 		fmt.Println(err)
 		return
 	}
-	gen, _ := plugins.Build(context.Background(), nil, snap, manifestLoader{})
+	gen, _ := plugins.Build(context.Background(), nil, snap, manifestLoader{}, plugins.Rules{})
 	for _, l := range gen.Modules() {
 		for _, t := range l.Manifest.Tools {
 			fmt.Printf("%s: tool %s (task support %s), %s\n", l.Module.Name, t.Name, t.TaskSupport, l.Compiled)

@@ -2,6 +2,7 @@ package plugins
 
 import (
 	"slices"
+	"time"
 
 	"github.com/wasmtask/wasmtask/abi"
 )
@@ -27,7 +28,12 @@ type Generation[C any] struct {
 	tools    map[string]int   // tool name → index in mods
 	failed   map[string]error // digest → why it did not load; retried only when the digest changes
 	problems []Problem
-	loading  int // modules of the snapshot whose load has not finished (see Loads)
+	claims   map[string]claim // by module name: the tool names each module holds (names.go)
+	grace    time.Duration    // Rules.NameGrace of the Build that made it
+
+	loading      int // modules of the snapshot whose load has not finished (see Loads)
+	loadingKnown int // those of them Rules.Known names
+	limited      int // modules of the snapshot whose load failed at a limit
 }
 
 // Seq numbers generations built from one another, from 1.
@@ -46,6 +52,27 @@ func (g *Generation[C]) Loading() int {
 		return 0
 	}
 	return g.loading
+}
+
+// LoadingKnown reports how many of the modules [Generation.Loading]
+// counts are modules [Rules].Known names.
+func (g *Generation[C]) LoadingKnown() int {
+	if g == nil {
+		return 0
+	}
+	return g.loadingKnown
+}
+
+// Limited reports how many modules of the snapshot failed to load because
+// they passed a limit: the load's deadline ([ErrLoadTimeout]), or a limit
+// of the Loader's own such as describe's time limit (an error wrapping
+// context.DeadlineExceeded). Such a module is not loaded again until its
+// content changes.
+func (g *Generation[C]) Limited() int {
+	if g == nil {
+		return 0
+	}
+	return g.limited
 }
 
 // Snapshot returns the snapshot this generation was built from.

@@ -3,6 +3,7 @@ package plugins
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -15,9 +16,12 @@ import (
 
 // gatedLoader loads like fakeLoader, but a module whose name starts with
 // "slow" blocks until its gate is opened or its context ends, a module
-// whose name starts with "stuck" blocks until its context ends, and one
-// whose name starts with "deaf" blocks until its gate is opened. It counts
-// what it does, safely across the workers of a Loads.
+// whose name starts with "stuck" blocks until its context ends, one
+// whose name starts with "deaf" blocks until its gate is opened, and one
+// whose name starts with "limit" fails as a describe past its time limit
+// does (an error wrapping context.DeadlineExceeded) after its gate is
+// opened when it has one. It counts what it does, safely across the
+// workers of a Loads.
 type gatedLoader struct {
 	mu       sync.Mutex
 	gates    map[string]chan struct{}
@@ -61,6 +65,14 @@ func (g *gatedLoader) Load(ctx context.Context, m Module, wasm []byte) (*fakeCom
 		return nil, nil, ctx.Err()
 	case strings.HasPrefix(m.Name, "deaf"):
 		<-g.gate(m.Name) // ignores its context, as a compile may
+	case strings.HasPrefix(m.Name, "limit"):
+		g.mu.Lock()
+		gate := g.gates[m.Name]
+		g.mu.Unlock()
+		if gate != nil {
+			<-gate
+		}
+		return nil, nil, fmt.Errorf("describe: %w", context.DeadlineExceeded)
 	}
 	man, err := abi.DecodeManifest(wasm)
 	if err != nil {
@@ -85,13 +97,19 @@ func (g *gatedLoader) stats() (loads []string, peak, released int) {
 
 // snapOf scans modules given as name → tool names (one manifest each);
 // pad makes a file larger by that many spaces.
-func snapOf(t *testing.T, mods map[string][]string, pad map[string]int) *Snapshot {
+func snapOf(t testing.TB, mods map[string][]string, pad map[string]int) *Snapshot {
+	t.Helper()
+	return snapFrom(t, "", mods, pad)
+}
+
+// snapFrom is snapOf for the source called source.
+func snapFrom(t testing.TB, source string, mods map[string][]string, pad map[string]int) *Snapshot {
 	t.Helper()
 	fsys := fstest.MapFS{}
 	for name, tools := range mods {
 		fsys[name+".wasm"] = &fstest.MapFile{Data: []byte(manifest(tools...) + strings.Repeat(" ", pad[name]))}
 	}
-	snap, err := ScanFS(fsys, Config{})
+	snap, err := ScanFS(fsys, Config{Source: source})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +122,7 @@ func snapOf(t *testing.T, mods map[string][]string, pad map[string]int) *Snapsho
 func buildUntil(t *testing.T, prev *Generation[*fakeCompiled], snap *Snapshot, p *Loads[*fakeCompiled], cond func(*Generation[*fakeCompiled]) bool) *Generation[*fakeCompiled] {
 	t.Helper()
 	for {
-		g, _ := Build(context.Background(), prev, snap, p)
+		g, _ := Build(context.Background(), prev, snap, p, Rules{})
 		if cond(g) {
 			return g
 		}
@@ -125,7 +143,7 @@ func TestLoadsSlowModuleDelaysOnlyItself(t *testing.T) {
 		defer p.Close()
 		snap := snapOf(t, map[string][]string{"quick": {"a"}, "slow": {"b"}}, nil)
 
-		first, _ := Build(context.Background(), nil, snap, p)
+		first, _ := Build(context.Background(), nil, snap, p, Rules{})
 		if first.Loading() != 2 || len(first.Modules()) != 0 {
 			t.Fatalf("first build: %d loading, %d modules; want 2 and 0", first.Loading(), len(first.Modules()))
 		}
@@ -163,7 +181,7 @@ func TestLoadsTimeout(t *testing.T) {
 			t.Fatalf("problems %v, want stuck: ErrLoadTimeout naming 10s", ps)
 		}
 		// The failure is remembered: building again does not load again.
-		again, _ := Build(context.Background(), gen, snap, p)
+		again, _ := Build(context.Background(), gen, snap, p, Rules{})
 		if again.Loading() != 0 || !errors.Is(again.Problems()[0].Err, ErrLoadTimeout) {
 			t.Errorf("rebuild: %d loading, problems %v", again.Loading(), again.Problems())
 		}
@@ -188,11 +206,11 @@ func TestLoadsBoundedAndSmallestFirst(t *testing.T) {
 		p := NewLoads(g, LoadConfig{Workers: 1, Timeout: time.Hour})
 		defer p.Close()
 		// slow_first holds the only worker while the others are queued.
-		Build(context.Background(), nil, snapOf(t, map[string][]string{"slow_first": {"z"}}, nil), p)
+		Build(context.Background(), nil, snapOf(t, map[string][]string{"slow_first": {"z"}}, nil), p, Rules{})
 		synctest.Wait()
 		snap := snapOf(t, map[string][]string{"slow_first": {"z"}, "slow_big": {"a"}, "slow_mid": {"b"}, "tiny": {"c"}, "slow_huge": {"d"}},
 			map[string]int{"slow_big": 2000, "slow_mid": 1000, "slow_huge": 3000})
-		first, _ := Build(context.Background(), nil, snap, p)
+		first, _ := Build(context.Background(), nil, snap, p, Rules{})
 		close(g.gate("slow_first"))
 		gen := buildUntil(t, first, snap, p, func(g *Generation[*fakeCompiled]) bool { return served(g, "c") })
 		for _, name := range []string{"slow_mid", "slow_big", "slow_huge"} {
@@ -217,7 +235,7 @@ func TestLoadsKeepAndClose(t *testing.T) {
 		g := newGatedLoader()
 		p := NewLoads(g, LoadConfig{Workers: 2, Timeout: time.Hour})
 		snap := snapOf(t, map[string][]string{"slow": {"a"}, "quick": {"b"}}, nil)
-		Build(context.Background(), nil, snap, p)
+		Build(context.Background(), nil, snap, p, Rules{})
 		synctest.Wait() // both running or done
 		p.Keep(snapOf(t, map[string][]string{}, nil))
 		synctest.Wait()
@@ -230,13 +248,13 @@ func TestLoadsKeepAndClose(t *testing.T) {
 		}
 
 		snap = snapOf(t, map[string][]string{"other": {"c"}}, nil)
-		Build(context.Background(), nil, snap, p)
+		Build(context.Background(), nil, snap, p, Rules{})
 		synctest.Wait()
 		p.Close()
 		if _, _, released := g.stats(); released != 2 {
 			t.Errorf("released %d after Close, want 2", released)
 		}
-		if _, err := p.take(snap.Modules()[0]); errors.Is(err, ErrLoading) || err == nil {
+		if _, err := p.take(snap.Modules()[0], false); errors.Is(err, ErrLoading) || err == nil {
 			t.Errorf("take after Close: %v, want a failure that is not ErrLoading", err)
 		}
 	})
@@ -251,14 +269,14 @@ func TestLoadsDroppedJobLeavesItsSuccessor(t *testing.T) {
 		p := NewLoads(g, LoadConfig{Workers: 2, Timeout: time.Hour})
 		defer p.Close()
 		snap := snapOf(t, map[string][]string{"deaf": {"a"}}, nil)
-		Build(context.Background(), nil, snap, p)
+		Build(context.Background(), nil, snap, p, Rules{})
 		synctest.Wait() // running, deaf to the cancel that follows
 		p.Keep(snapOf(t, map[string][]string{}, nil))
-		Build(context.Background(), nil, snap, p)
+		Build(context.Background(), nil, snap, p, Rules{})
 		synctest.Wait() // the same digest loading again, on the other worker
 		close(g.gate("deaf"))
 		synctest.Wait()
-		if _, err := p.take(snap.Modules()[0]); err != nil {
+		if _, err := p.take(snap.Modules()[0], false); err != nil {
 			t.Fatalf("take after both loads ended: %v, want the second load's result", err)
 		}
 		if loads, _, released := g.stats(); len(loads) != 2 || released != 1 {

@@ -214,7 +214,7 @@ type unsettledFile struct {
 // written keeps what prev said about it (nothing when prev is nil) and is
 // listed in the result's unsettled files. The error is only the context's.
 func (sc *scanner) read(ctx context.Context, ls listing, prev *Snapshot) (scanResult, error) {
-	r := scanResult{snap: &Snapshot{resolved: ls.dir}}
+	r := scanResult{snap: &Snapshot{resolved: ls.dir, source: sc.cfg.Source}}
 	cache := make(map[string]cacheEntry, len(ls.names))
 	for _, base := range ls.names {
 		if err := ctx.Err(); err != nil {
@@ -230,7 +230,7 @@ func (sc *scanner) read(ctx context.Context, ls listing, prev *Snapshot) (scanRe
 		var unsettled unsettledError
 		switch {
 		case err == nil:
-			r.snap.modules = append(r.snap.modules, Module{Name: name, Path: path, Digest: ce.digest, Size: ce.fi.Size(), ModTime: ce.fi.ModTime()})
+			r.snap.modules = append(r.snap.modules, Module{Name: name, Path: path, Digest: ce.digest, Size: ce.fi.Size(), ModTime: ce.fi.ModTime(), Source: sc.cfg.Source})
 			cache[base] = ce
 		case errors.Is(err, errNotModule):
 			// Not a module file after all: left out, with no problem.

@@ -11,20 +11,22 @@ import (
 // name rules and limits as a directory scan (cfg.Dir is ignored). It is for
 // tool sets that never change while the server runs, such as modules embedded
 // in the binary: there is nothing to watch and no file can be half-written.
-// Module.Path is the file's name in fsys.
+// Module.Path is the file's name in fsys; Module.Source is cfg.Source.
 func ScanFS(fsys fs.FS, cfg Config) (*Snapshot, error) {
 	if cfg.Dir == "" {
 		cfg.Dir = "."
 	}
+	source := cfg.Source
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
+	cfg.Source = source
 	entries, err := fs.ReadDir(fsys, ".")
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnreadable, err)
 	}
-	s := &Snapshot{}
+	s := &Snapshot{source: cfg.Source}
 	for _, e := range entries {
 		base := e.Name()
 		if e.IsDir() || !isCandidate(base) {
@@ -53,7 +55,7 @@ func ScanFS(fsys fs.FS, cfg Config) (*Snapshot, error) {
 			s.problems = append(s.problems, Problem{Name: name, Path: base, Err: fmt.Errorf("%w: %v", ErrUnreadable, err)})
 			continue
 		}
-		s.modules = append(s.modules, Module{Name: name, Path: base, Digest: Digest(b), Size: int64(len(b)), ModTime: info.ModTime(), fsys: fsys})
+		s.modules = append(s.modules, Module{Name: name, Path: base, Digest: Digest(b), Size: int64(len(b)), ModTime: info.ModTime(), Source: cfg.Source, fsys: fsys})
 	}
 	slices.SortFunc(s.modules, func(a, b Module) int { return strings.Compare(a.Name, b.Name) })
 	sortProblems(s.problems)

@@ -19,6 +19,7 @@ type Module struct {
 	Digest  string    // of the content, in [Digest]'s form: "sha256:" and 64 hex digits
 	Size    int64     // bytes
 	ModTime time.Time // modification time when read
+	Source  string    // where it was found: [Config].Source of the scan
 
 	fsys fs.FS // set by ScanFS: the bytes come from here, Path is the name in it
 }
@@ -85,6 +86,7 @@ func (p Problem) String() string {
 // is immutable and safe for concurrent use; accessors return copies.
 type Snapshot struct {
 	resolved string // the directory read, after following symbolic links; "" when it could not be read
+	source   string // Config.Source of the scan
 	seq      uint64 // numbers the snapshots one Watcher delivers, from 1; 0 from Scan
 	modules  []Module
 	problems []Problem
@@ -97,6 +99,15 @@ func (s *Snapshot) Seq() uint64 {
 		return 0
 	}
 	return s.seq
+}
+
+// Source returns the [Config].Source of the scan that made the snapshot:
+// every module of it has that Source.
+func (s *Snapshot) Source() string {
+	if s == nil {
+		return ""
+	}
+	return s.source
 }
 
 // Modules returns the modules, sorted by name. The slice is a copy.

@@ -273,7 +273,7 @@ func (w *Watcher) rescan(ctx context.Context) {
 		return // closing
 	}
 	if err != nil {
-		r = scanResult{snap: &Snapshot{problems: []Problem{{Path: w.cfg.Dir, Err: err}}}}
+		r = scanResult{snap: &Snapshot{source: w.cfg.Source, problems: []Problem{{Path: w.cfg.Dir, Err: err}}}}
 	}
 	w.deliver(r)
 }
