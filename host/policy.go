@@ -450,11 +450,26 @@ func (p *Policy) moduleInstances(mp ModulePolicy) int {
 	return max(1, p.maxInstances()/2)
 }
 
-// loadLimits bound the describe run that asks a module for its manifest
-// when it is loaded.
-var loadLimits = wasmrt.Limits{
-	MemoryMiB:      DefaultMemoryMiB,
-	Timeout:        2 * time.Second,
-	MaxOutputBytes: 1 << 20,
-	MaxLogBytes:    DefaultMaxLogBytes,
+// describeTimeout bounds describe, and _initialize, at load.
+const describeTimeout = 2 * time.Second
+
+// loadLimits bound the load of module m: describe and _initialize run
+// within them, and one instance of m must fit their memory, the most
+// memory the policy gives any tool of m (its defaults, or an override in
+// m's entry; capped at MaxMemoryMiB). A module that cannot run under that
+// cannot run under its tools' limits either, so it is a load problem
+// rather than a served module whose calls all fail; and describe never
+// gets more than its tools would.
+func (p *Policy) loadLimits(m plugins.Module) wasmrt.Limits {
+	mp, _ := p.forModule(m) // a pin that does not match: the defaults, as for its calls
+	mib := p.forTool(mp, "").MemoryMiB
+	for tool := range mp.Tools {
+		mib = max(mib, p.forTool(mp, tool).MemoryMiB)
+	}
+	return wasmrt.Limits{
+		MemoryMiB:      min(mib, MaxMemoryMiB),
+		Timeout:        describeTimeout,
+		MaxOutputBytes: 1 << 20,
+		MaxLogBytes:    DefaultMaxLogBytes,
+	}
 }

@@ -148,6 +148,9 @@ type Server struct {
 	results   *resultcache.Cache
 	metrics   *metrics
 	budgetSrc string // where the memory budget comes from, for Limits
+	// loadPolicy is the policy in force for the loads (cfg.Policy, which
+	// SetPolicy replaces under reloadMu, read by the load workers).
+	loadPolicy *atomic.Pointer[Policy]
 
 	swapMu  sync.Mutex
 	swapped chan struct{} // closed and replaced by every catalog swap
@@ -203,13 +206,14 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
+	budget, budgetSrc := cfg.Policy.memoryBudget(machineMemory)
 	rt, err := wasmrt.New(ctx, wasmrt.Config{
-		CacheDir:     cfg.CacheDir,
-		MaxCacheMiB:  cmp.Or(cfg.CacheMaxMiB, DefaultCacheMaxMiB),
-		Interpreter:  cfg.Interpreter,
-		MaxMemoryMiB: MaxMemoryMiB,
-		MaxCodeMiB:   cfg.Policy.maxCodeMiB(),
-		LoadLimits:   loadLimits,
+		CacheDir:       cfg.CacheDir,
+		MaxCacheMiB:    cmp.Or(cfg.CacheMaxMiB, DefaultCacheMaxMiB),
+		Interpreter:    cfg.Interpreter,
+		MaxMemoryMiB:   MaxMemoryMiB,
+		MaxCodeMiB:     cfg.Policy.maxCodeMiB(),
+		MaxSnapshotMiB: snapshotBudgetMiB(budget),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("host: starting the Wasm runtime: %w", err)
@@ -234,22 +238,24 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		}
 		return nil, fmt.Errorf("host: %w", err)
 	}
-	budget, budgetSrc := cfg.Policy.memoryBudget(machineMemory)
+	loadPolicy := new(atomic.Pointer[Policy])
+	loadPolicy.Store(cfg.Policy)
 	s = &Server{
-		cfg:       cfg,
-		log:       cfg.Logger,
-		rt:        rt,
-		engine:    engine,
-		store:     store,
-		adm:       newAdmission(cfg.Policy.maxInstances(), budget),
-		results:   newResultCache(cfg),
-		budgetSrc: budgetSrc,
-		stop:      func() {},
-		listeners: make(map[*http.Server]net.Listener),
-		swapped:   make(chan struct{}),
-		loads:     plugins.NewLoads(cfg.loader(rt), plugins.LoadConfig{Timeout: cfg.Policy.loadTimeout()}),
-		started:   make(chan struct{}),
-		begun:     time.Now(),
+		cfg:        cfg,
+		log:        cfg.Logger,
+		rt:         rt,
+		engine:     engine,
+		store:      store,
+		adm:        newAdmission(cfg.Policy.maxInstances(), budget),
+		results:    newResultCache(cfg),
+		budgetSrc:  budgetSrc,
+		stop:       func() {},
+		listeners:  make(map[*http.Server]net.Listener),
+		swapped:    make(chan struct{}),
+		loadPolicy: loadPolicy,
+		loads:      plugins.NewLoads(cfg.loader(rt, loadPolicy), plugins.LoadConfig{Timeout: cfg.Policy.loadTimeout()}),
+		started:    make(chan struct{}),
+		begun:      time.Now(),
 	}
 	s.metrics = newMetrics(s)
 	var auth *mcpserver.Auth
@@ -369,11 +375,17 @@ type Limits struct {
 	MaxInstances    int    // Wasm instances (running calls) at once
 	MemoryBudgetMiB int    // memory all running calls may reserve together
 	MemoryBudgetSrc string // where MemoryBudgetMiB comes from: the policy, or what it was derived from
+	// SnapshotBudgetMiB bounds the memory the snapshots of all loaded
+	// pre-initialised modules hold together (a quarter of the memory
+	// budget); SnapshotBytes is what they hold now.
+	SnapshotBudgetMiB int
+	SnapshotBytes     uint64
 }
 
 // Limits returns the server-wide admission bounds in force.
 func (s *Server) Limits() Limits {
-	return Limits{MaxInstances: s.adm.slots, MemoryBudgetMiB: int(s.adm.budget >> 20), MemoryBudgetSrc: s.budgetSrc}
+	return Limits{MaxInstances: s.adm.slots, MemoryBudgetMiB: int(s.adm.budget >> 20), MemoryBudgetSrc: s.budgetSrc,
+		SnapshotBudgetMiB: snapshotBudgetMiB(s.adm.budget), SnapshotBytes: s.rt.SnapshotBytes()}
 }
 
 // Problem is a module that is not served (or is served in an older
@@ -716,6 +728,7 @@ func (s *Server) SetPolicy(p *Policy) (warnings []string, err error) {
 		}
 	}
 	s.cfg.Policy = p
+	s.loadPolicy.Store(p)
 	s.rebuild(context.Background(), s.catalog.Load().gen.Snapshot())
 	return warnings, nil
 }
@@ -826,19 +839,23 @@ func (s *Server) awaitCatalog(ctx context.Context, cond func(*catalog) bool) err
 	}
 }
 
-func (c *Config) loader(rt *wasmrt.Runtime) plugins.Loader[*wasmrt.Module] {
-	var l plugins.Loader[*wasmrt.Module] = loader{rt}
+func (c *Config) loader(rt *wasmrt.Runtime, pol *atomic.Pointer[Policy]) plugins.Loader[*wasmrt.Module] {
+	var l plugins.Loader[*wasmrt.Module] = loader{rt, pol}
 	if c.wrapLoader != nil {
 		l = c.wrapLoader(l)
 	}
 	return l
 }
 
-// loader compiles modules for plugins.Build.
-type loader struct{ rt *wasmrt.Runtime }
+// loader compiles modules for plugins.Build, each within the load limits
+// the policy in force gives it (Policy.loadLimits).
+type loader struct {
+	rt  *wasmrt.Runtime
+	pol *atomic.Pointer[Policy]
+}
 
 func (l loader) Load(ctx context.Context, m plugins.Module, wasm []byte) (*wasmrt.Module, *abi.Manifest, error) {
-	mod, err := l.rt.Load(ctx, m.Name, wasm)
+	mod, err := l.rt.Load(ctx, m.Name, wasm, l.pol.Load().loadLimits(m))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -39,7 +39,7 @@ func entries(t *testing.T, dir string) []string {
 
 func loadBytes(t *testing.T, r *Runtime, name string, wasm []byte) {
 	t.Helper()
-	m, err := r.Load(context.Background(), name, wasm)
+	m, err := r.Load(context.Background(), name, wasm, loadLimits)
 	if err != nil {
 		t.Fatalf("Load %s: %v", name, err)
 	}
@@ -141,7 +141,7 @@ func TestCacheCorruptEntryIgnored(t *testing.T) {
 				t.Fatal("no cache file to corrupt")
 			}
 			r := newRuntime(t, Config{CacheDir: dir, MaxCacheMiB: 64})
-			m, err := r.Load(context.Background(), "ok", wasm)
+			m, err := r.Load(context.Background(), "ok", wasm, loadLimits)
 			if err != nil {
 				t.Fatalf("Load over a corrupt entry: %v", err)
 			}
@@ -169,7 +169,7 @@ func TestCacheSharedByRuntimes(t *testing.T) {
 	for i, r := range rs {
 		wg.Go(func() {
 			for j := range 20 {
-				m, err := r.Load(context.Background(), "ok", variant(base, (i+j)%5))
+				m, err := r.Load(context.Background(), "ok", variant(base, (i+j)%5), loadLimits)
 				if err != nil {
 					errs <- err
 					continue
@@ -192,7 +192,7 @@ func TestCacheDirMustBePrivate(t *testing.T) {
 	if err := os.Chmod(dir, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{CacheDir: dir, MaxCacheMiB: 1, MaxMemoryMiB: 16, LoadLimits: with(Limits{Timeout: time.Second})}
+	cfg := Config{CacheDir: dir, MaxCacheMiB: 1, MaxMemoryMiB: 16, MaxSnapshotMiB: 16}
 	if _, err := New(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "writable by group or others") {
 		t.Errorf("New on a world-writable cache: %v, want a refusal", err)
 	}

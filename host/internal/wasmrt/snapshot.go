@@ -1,7 +1,6 @@
 package wasmrt
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -172,12 +171,15 @@ func exposeGlobals(wasm []byte) ([]byte, *preinitModule, error) {
 
 // snapshotState is the state of an instance after _initialize.
 type snapshotState struct {
-	mem     []byte
+	pages   uint64   // size of its linear memory
+	data    []byte   // data section payload that writes it (snapshotData)
 	globals []uint64 // by defined index; immutable ones unused
 }
 
-// capture reads the state of mod after _initialize.
-func (pm *preinitModule) capture(mod api.Module) (*snapshotState, error) {
+// capture reads the state of mod after _initialize. Linear memory is
+// encoded as it is read, never copied: hold is given the bytes its
+// encoding takes before they are allocated, and may refuse them.
+func (pm *preinitModule) capture(mod api.Module, hold func(bytes uint64) error) (*snapshotState, error) {
 	s := &snapshotState{globals: make([]uint64, len(pm.globals))}
 	for i, g := range pm.globals {
 		if !g.mutable {
@@ -197,16 +199,21 @@ func (pm *preinitModule) capture(mod api.Module) (*snapshotState, error) {
 	if !ok {
 		return nil, errors.New("memory unreadable")
 	}
-	s.mem = bytes.Clone(b)
+	size := snapshotDataSize(b)
+	if err := hold(size); err != nil {
+		return nil, err
+	}
+	s.pages = uint64(len(b)) / pageSize
+	s.data = appendSnapshotData(make([]byte, 0, size), b)
 	return s, nil
 }
 
 // snapshotModule returns wasm (the module as its author built it) rewritten
-// to start from s: data segments hold the non-zero bytes of s.mem, the
-// memory starts at len(s.mem), mutable globals start at their values.
+// to start from s: its data section is s.data (added when it had none),
+// the memory starts at s.pages, mutable globals start at their values.
 func (pm *preinitModule) snapshotModule(wasm []byte, s *snapshotState) ([]byte, error) {
 	var err error
-	pages := uint64(len(s.mem)) / pageSize
+	hasData := false
 	out := eachSection(wasm, func(id byte, p []byte) []byte {
 		switch id {
 		case secMemory:
@@ -226,7 +233,7 @@ func (pm *preinitModule) snapshotModule(wasm []byte, s *snapshotState) ([]byte, 
 				return p
 			}
 			o := []byte{1, flags}
-			o = binary.AppendUvarint(o, max(uint64(lo), pages))
+			o = binary.AppendUvarint(o, max(uint64(lo), s.pages))
 			if flags&1 != 0 {
 				o = binary.AppendUvarint(o, uint64(hi))
 			}
@@ -260,7 +267,8 @@ func (pm *preinitModule) snapshotModule(wasm []byte, s *snapshotState) ([]byte, 
 			}
 			return o
 		case secData:
-			return snapshotData(s.mem)
+			hasData = true
+			return s.data
 		}
 		return p
 	})
@@ -270,73 +278,127 @@ func (pm *preinitModule) snapshotModule(wasm []byte, s *snapshotState) ([]byte, 
 	if out == nil {
 		return nil, errors.New("malformed module")
 	}
+	if !hasData {
+		// After every other section (only custom sections may follow
+		// the data section).
+		out = append(out, secData)
+		out = binary.AppendUvarint(out, uint64(len(s.data)))
+		out = append(out, s.data...)
+	}
 	return out, nil
 }
 
-// snapshotData is a data section that writes the non-zero bytes of mem:
-// runs of non-zero bytes joined across gaps shorter than maxDataGap
-// (mergeSegments).
-func snapshotData(mem []byte) []byte {
-	var segs []dataSeg
-	for i := 0; i < len(mem); {
-		for i < len(mem) && mem[i] == 0 {
-			i++
+// A snapshot's data section writes the non-zero words of linear memory:
+// runs of 8-byte words that are not zero, joined across runs of zeros
+// shorter than maxDataGap, and across any zeros once snapshotRunsPerPage
+// runs have started in one 64 KiB page. Its encoding is bounded whatever
+// the memory holds: two runs are always more than maxDataGap apart, more
+// than a segment's header (at most 13 bytes), so the section is never
+// larger than a plain copy of the memory plus one header; and it has at
+// most snapshotRunsPerPage segments per page, so that an instance applies
+// few. Alternating bytes, the worst pattern for runs of bytes (one
+// segment per byte), are one segment.
+const snapshotRunsPerPage = 4
+
+// snapshotRuns calls f with the [start, end) byte ranges of mem that a
+// snapshot's data section writes, in order. len(mem) is a multiple of 8
+// (linear memory is whole pages).
+func snapshotRuns(mem []byte, f func(start, end int)) {
+	start, end := -1, 0
+	page, started := -1, 0 // page of the last run's start, runs started in it
+	for i := 0; i+8 <= len(mem); i += 8 {
+		if binary.LittleEndian.Uint64(mem[i:]) == 0 {
+			continue
 		}
-		j := i
-		for j < len(mem) && mem[j] != 0 {
-			j++
+		if start >= 0 {
+			if i-end < maxDataGap || (i/pageSize == page && started >= snapshotRunsPerPage) {
+				end = i + 8
+				continue
+			}
+			f(start, end)
 		}
-		if j > i {
-			segs = append(segs, dataSeg{off: uint64(i), init: mem[i:j]})
+		if i/pageSize != page {
+			page, started = i/pageSize, 0
 		}
-		i = j
+		started++
+		start, end = i, i+8
 	}
-	var total uint64
-	for _, s := range segs {
-		total += uint64(len(s.init))
+	if start >= 0 {
+		f(start, end)
 	}
-	merged := mergeSegments(segs, total)
-	out := binary.AppendUvarint(nil, uint64(len(merged)))
-	for _, s := range merged {
+}
+
+// snapshotDataSize is the length of the data section payload that
+// appendSnapshotData writes for mem.
+func snapshotDataSize(mem []byte) uint64 {
+	var size, n uint64
+	snapshotRuns(mem, func(start, end int) {
+		size += segmentHeaderSize(start, end) + uint64(end-start)
+		n++
+	})
+	return size + uint64(len(binary.AppendUvarint(nil, n)))
+}
+
+func segmentHeaderSize(start, end int) uint64 {
+	return uint64(3 + len(appendSleb(nil, int64(int32(uint32(start))))) + len(binary.AppendUvarint(nil, uint64(end-start))))
+}
+
+// appendSnapshotData appends to out the data section payload that writes
+// mem's non-zero words (snapshotRuns), each run an active segment of
+// memory 0 at an i32.const offset.
+func appendSnapshotData(out, mem []byte) []byte {
+	var n uint64
+	snapshotRuns(mem, func(int, int) { n++ })
+	out = binary.AppendUvarint(out, n)
+	snapshotRuns(mem, func(start, end int) {
 		out = append(out, 0x00, 0x41)
-		out = appendSleb(out, int64(int32(uint32(s.off))))
+		out = appendSleb(out, int64(int32(uint32(start))))
 		out = append(out, 0x0b)
-		out = binary.AppendUvarint(out, uint64(len(s.init)))
-		out = append(out, s.init...)
-	}
+		out = binary.AppendUvarint(out, uint64(end-start))
+		out = append(out, mem[start:end]...)
+	})
 	return out
 }
 
 // preinit runs the pre-initialisation of wasm (which wantsPreinit) and
-// returns the module to compile instead: loaded in a module of its own,
-// run to the end of _initialize within Config.LoadLimits, captured.
-func (r *Runtime) preinit(ctx context.Context, name string, wasm []byte) ([]byte, error) {
+// returns the module to compile instead, and its share of
+// Config.MaxSnapshotMiB: loaded in a module of its own within lim, run to
+// the end of _initialize within lim, captured.
+func (r *Runtime) preinit(ctx context.Context, name string, wasm []byte, lim Limits) ([]byte, *snapshotHold, error) {
 	exposed, pm, err := exposeGlobals(wasm)
 	if err != nil {
-		return nil, fmt.Errorf("load %q: %w: cannot pre-initialise: %v", name, ErrABI, err)
+		return nil, nil, fmt.Errorf("load %q: %w: cannot pre-initialise: %v", name, ErrABI, err)
 	}
 	tmp := &Module{r: r, name: name, done: make(chan struct{})}
-	if err := tmp.compile(ctx, exposed); err != nil {
-		return nil, err
+	if err := tmp.compile(ctx, exposed, lim); err != nil {
+		return nil, nil, err
 	}
 	defer tmp.closeEngine(context.Background())
-	lim := r.cfg.LoadLimits
-	lim.MemoryMiB = max(lim.MemoryMiB, tmp.needMiB())
 	var state *snapshotState
-	_, gerr := r.runWith(ctx, tmp, abi.ExportInitialize, nil, lim, nil, func(c *call, mod api.Module) error {
+	var hold *snapshotHold
+	var holdErr error
+	_, err = r.runLoad(ctx, tmp, abi.ExportInitialize, nil, lim, func(c *call, mod api.Module) error {
 		if len(c.stdout.buf) > 0 {
 			return errors.New("it wrote to stdout during _initialize")
 		}
 		var err error
-		state, err = pm.capture(mod)
+		state, err = pm.capture(mod, func(n uint64) error {
+			hold, holdErr = r.holdSnapshot(n)
+			return holdErr
+		})
 		return err
 	})
-	if gerr != nil {
-		return nil, fmt.Errorf("load %q: pre-initialisation failed: %w", name, gerr)
+	if holdErr != nil {
+		return nil, nil, fmt.Errorf("load %q: cannot pre-initialise: %w", name, holdErr)
+	}
+	if err != nil {
+		hold.release()
+		return nil, nil, fmt.Errorf("load %q: pre-initialisation failed: %w", name, err)
 	}
 	snap, err := pm.snapshotModule(wasm, state)
 	if err != nil {
-		return nil, fmt.Errorf("load %q: %w: cannot pre-initialise: %v", name, ErrABI, err)
+		hold.release()
+		return nil, nil, fmt.Errorf("load %q: %w: cannot pre-initialise: %v", name, ErrABI, err)
 	}
-	return snap, nil
+	return snap, hold, nil
 }
