@@ -150,7 +150,7 @@ func brTableSelect(n, targets int) []byte {
 // entries (one byte each) and a table for them.
 func passiveElements(n int) []byte {
 	e := binary.AppendUvarint([]byte{0x01, 0x00}, uint64(n)) // passive, funcref indices
-	e = append(e, make([]byte, n)...)                      // function 0, n times
+	e = append(e, make([]byte, n)...)                        // function 0, n times
 	return command([][]byte{emptyBody}, map[byte][]byte{
 		4: vector(1, []byte{0x70, 0x00, 0x01}),
 		9: vector(1, e),
