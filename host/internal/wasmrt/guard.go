@@ -17,6 +17,7 @@ type guarded struct {
 	// export and runs after the memory pool is set.
 	hasStart   bool
 	frameCosts []uint64 // charge of every defined function's frame (stack.go)
+	work       uint64   // its compile work (loadbounds.go)
 }
 
 // Export names the host adds to every module. A module that exports one of
@@ -274,7 +275,7 @@ func guardWithin(wasm []byte, interpreter bool, b loadBounds) (*guarded, error) 
 	if !wroteExport {
 		emit(secExport, appendVec(nil, nExports, exports))
 	}
-	return &guarded{wasm: out, static: m.staticBytes(), hasStart: m.hasStart, frameCosts: m.frameCosts}, nil
+	return &guarded{wasm: out, static: m.staticBytes(), hasStart: m.hasStart, frameCosts: m.frameCosts, work: m.load.work}, nil
 }
 
 // appended are the indices of what guardModule appends.
