@@ -6,10 +6,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/wasmtask/wasmtask/host"
 )
@@ -142,6 +146,26 @@ func brTableSelect(n, targets int) []byte {
 		b = append(b, 0x20)
 		b = binary.AppendUvarint(b, uint64(i))
 		b = append(b, 0x1a)
+	}
+	return append(b, 0x0b)
+}
+
+// nestedLoops is the body of a function of n locals in loops nested
+// depth deep: the dominator tree as deep as the loops, the shape that costs
+// wazero's loop detection most per block.
+func nestedLoops(n, depth int) []byte {
+	b := locals(nil, n)
+	for range depth {
+		b = append(b, 0x03, 0x40)
+	}
+	for i := range n {
+		b = append(b, 0x20)
+		b = binary.AppendUvarint(b, uint64(i))
+		b = append(b, 0x21)
+		b = binary.AppendUvarint(b, uint64((i+1)%n))
+	}
+	for range depth {
+		b = append(b, 0x41, 0x00, 0x0d, 0x00, 0x0b)
 	}
 	return append(b, 0x0b)
 }
@@ -434,4 +458,102 @@ func TestSlowDescribeLoads(t *testing.T) {
 			t.Errorf("slowok: %q", got)
 		}
 	})
+}
+
+// worstAdmitted are, for each class of load cost, about the most expensive
+// module the default bounds admit (none is a tool: each fails at its
+// manifest, after it has been compiled and instantiated for describe,
+// which is the whole cost of a load).
+var worstAdmitted = []struct {
+	name string
+	wasm func(tb testing.TB) []byte
+}{
+	{"globals: 520,000", func(testing.TB) []byte { return globalsModule(520_000) }},
+	{"functions: 60,000", func(testing.TB) []byte { return functionsModule(60_000) }},
+	{"loops: 4 nests of 1,000", func(testing.TB) []byte { return command(repeat(nestedLoops(10, 1000), 4), nil) }},
+	{"locals x loops: 4 of 1,000 locals across 31 loops", func(testing.TB) []byte { return command(repeat(liveAcrossLoops(1000, 31), 4), nil) }},
+	{"br_table x locals: 11 of 360 x 360", func(testing.TB) []byte { return command(repeat(brTableSelect(360, 360), 11), nil) }},
+	{"element entries: 850,000", func(testing.TB) []byte { return passiveElements(850_000) }},
+	{"data segments: 1,000,000", func(testing.TB) []byte { return dataSegments(1_000_000) }},
+	{"code: 31 MiB dense", func(testing.TB) []byte { return denseModule(31, 1<<20-64) }},
+	{"snapshot: 60 MiB of alternating bytes", func(tb testing.TB) []byte { return wasm(tb, "snapfill") }},
+}
+
+// BenchmarkLoadPeak reports, for the worst module of each class that the
+// default bounds admit, the peak resident memory a server's load of it
+// adds (MiB over the process before the load) and how long the load takes,
+// each in a fresh process (TestLoadPeakChild). Linux only:
+//
+//	go test -run '^$' -bench LoadPeak -benchtime 1x ./sandbox_test/
+func BenchmarkLoadPeak(b *testing.B) {
+	if _, err := os.Stat("/proc/self/clear_refs"); err != nil {
+		b.Skip("needs Linux /proc")
+	}
+	for _, e := range engines {
+		for _, c := range worstAdmitted {
+			b.Run(e.name+"/"+c.name, func(b *testing.B) {
+				var rss, ms float64
+				for b.Loop() {
+					cmd := exec.Command(os.Args[0], "-test.run=^TestLoadPeakChild$", "-test.count=1")
+					cmd.Env = append(os.Environ(), "WASMTASK_LOADPEAK_CASE="+c.name, "WASMTASK_PEAK_ENGINE="+e.name)
+					out, err := cmd.CombinedOutput()
+					if err != nil {
+						b.Fatalf("child: %v\n%s", err, out)
+					}
+					var base, peak, took int64
+					for line := range strings.Lines(string(out)) {
+						if _, err := fmt.Sscanf(line, "load-peak %d %d %d", &base, &peak, &took); err == nil {
+							break
+						}
+					}
+					if peak == 0 {
+						b.Fatalf("child printed no measurement:\n%s", out)
+					}
+					rss, ms = float64(peak-base)/(1<<20), float64(took)/1e6
+				}
+				b.ReportMetric(rss, "peak-MiB")
+				b.ReportMetric(ms, "load-ms")
+			})
+		}
+	}
+}
+
+// TestLoadPeakChild is one measurement of BenchmarkLoadPeak; it does
+// nothing unless the benchmark started it.
+func TestLoadPeakChild(t *testing.T) {
+	name := os.Getenv("WASMTASK_LOADPEAK_CASE")
+	if name == "" {
+		t.Skip("run by BenchmarkLoadPeak")
+	}
+	for _, c := range worstAdmitted {
+		if c.name != name {
+			continue
+		}
+		mod := c.wasm(t)
+		runtime.GC()
+		debug.FreeOSMemory()
+		base := procStatus(t, "VmRSS")
+		if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		s, err := host.New(context.Background(), host.Config{ToolsFS: fstest.MapFS{"worst.wasm": {Data: mod}},
+			Interpreter: os.Getenv("WASMTASK_PEAK_ENGINE") == "interpreter"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps := s.Problems()
+		took := time.Since(start)
+		peak := procStatus(t, "VmHWM")
+		fmt.Printf("load-peak %d %d %d\n", base, peak, took.Nanoseconds())
+		for _, p := range ps {
+			if errors.Is(p.Err, host.ErrLoadLimit) {
+				t.Errorf("refused for a bound, not admitted: %v", p)
+			}
+		}
+		t.Logf("problems: %v", ps)
+		s.Close()
+		return
+	}
+	t.Fatalf("unknown case %q", name)
 }

@@ -298,29 +298,35 @@ func fillInitModule(t *testing.T, pages int) []byte {
 	return watModule(t, src)
 }
 
-// TestSnapshotAddsADataSection: the snapshot of a module without a data
-// section writes its memory in one it adds.
-func TestSnapshotAddsADataSection(t *testing.T) {
-	wasm := watModule(t, `(module (memory (export "memory") 1) (func (export "_initialize")) (func (export "_start")))`)
-	_, pm, err := exposeGlobals(wasm)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mem := make([]byte, 2*pageSize)
-	mem[70000] = 'A'
-	snap, err := pm.snapshotModule(wasm, &snapshotState{pages: 2, data: appendSnapshotData(nil, mem)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var data []byte
-	eachSection(snap, func(id byte, p []byte) []byte {
-		if id == secData {
-			data = p
+// TestSnapshotDataSection: a snapshot's data section writes the memory
+// _initialize left, whether or not the module had a data section, and
+// replaces the one it had.
+func TestSnapshotDataSection(t *testing.T) {
+	for _, src := range []string{
+		`(module (memory (export "memory") 1) (func (export "_initialize")) (func (export "_start")))`,
+		`(module (memory (export "memory") 1) (data (i32.const 8) "x") (func (export "_initialize")) (func (export "_start")))`,
+	} {
+		wasm := watModule(t, src)
+		_, pm, err := exposeGlobals(wasm)
+		if err != nil {
+			t.Fatal(err)
 		}
-		return p
-	})
-	if !bytes.Equal(data, appendSnapshotData(nil, mem)) {
-		t.Errorf("snapshot's data section %x, want the memory's", data)
+		mem := make([]byte, 2*pageSize)
+		mem[70000] = 'A'
+		snap, err := pm.snapshotModule(wasm, &snapshotState{mem: mem, dataSize: snapshotDataSize(mem)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var data [][]byte
+		eachSection(snap, func(id byte, p []byte) []byte {
+			if id == secData {
+				data = append(data, p)
+			}
+			return p
+		})
+		if len(data) != 1 || !bytes.Equal(data[0], appendSnapshotData(nil, mem)) {
+			t.Errorf("%s: snapshot's data sections %x, want one, the memory's", src, data)
+		}
 	}
 }
 

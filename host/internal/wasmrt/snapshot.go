@@ -14,15 +14,22 @@ import (
 
 // Pre-initialisation (abi.ExportInitialize): a module that exports
 // "_initialize" as well as "_start" is run once at load up to the end of
-// _initialize, in the sandbox with Config.LoadLimits; its linear memory and
-// mutable globals are then written into a new module — data segments for
-// the memory's non-zero bytes, constant initial values for the globals, a
-// memory section that starts at the size reached — and that module is the
-// one compiled and instantiated for every call, which then runs _start
-// only. Each call still gets a fresh instance; it starts from the snapshot
-// instead of from nothing. A Go tool built as a reactor (-buildmode=c-shared,
-// which makes _initialize start the Go runtime and run the package
-// initialisers) saves most of its start-up so.
+// _initialize, in the sandbox with the Limits of its load; its linear
+// memory and mutable globals are then written into a new module — data
+// segments for the memory's non-zero words (snapshotRuns), constant initial
+// values for the globals, a memory section that starts at the size
+// reached — and that module is the one compiled and instantiated for
+// every call, which then runs _start only. Each call still gets a fresh
+// instance; it starts from the snapshot instead of from nothing. A Go tool
+// built as a reactor (-buildmode=c-shared, which makes _initialize start
+// the Go runtime and run the package initialisers) saves most of its
+// start-up so.
+//
+// What _initialize leaves is bounded twice: it runs within the memory limit
+// of the load (the most the module's tools get), and the snapshot's data,
+// which the compiled module keeps, is held against Config.MaxSnapshotMiB
+// from before it is written until the module is freed. The memory is read
+// in place and written once, into the snapshot module.
 //
 // During _initialize the host functions of abi.ImportModule trap (nothing
 // may depend on a call that does not exist yet), stdin is empty and
@@ -171,14 +178,15 @@ func exposeGlobals(wasm []byte) ([]byte, *preinitModule, error) {
 
 // snapshotState is the state of an instance after _initialize.
 type snapshotState struct {
-	pages   uint64   // size of its linear memory
-	data    []byte   // data section payload that writes it (snapshotData)
-	globals []uint64 // by defined index; immutable ones unused
+	mem      []byte   // its linear memory: the instance's own, valid while it lives
+	dataSize uint64   // of the data section payload that writes mem (snapshotDataSize)
+	globals  []uint64 // by defined index; immutable ones unused
 }
 
-// capture reads the state of mod after _initialize. Linear memory is
-// encoded as it is read, never copied: hold is given the bytes its
-// encoding takes before they are allocated, and may refuse them.
+// capture reads the state of mod after _initialize; hold is given the
+// bytes the snapshot's data takes before they are allocated, and may refuse
+// them. The memory is not copied: snapshotModule writes it into the
+// snapshot while the instance lives.
 func (pm *preinitModule) capture(mod api.Module, hold func(bytes uint64) error) (*snapshotState, error) {
 	s := &snapshotState{globals: make([]uint64, len(pm.globals))}
 	for i, g := range pm.globals {
@@ -199,21 +207,21 @@ func (pm *preinitModule) capture(mod api.Module, hold func(bytes uint64) error) 
 	if !ok {
 		return nil, errors.New("memory unreadable")
 	}
-	size := snapshotDataSize(b)
-	if err := hold(size); err != nil {
+	s.mem, s.dataSize = b, snapshotDataSize(b)
+	if err := hold(s.dataSize); err != nil {
 		return nil, err
 	}
-	s.pages = uint64(len(b)) / pageSize
-	s.data = appendSnapshotData(make([]byte, 0, size), b)
 	return s, nil
 }
 
 // snapshotModule returns wasm (the module as its author built it) rewritten
-// to start from s: its data section is s.data (added when it had none),
-// the memory starts at s.pages, mutable globals start at their values.
+// to start from s: a data section that writes s.mem replaces its own
+// (appended last: only custom sections may follow it, and they may come
+// anywhere), the memory starts at the size of s.mem, mutable globals start
+// at their values. The data is written once, into the module.
 func (pm *preinitModule) snapshotModule(wasm []byte, s *snapshotState) ([]byte, error) {
 	var err error
-	hasData := false
+	pages := uint64(len(s.mem)) / pageSize
 	out := eachSection(wasm, func(id byte, p []byte) []byte {
 		switch id {
 		case secMemory:
@@ -233,7 +241,7 @@ func (pm *preinitModule) snapshotModule(wasm []byte, s *snapshotState) ([]byte, 
 				return p
 			}
 			o := []byte{1, flags}
-			o = binary.AppendUvarint(o, max(uint64(lo), s.pages))
+			o = binary.AppendUvarint(o, max(uint64(lo), pages))
 			if flags&1 != 0 {
 				o = binary.AppendUvarint(o, uint64(hi))
 			}
@@ -267,8 +275,7 @@ func (pm *preinitModule) snapshotModule(wasm []byte, s *snapshotState) ([]byte, 
 			}
 			return o
 		case secData:
-			hasData = true
-			return s.data
+			return nil
 		}
 		return p
 	})
@@ -278,14 +285,11 @@ func (pm *preinitModule) snapshotModule(wasm []byte, s *snapshotState) ([]byte, 
 	if out == nil {
 		return nil, errors.New("malformed module")
 	}
-	if !hasData {
-		// After every other section (only custom sections may follow
-		// the data section).
-		out = append(out, secData)
-		out = binary.AppendUvarint(out, uint64(len(s.data)))
-		out = append(out, s.data...)
-	}
-	return out, nil
+	snap := make([]byte, 0, len(out)+int(s.dataSize)+16)
+	snap = append(snap, out...)
+	snap = append(snap, secData)
+	snap = binary.AppendUvarint(snap, s.dataSize)
+	return appendSnapshotData(snap, s.mem), nil
 }
 
 // A snapshot's data section writes the non-zero words of linear memory:
@@ -374,31 +378,32 @@ func (r *Runtime) preinit(ctx context.Context, name string, wasm []byte, lim Lim
 		return nil, nil, err
 	}
 	defer tmp.closeEngine(context.Background())
-	var state *snapshotState
+	var snap []byte
 	var hold *snapshotHold
-	var holdErr error
+	var holdErr, snapErr error
 	_, err = r.runLoad(ctx, tmp, abi.ExportInitialize, nil, lim, func(c *call, mod api.Module) error {
 		if len(c.stdout.buf) > 0 {
 			return errors.New("it wrote to stdout during _initialize")
 		}
-		var err error
-		state, err = pm.capture(mod, func(n uint64) error {
+		state, err := pm.capture(mod, func(n uint64) error {
 			hold, holdErr = r.holdSnapshot(n)
 			return holdErr
 		})
-		return err
+		if err != nil {
+			return err
+		}
+		snap, snapErr = pm.snapshotModule(wasm, state)
+		return snapErr
 	})
-	if holdErr != nil {
+	switch {
+	case holdErr != nil:
 		return nil, nil, fmt.Errorf("load %q: cannot pre-initialise: %w", name, holdErr)
-	}
-	if err != nil {
+	case snapErr != nil:
+		hold.release()
+		return nil, nil, fmt.Errorf("load %q: %w: cannot pre-initialise: %v", name, ErrABI, snapErr)
+	case err != nil:
 		hold.release()
 		return nil, nil, fmt.Errorf("load %q: pre-initialisation failed: %w", name, err)
-	}
-	snap, err := pm.snapshotModule(wasm, state)
-	if err != nil {
-		hold.release()
-		return nil, nil, fmt.Errorf("load %q: %w: cannot pre-initialise: %v", name, ErrABI, err)
 	}
 	return snap, hold, nil
 }
