@@ -36,17 +36,25 @@ type Policy struct {
 	// log buffers: 2 × maxOutputBytes + 3 × maxLogBytes). A call that would pass it waits; one that could never fit
 	// fails at once. Default: half of the memory this process may use (the
 	// cgroup's memory limit, else the machine's physical memory), 4 GiB when
-	// neither can be read. [Server.Limits] tells the value in force.
+	// neither can be read. A quarter of it more bounds what the snapshots of
+	// pre-initialised modules hold together while they are loaded.
+	// [Server.Limits] tells the values in force.
 	MemoryBudgetMiB int `json:"memoryBudgetMiB,omitempty"`
-	// LoadTimeout bounds loading one module: compiling it and running it
-	// once for its manifest. A module that takes longer is a problem until
-	// its file changes; modules load in the background, two at a time,
-	// smallest file first, so a slow one delays no other. Default 60s
-	// (generous: a cold compile of a large Go module takes seconds).
+	// LoadTimeout bounds loading one module: compiling it, running its
+	// _initialize and running it once for its manifest (each run also
+	// within 2s, and within the most memoryMiB any of its tools has). A
+	// module that takes longer is a problem until its file changes; modules
+	// load in the background, two at a time, smallest file first, so a slow
+	// one delays no other. Default 60s (generous: a cold compile of a large
+	// Go module takes seconds).
 	LoadTimeout Duration `json:"loadTimeout,omitempty"`
 	// MaxCodeMiB bounds a module's code (its function bodies, as the host
-	// instruments them); its compiled code takes about four times that. A
-	// larger module is refused before it is compiled. Default 32.
+	// instruments them), and what compiling it may cost, counted in bytes
+	// of code: its functions, globals, types, imports, exports, element
+	// and data entries, and the blocks and locals of each function. Its
+	// compiled code takes about four times its code (33 times with the
+	// interpreter). A larger module is refused before it is compiled.
+	// Default 32: the bundled Go module costs about 11.
 	MaxCodeMiB int `json:"maxCodeMiB,omitempty"`
 	// Defaults are the limits of every tool; a zero field means the
 	// built-in default given on [ToolPolicy].

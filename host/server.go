@@ -703,8 +703,11 @@ func (s *Server) Rescan() {
 // calls and tasks running keep the policy they started with. The
 // server-wide bounds (maxInstances, memoryBudgetMiB, maxCodeMiB,
 // loadTimeout) are fixed when the server starts: a change to them is
-// returned as a warning and takes effect at the next start. An invalid
-// policy is an error and changes nothing.
+// returned as a warning and takes effect at the next start. A module is
+// loaded, once per content, within the load limits of the policy in force
+// then (its tools' largest memoryMiB): a module refused at load for its
+// memory stays refused until its file changes or the server restarts. An
+// invalid policy is an error and changes nothing.
 func (s *Server) SetPolicy(p *Policy) (warnings []string, err error) {
 	if p != nil {
 		if err := p.validate(); err != nil {
