@@ -36,9 +36,9 @@ type Policy struct {
 	// log buffers: 2 × maxOutputBytes + 3 × maxLogBytes). A call that would pass it waits; one that could never fit
 	// fails at once. Default: half of the memory this process may use (the
 	// cgroup's memory limit, else the machine's physical memory), 4 GiB when
-	// neither can be read. A quarter of it more bounds what the snapshots of
-	// pre-initialised modules hold together while they are loaded.
-	// [Server.Limits] tells the values in force.
+	// neither can be read. Besides it, a quarter of it bounds what the
+	// snapshots of pre-initialised modules hold together while they are
+	// loaded. [Server.Limits] tells the values in force.
 	MemoryBudgetMiB int `json:"memoryBudgetMiB,omitempty"`
 	// LoadTimeout bounds loading one module: compiling it, running its
 	// _initialize and running it once for its manifest (each run also

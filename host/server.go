@@ -395,7 +395,7 @@ func (s *Server) Limits() Limits {
 type Problem struct {
 	Module string // module name (for a policy entry that matches no module: the entry's)
 	Path   string // file, when known
-	Err    error  // wraps ErrNotWasm, ErrCompile, ErrModuleABI, ErrSchema, an abi error, …
+	Err    error  // wraps ErrNotWasm, ErrCompile, ErrModuleABI, ErrSchema, ErrLoadLimit, an abi error, …
 }
 
 func (p Problem) String() string {
