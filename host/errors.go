@@ -57,4 +57,15 @@ var (
 	ErrCompile   = wasmrt.ErrCompile // wazero cannot compile it
 	ErrModuleABI = wasmrt.ErrABI     // no _start, unknown or mistyped wasmtask_v1 import, foreign import
 	ErrSchema    = wasmrt.ErrSchema  // a tool's input or output schema is refused
+	// ErrLoadLimit: the load passed one of its limits — what the module
+	// would cost to compile or to instantiate (Policy.MaxCodeMiB, its
+	// tools' memoryMiB), describe or _initialize at their time, memory or
+	// output limit, the load timeout — or its snapshot is larger than the
+	// whole snapshot budget. The same bytes fail the same way under the
+	// same policy.
+	ErrLoadLimit = wasmrt.ErrLoadLimit
+	// ErrSnapshotBudget: the module's snapshot does not fit what the
+	// snapshots of other loaded modules leave of the snapshot budget
+	// ([Limits].SnapshotBudgetMiB).
+	ErrSnapshotBudget = wasmrt.ErrSnapshotBudget
 )

@@ -19,6 +19,17 @@ const budgetDivisor = 2
 // cannot be read (not Linux, no /proc).
 const fallbackMemoryBudget = 4 << 30
 
+// snapshotDivisor: the snapshots of pre-initialised modules may hold
+// 1/snapshotDivisor of the memory budget together, out of the memory the
+// budget leaves to the server itself.
+const snapshotDivisor = 4
+
+// snapshotBudgetMiB is the snapshot budget that goes with a memory budget
+// of budget bytes: at least 1 MiB.
+func snapshotBudgetMiB(budget uint64) int {
+	return int(max(budget/snapshotDivisor>>20, 1))
+}
+
 // memoryBudget returns the budget in bytes and where it comes from; probe
 // finds the machine's memory (machineMemory, or a fake in tests).
 func (p *Policy) memoryBudget(probe func(fs.FS) (uint64, string)) (uint64, string) {

@@ -38,14 +38,18 @@ type Policy struct {
 	// log buffers: 2 × maxOutputBytes + 3 × maxLogBytes). A call that would pass it waits; one that could never fit
 	// fails at once. Default: half of the memory this process may use (the
 	// cgroup's memory limit, else the machine's physical memory), 4 GiB when
-	// neither can be read. [Server.Limits] tells the value in force.
+	// neither can be read. Besides it, a quarter of it bounds what the
+	// snapshots of pre-initialised modules hold together while they are
+	// loaded. [Server.Limits] tells the values in force.
 	MemoryBudgetMiB int `json:"memoryBudgetMiB,omitempty"`
-	// LoadTimeout bounds loading one module: compiling it and running it
-	// once for its manifest. A module that takes longer is a problem until
-	// its file changes; modules load in the background, two at a time
-	// (modules named under Modules first, then smallest file first), so a
-	// slow one delays no other for longer than its own load. Default 60s
-	// (generous: a cold compile of a large Go module takes seconds).
+	// LoadTimeout bounds loading one module: compiling it, running its
+	// _initialize and running it once for its manifest (each run also
+	// within 2s, and within the most memoryMiB any of its tools has). A
+	// module that takes longer is a problem until its file changes; modules
+	// load in the background, two at a time (modules named under Modules
+	// first, then smallest file first), so a slow one delays no other for
+	// longer than its own load. Default 60s (generous: a cold compile of a
+	// large Go module takes seconds).
 	LoadTimeout Duration `json:"loadTimeout,omitempty"`
 	// NameGrace is how long the tool names a module served stay reserved
 	// for its file after the file is removed, so that a redeploy (remove,
@@ -58,8 +62,12 @@ type Policy struct {
 	// once).
 	NameGrace Duration `json:"nameGrace,omitempty"`
 	// MaxCodeMiB bounds a module's code (its function bodies, as the host
-	// instruments them); its compiled code takes about four times that. A
-	// larger module is refused before it is compiled. Default 32.
+	// instruments them), and what compiling it may cost, counted in bytes
+	// of code: its functions, globals, types, imports, exports, element
+	// and data entries, and the blocks and locals of each function. Its
+	// compiled code takes about four times its code (33 times with the
+	// interpreter). A larger module is refused before it is compiled.
+	// Default 32: the bundled Go module costs about 11.
 	MaxCodeMiB int `json:"maxCodeMiB,omitempty"`
 	// Defaults are the limits of every tool; a zero field means the
 	// built-in default given on [ToolPolicy].
@@ -543,11 +551,26 @@ func (p *Policy) moduleShare(mp ModulePolicy, budget uint64) (slots int, memory 
 	return slots, memory
 }
 
-// loadLimits bound the describe run that asks a module for its manifest
-// when it is loaded.
-var loadLimits = wasmrt.Limits{
-	MemoryMiB:      DefaultMemoryMiB,
-	Timeout:        2 * time.Second,
-	MaxOutputBytes: 1 << 20,
-	MaxLogBytes:    DefaultMaxLogBytes,
+// describeTimeout bounds describe, and _initialize, at load.
+const describeTimeout = 2 * time.Second
+
+// loadLimits bound the load of module m: describe and _initialize run
+// within them, and one instance of m must fit their memory, the most
+// memory the policy gives any tool of m (its defaults, or an override in
+// m's entry; capped at MaxMemoryMiB). A module that cannot run under that
+// cannot run under its tools' limits either, so it is a load problem
+// rather than a served module whose calls all fail; and describe never
+// gets more than its tools would.
+func (p *Policy) loadLimits(m plugins.Module) wasmrt.Limits {
+	mp, _ := p.forModule(m) // a pin that does not match: the defaults, as for its calls
+	mib := p.forTool(mp, "").MemoryMiB
+	for tool := range mp.Tools {
+		mib = max(mib, p.forTool(mp, tool).MemoryMiB)
+	}
+	return wasmrt.Limits{
+		MemoryMiB:      min(mib, MaxMemoryMiB),
+		Timeout:        describeTimeout,
+		MaxOutputBytes: 1 << 20,
+		MaxLogBytes:    DefaultMaxLogBytes,
+	}
 }

@@ -171,6 +171,9 @@ type Server struct {
 	results   *resultcache.Cache
 	metrics   *metrics
 	budgetSrc string // where the memory budget comes from, for Limits
+	// loadPolicy is the policy in force for the loads (cfg.Policy, which
+	// SetPolicy replaces under reloadMu, read by the load workers).
+	loadPolicy *atomic.Pointer[Policy]
 
 	swapMu  sync.Mutex
 	swapped chan struct{} // closed and replaced by every catalog swap
@@ -250,15 +253,16 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	budget, budgetSrc := cfg.Policy.memoryBudget(machineMemory)
 	rt, err := wasmrt.New(ctx, wasmrt.Config{
-		CacheDir:     cfg.CacheDir,
-		MaxCacheMiB:  cmp.Or(cfg.CacheMaxMiB, DefaultCacheMaxMiB),
-		CacheKeyFile: keyFile,
-		Logger:       cfg.Logger,
-		Interpreter:  cfg.Interpreter,
-		MaxMemoryMiB: MaxMemoryMiB,
-		MaxCodeMiB:   cfg.Policy.maxCodeMiB(),
-		LoadLimits:   loadLimits,
+		CacheDir:       cfg.CacheDir,
+		MaxCacheMiB:    cmp.Or(cfg.CacheMaxMiB, DefaultCacheMaxMiB),
+		CacheKeyFile:   keyFile,
+		Logger:         cfg.Logger,
+		Interpreter:    cfg.Interpreter,
+		MaxMemoryMiB:   MaxMemoryMiB,
+		MaxCodeMiB:     cfg.Policy.maxCodeMiB(),
+		MaxSnapshotMiB: snapshotBudgetMiB(budget),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("host: starting the Wasm runtime: %w", err)
@@ -283,23 +287,25 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		}
 		return nil, fmt.Errorf("host: %w", err)
 	}
-	budget, budgetSrc := cfg.Policy.memoryBudget(machineMemory)
+	loadPolicy := new(atomic.Pointer[Policy])
+	loadPolicy.Store(cfg.Policy)
 	s = &Server{
-		cfg:       cfg,
-		log:       cfg.Logger,
-		rt:        rt,
-		engine:    engine,
-		store:     store,
-		adm:       newAdmission(cfg.Policy.maxInstances(), budget),
-		results:   newResultCache(cfg),
-		budgetSrc: budgetSrc,
-		stop:      func() {},
-		listeners: make(map[*http.Server]net.Listener),
-		swapped:   make(chan struct{}),
-		loads:     plugins.NewLoads(cfg.loader(rt), plugins.LoadConfig{Timeout: cfg.Policy.loadTimeout()}),
-		started:   make(chan struct{}),
-		loaded:    make(chan struct{}),
-		begun:     time.Now(),
+		cfg:        cfg,
+		log:        cfg.Logger,
+		rt:         rt,
+		engine:     engine,
+		store:      store,
+		adm:        newAdmission(cfg.Policy.maxInstances(), budget),
+		results:    newResultCache(cfg),
+		budgetSrc:  budgetSrc,
+		stop:       func() {},
+		listeners:  make(map[*http.Server]net.Listener),
+		swapped:    make(chan struct{}),
+		loadPolicy: loadPolicy,
+		loads:      plugins.NewLoads(cfg.loader(rt, loadPolicy), plugins.LoadConfig{Timeout: cfg.Policy.loadTimeout()}),
+		started:    make(chan struct{}),
+		loaded:     make(chan struct{}),
+		begun:      time.Now(),
 	}
 	s.metrics = newMetrics(s)
 	var auth *mcpserver.Auth
@@ -420,11 +426,17 @@ type Limits struct {
 	MaxInstances    int    // Wasm instances (running calls) at once
 	MemoryBudgetMiB int    // memory all running calls may reserve together
 	MemoryBudgetSrc string // where MemoryBudgetMiB comes from: the policy, or what it was derived from
+	// SnapshotBudgetMiB bounds the memory the snapshots of all loaded
+	// pre-initialised modules hold together (a quarter of the memory
+	// budget); SnapshotBytes is what they hold now.
+	SnapshotBudgetMiB int
+	SnapshotBytes     uint64
 }
 
 // Limits returns the server-wide admission bounds in force.
 func (s *Server) Limits() Limits {
-	return Limits{MaxInstances: s.adm.slots, MemoryBudgetMiB: int(s.adm.budget >> 20), MemoryBudgetSrc: s.budgetSrc}
+	return Limits{MaxInstances: s.adm.slots, MemoryBudgetMiB: int(s.adm.budget >> 20), MemoryBudgetSrc: s.budgetSrc,
+		SnapshotBudgetMiB: snapshotBudgetMiB(s.adm.budget), SnapshotBytes: s.rt.SnapshotBytes()}
 }
 
 // Problem is a module that is not served (or is served in an older
@@ -434,7 +446,7 @@ func (s *Server) Limits() Limits {
 type Problem struct {
 	Module string // module name (for a policy entry that matches no module: the entry's)
 	Path   string // file, when known
-	Err    error  // wraps ErrNotWasm, ErrCompile, ErrModuleABI, ErrSchema, an abi error, …
+	Err    error  // wraps ErrNotWasm, ErrCompile, ErrModuleABI, ErrSchema, ErrLoadLimit, an abi error, …
 }
 
 func (p Problem) String() string {
@@ -776,8 +788,11 @@ func (s *Server) Rescan() {
 // calls and tasks running keep the policy they started with. The
 // server-wide bounds (maxInstances, memoryBudgetMiB, maxCodeMiB,
 // loadTimeout) are fixed when the server starts: a change to them is
-// returned as a warning and takes effect at the next start. An invalid
-// policy is an error and changes nothing.
+// returned as a warning and takes effect at the next start. A module is
+// loaded, once per content, within the load limits of the policy in force
+// then (its tools' largest memoryMiB): a module refused at load for its
+// memory stays refused until its file changes or the server restarts. An
+// invalid policy is an error and changes nothing.
 func (s *Server) SetPolicy(p *Policy) (warnings []string, err error) {
 	if p != nil {
 		if err := p.validate(); err != nil {
@@ -801,6 +816,7 @@ func (s *Server) SetPolicy(p *Policy) (warnings []string, err error) {
 		}
 	}
 	s.cfg.Policy = p
+	s.loadPolicy.Store(p)
 	s.rebuild(context.Background(), s.catalog.Load().gen.Snapshot())
 	return warnings, nil
 }
@@ -947,19 +963,23 @@ func cacheKeyFile(cfg Config) (string, error) {
 	return filepath.Join(dir, "wasmtask", "compile-cache.key"), nil
 }
 
-func (c *Config) loader(rt *wasmrt.Runtime) plugins.Loader[*wasmrt.Module] {
-	var l plugins.Loader[*wasmrt.Module] = loader{rt}
+func (c *Config) loader(rt *wasmrt.Runtime, pol *atomic.Pointer[Policy]) plugins.Loader[*wasmrt.Module] {
+	var l plugins.Loader[*wasmrt.Module] = loader{rt, pol}
 	if c.wrapLoader != nil {
 		l = c.wrapLoader(l)
 	}
 	return l
 }
 
-// loader compiles modules for plugins.Build.
-type loader struct{ rt *wasmrt.Runtime }
+// loader compiles modules for plugins.Build, each within the load limits
+// the policy in force gives it (Policy.loadLimits).
+type loader struct {
+	rt  *wasmrt.Runtime
+	pol *atomic.Pointer[Policy]
+}
 
 func (l loader) Load(ctx context.Context, m plugins.Module, wasm []byte) (*wasmrt.Module, *abi.Manifest, error) {
-	mod, err := l.rt.Load(ctx, m.Name, wasm)
+	mod, err := l.rt.Load(ctx, m.Name, wasm, l.pol.Load().loadLimits(m))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -51,10 +51,11 @@
 //     MemoryMiB less what the instance and its stack take, and the guest
 //     goes on; a guest that then fails is KindOutOfMemory naming the limit.
 //   - TestInitialMemoryOverPolicy (bigmem.wat, bigdefault.wat,
-//     hugemem.wat): a module whose initial memory exceeds its tool's
-//     policy is refused per call before it runs and runs where the policy
-//     grants enough, also above the default; one over the runtime ceiling
-//     is a load problem (Server.Problems) and serves no tool.
+//     hugemem.wat): a module whose initial memory exceeds what the policy
+//     gives its tools is a load problem (Server.Problems, ErrLoadLimit)
+//     and serves no tool; it runs where the policy grants enough, also
+//     above the default; a limit lowered after the load refuses each call
+//     before it runs.
 //   - TestCallExplosion (explode.wat): an exponential call tree with no
 //     loop ends at the timeout (the host's fuel check runs at function
 //     entries as well as loop headers).
@@ -65,7 +66,7 @@
 //   - TestTableBomb (tablebomb.wat), TestManyGlobals (manyglobals.wat,
 //     50000 globals put in at its marker line, as WAT cannot repeat):
 //     tables at their bound and globals count against MemoryMiB; a module
-//     whose tables or globals exceed it is refused per call.
+//     whose tables or globals exceed it is a load problem.
 //   - TestHugeOutput (stdout.wat): endless stdout and a valid but oversized
 //     result are KindOutputTooLarge, and the guest is stopped at once.
 //   - TestHugeStderr (stderr.wat): 16 MiB of stderr forwards at most
@@ -81,6 +82,21 @@
 //     good module answers as soon as it has loaded, whatever the others do.
 //     TestLoadTimeout: a load past the policy's loadTimeout is a problem
 //     that says so.
+//   - TestLoadCostBounded (modules generated in the test): a million
+//     globals, globals past the memory limit, 100,000 functions, locals
+//     live across many loops, deep loop nests, br_table and select over
+//     many locals, 4 MiB of element entries, 1.2 million data segments,
+//     and counts that promise more entries than their bytes hold, are each
+//     a load problem naming the bound (ErrLoadLimit, or ErrCompile for the
+//     malformed ones), refused before they are compiled: the process
+//     allocates little more than the module's bytes to refuse them.
+//   - TestSnapshotBounded (snapfill.wat): a snapshot of 60 MiB of
+//     alternating bytes holds no more than the memory it copies; six such
+//     modules fill the snapshot budget and the rest are problems of the
+//     budget (ErrSnapshotBudget); under a limit too small for its memory
+//     its _initialize runs out of memory and it is a load problem.
+//     TestSlowDescribeLoads (slowok.wat): a describe that takes a second
+//     loads.
 //   - TestTrapAfterPartialOutput (partial.wat): half an answer then a trap
 //     is KindTrap with the stderr tail; the partial stdout is not used.
 //   - TestWildPointers (wild.wat): each wasmtask_v1 function given a
@@ -164,5 +180,7 @@
 // its deadline stops (loops, call trees, host-call floods) runs past it;
 // BenchmarkLoadWhileWorstLoads when a good module answers while the most
 // expensive module the default limits admit compiles, and when that load
-// ends.
+// ends; BenchmarkLoadPeak the peak RSS and time of the load of the worst
+// module of each class the default bounds admit, each in a process of its
+// own (-benchtime 1x).
 package sandbox_test

@@ -181,11 +181,11 @@ func BenchmarkDeadlineOverrun(b *testing.B) {
 }
 
 // BenchmarkLoadWhileWorstLoads reports, for a server starting on a good
-// module and the most expensive module the default limits admit (32 MiB
+// module and the most expensive module the default limits admit (31 MiB
 // of code in 1 MiB functions, compiled without a cache), when the good
 // module's tool answered and when the worst module's load ended.
 func BenchmarkLoadWhileWorstLoads(b *testing.B) {
-	worst := denseModule(32, 1<<20-64)
+	worst := denseModule(31, 1<<20-64)
 	for _, e := range engines {
 		b.Run(e.name, func(b *testing.B) {
 			var served, loaded []time.Duration

@@ -60,15 +60,14 @@ func pages(t *testing.T, s *host.Server, tool string) int {
 }
 
 // TestTableBomb: tables count at their maximum (the host bounds it) against
-// the tool's memory: under 8 MiB the module cannot run, under 16 MiB it
-// grows its tables to the bound and answers.
+// the tool's memory: under 8 MiB the module cannot run and is a load
+// problem, under 16 MiB it grows its tables to the bound and answers.
 func TestTableBomb(t *testing.T) {
 	onEngines(t, func(t *testing.T, e engine) {
 		t.Run("8MiB", func(t *testing.T) {
-			hostile(t, e, &host.Policy{Defaults: host.ToolPolicy{MemoryMiB: 8}}, "tablebomb", func(t *testing.T, s *host.Server) {
-				_, err := s.Call(context.Background(), "grow", nil, nil)
-				guestErr(t, err, host.KindOutOfMemory, "memory limit of 8 MiB", "for tables, globals and the instance")
-			})
+			refusedAtLoad(t, e, &host.Policy{Defaults: host.ToolPolicy{MemoryMiB: 8}},
+				map[string][]byte{"tablebomb": wasm(t, "tablebomb"), "normal": wasm(t, "normal")}, "tablebomb",
+				"more than the memory limit of 8 MiB", "13.56 MiB for tables, globals and the instance")
 		})
 		t.Run("16MiB", func(t *testing.T) {
 			hostile(t, e, policy(nil), "tablebomb", func(t *testing.T, s *host.Server) {
@@ -82,31 +81,26 @@ func TestTableBomb(t *testing.T) {
 }
 
 // TestManyGlobals: 50000 globals (about 5 MB of host memory per instance)
-// count against the tool's memory: under 4 MiB the module cannot run,
-// under 16 MiB it runs.
+// count against the tool's memory: under 4 MiB the module cannot run and
+// is a load problem, under 16 MiB it runs.
 func TestManyGlobals(t *testing.T) {
 	mod := manyGlobals(t)
 	onEngines(t, func(t *testing.T, e engine) {
-		for _, tc := range []struct {
-			mib  int
-			want string // "" for success
-		}{{4, "for tables, globals and the instance"}, {16, ""}} {
-			t.Run(fmt.Sprintf("%dMiB", tc.mib), func(t *testing.T) {
-				wasm(t, "normal")
-				watchBaseline(t)
-				s := serveWasm(t, e.interpreter, &host.Policy{Defaults: host.ToolPolicy{MemoryMiB: tc.mib}},
-					map[string][]byte{"manyglobals": mod, "normal": wasm(t, "normal")})
-				_, err := s.Call(context.Background(), "touch", nil, nil)
-				if tc.want == "" {
-					if err != nil {
-						t.Fatalf("touch under %d MiB: %v", tc.mib, err)
-					}
-				} else {
-					guestErr(t, err, host.KindOutOfMemory, tc.want)
-				}
-				stillServes(t, s)
-			})
-		}
+		t.Run("4MiB", func(t *testing.T) {
+			refusedAtLoad(t, e, &host.Policy{Defaults: host.ToolPolicy{MemoryMiB: 4}},
+				map[string][]byte{"manyglobals": mod, "normal": wasm(t, "normal")}, "manyglobals",
+				"more than the memory limit of 4 MiB", "4.641 MiB for tables, globals and the instance")
+		})
+		t.Run("16MiB", func(t *testing.T) {
+			wasm(t, "normal")
+			watchBaseline(t)
+			s := serveWasm(t, e.interpreter, &host.Policy{Defaults: host.ToolPolicy{MemoryMiB: 16}},
+				map[string][]byte{"manyglobals": mod, "normal": wasm(t, "normal")})
+			if _, err := s.Call(context.Background(), "touch", nil, nil); err != nil {
+				t.Fatalf("touch under 16 MiB: %v", err)
+			}
+			stillServes(t, s)
+		})
 	})
 }
 

@@ -135,52 +135,50 @@ func TestMemoryBomb(t *testing.T) {
 	})
 }
 
-// TestInitialMemoryOverPolicy: a module whose initial memory exceeds its
-// tool's policy is refused per call before it runs, and runs where the
-// policy grants enough; one over the runtime's ceiling is refused at load.
+// TestInitialMemoryOverPolicy: a module whose initial memory exceeds what
+// the policy gives its tools is a load problem, not a served module whose
+// calls all fail, and runs where the policy grants enough, also above the
+// default (a tool's own limit counts); one over the runtime's ceiling is a
+// load problem whatever the policy. A module loaded under a limit that a
+// later policy lowers is refused per call, before it runs.
 func TestInitialMemoryOverPolicy(t *testing.T) {
 	onEngines(t, func(t *testing.T, e engine) {
 		for _, tc := range []struct {
 			name, module string
-			mib          int
+			pol          *host.Policy
 			want         []string // nil: the call answers ok
 		}{
-			{"bigmem under 8 MiB", "bigmem", 8, []string{"memory limit of 8 MiB", "it starts with 12.5 MiB"}},
-			{"bigmem under 16 MiB", "bigmem", 16, nil},
-			// It starts with more than the default memory: it loads (its
-			// describe gets its initial memory) and runs only where the
-			// policy grants that much.
-			{"bigdefault under 16 MiB", "bigdefault", 16, []string{"memory limit of 16 MiB", "it starts with 96 MiB"}},
-			{"bigdefault under 128 MiB", "bigdefault", 128, nil},
+			{"bigmem under 8 MiB", "bigmem", &host.Policy{Defaults: host.ToolPolicy{MemoryMiB: 8}},
+				[]string{"memory limit of 8 MiB", "12.5 MiB of initial linear memory"}},
+			{"bigmem under 16 MiB", "bigmem", &host.Policy{Defaults: host.ToolPolicy{MemoryMiB: 16}}, nil},
+			{"bigdefault under the default", "bigdefault", nil, []string{"memory limit of 64 MiB", "96 MiB of initial linear memory"}},
+			{"bigdefault under 16 MiB", "bigdefault", &host.Policy{Defaults: host.ToolPolicy{MemoryMiB: 16}},
+				[]string{"memory limit of 16 MiB", "96 MiB of initial linear memory"}},
+			{"bigdefault under 128 MiB", "bigdefault", &host.Policy{Defaults: host.ToolPolicy{MemoryMiB: 128}}, nil},
+			{"bigdefault with a tool of 128 MiB", "bigdefault", toolPolicy("bigdefault", "bigdefault", host.ToolPolicy{MemoryMiB: 128}), nil},
+			{"hugemem over the runtime ceiling", "hugemem", &host.Policy{Defaults: host.ToolPolicy{MemoryMiB: 256}},
+				[]string{"memory limit of 256 MiB", "512 MiB of initial linear memory"}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				pol := &host.Policy{Defaults: host.ToolPolicy{MemoryMiB: tc.mib}}
-				hostile(t, e, pol, tc.module, func(t *testing.T, s *host.Server) {
-					if tc.want == nil {
-						if got := text(t, s, tc.module, "{}", nil); got != "ok" {
-							t.Errorf("%s: got %q, want ok", tc.module, got)
-						}
-						return
+				if tc.want != nil {
+					refusedAtLoad(t, e, tc.pol, map[string][]byte{tc.module: wasm(t, tc.module), "normal": wasm(t, "normal")}, tc.module, tc.want...)
+					return
+				}
+				hostile(t, e, tc.pol, tc.module, func(t *testing.T, s *host.Server) {
+					if got := text(t, s, tc.module, "{}", nil); got != "ok" {
+						t.Errorf("%s: got %q, want ok", tc.module, got)
 					}
-					_, err := s.Call(context.Background(), tc.module, nil, nil)
-					guestErr(t, err, host.KindOutOfMemory, tc.want...)
 				})
 			})
 		}
-		t.Run("over the runtime ceiling", func(t *testing.T) {
-			watchBaseline(t)
-			s := newServer(t, e.interpreter, nil, "hugemem", "normal")
-			ps := s.Problems()
-			if len(ps) != 1 || ps[0].Module != "hugemem" {
-				t.Fatalf("problems %v, want one, of hugemem", ps)
-			}
-			guestErr(t, ps[0].Err, host.KindOutOfMemory, `load "hugemem": describe failed`, "it starts with 512 MiB")
-			for _, ti := range s.Tools() {
-				if ti.Module == "hugemem" {
-					t.Errorf("tool %s of the refused module is served", ti.Name)
+		t.Run("limit lowered after the load", func(t *testing.T) {
+			hostile(t, e, &host.Policy{Defaults: host.ToolPolicy{MemoryMiB: 16}}, "bigmem", func(t *testing.T, s *host.Server) {
+				if _, err := s.SetPolicy(&host.Policy{Defaults: host.ToolPolicy{MemoryMiB: 8}}); err != nil {
+					t.Fatal(err)
 				}
-			}
-			stillServes(t, s)
+				_, err := s.Call(context.Background(), "bigmem", nil, nil)
+				guestErr(t, err, host.KindOutOfMemory, "memory limit of 8 MiB", "it starts with 12.5 MiB")
+			})
 		})
 	})
 }

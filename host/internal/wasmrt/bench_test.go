@@ -54,7 +54,7 @@ func BenchmarkCall(b *testing.B) {
 		b.Run(bm.name, func(b *testing.B) {
 			wasm := bm.wasm(b)
 			r := newRuntime(b, Config{})
-			m, err := r.Load(ctx, bm.name, wasm)
+			m, err := r.Load(ctx, bm.name, wasm, loadLimits)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -146,7 +146,7 @@ func BenchmarkLoad(b *testing.B) {
 			wasm := bm.wasm(b)
 			key := filepath.Join(b.TempDir(), "key")
 			loadOnce := func(cacheDir string) {
-				cfg := Config{MaxMemoryMiB: 256, LoadLimits: with(Limits{})}
+				cfg := Config{MaxMemoryMiB: 256}
 				if cacheDir != "" {
 					cfg.CacheDir, cfg.MaxCacheMiB, cfg.CacheKeyFile = cacheDir, 1024, key
 				}
@@ -154,7 +154,7 @@ func BenchmarkLoad(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, err := r.Load(ctx, bm.name, wasm); err != nil {
+				if _, err := r.Load(ctx, bm.name, wasm, loadLimits); err != nil {
 					b.Fatal(err)
 				}
 				r.Close(ctx)
@@ -190,7 +190,7 @@ func BenchmarkLiveInstanceMemory(b *testing.B) {
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			r := newRuntime(b, Config{})
-			m, err := r.Load(ctx, c.module, c.wasm(b))
+			m, err := r.Load(ctx, c.module, c.wasm(b), loadLimits)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -15,7 +15,7 @@ func TestTableAndLocalBounds(t *testing.T) {
 	for _, interp := range []bool{false, true} {
 		r := newRuntime(t, Config{Interpreter: interp})
 
-		m, err := r.Load(ctx, "tablegrow", wasmFile(t, "tablegrow"))
+		m, err := r.Load(ctx, "tablegrow", wasmFile(t, "tablegrow"), loadLimits)
 		if err != nil {
 			t.Fatalf("interpreter=%v: Load tablegrow: %v", interp, err)
 		}
@@ -25,12 +25,12 @@ func TestTableAndLocalBounds(t *testing.T) {
 		}
 		m.Close(ctx)
 
-		_, err = r.Load(ctx, "bigtable", wasmFile(t, "bigtable"))
+		_, err = r.Load(ctx, "bigtable", wasmFile(t, "bigtable"), loadLimits)
 		if !errors.Is(err, ErrCompile) || !strings.Contains(err.Error(), "tables start with more than 262144 entries") {
 			t.Errorf("interpreter=%v: Load of a 2^27-entry table: got %v, want ErrCompile naming the table bound", interp, err)
 		}
 
-		_, err = r.Load(ctx, "manylocals", manyLocalsModule(maxLocals+1))
+		_, err = r.Load(ctx, "manylocals", manyLocalsModule(maxLocals+1), loadLimits)
 		if !errors.Is(err, ErrCompile) || !strings.Contains(err.Error(), "declares more than 10000 locals") {
 			t.Errorf("interpreter=%v: Load of a function with %d locals: got %v, want ErrCompile naming the locals bound", interp, maxLocals+1, err)
 		}

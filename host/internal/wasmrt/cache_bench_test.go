@@ -17,7 +17,7 @@ func BenchmarkCacheStage(b *testing.B) {
 		b.Run(bm.name, func(b *testing.B) {
 			wasm := bm.wasm(b)
 			r := newRuntime(b, cacheConfig(b, b.TempDir(), 1024))
-			m, err := r.Load(context.Background(), bm.name, wasm)
+			m, err := r.Load(context.Background(), bm.name, wasm, loadLimits)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -60,7 +60,7 @@ func onlyEntry(t *testing.T, dir string) string {
 
 func loadBytes(t *testing.T, r *Runtime, name string, wasm []byte) {
 	t.Helper()
-	m, err := r.Load(context.Background(), name, wasm)
+	m, err := r.Load(context.Background(), name, wasm, loadLimits)
 	if err != nil {
 		t.Fatalf("Load %s: %v", name, err)
 	}
@@ -184,7 +184,7 @@ func TestCacheWarmLoadReadsEntry(t *testing.T) {
 		t.Errorf("cold load: %+v, want %+v", got, want)
 	}
 	warm := newRuntime(t, cfg)
-	m, err := warm.Load(context.Background(), "ok", wasm)
+	m, err := warm.Load(context.Background(), "ok", wasm, loadLimits)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +317,7 @@ func TestCacheHostileEntries(t *testing.T) {
 			var log bytes.Buffer
 			cfg.Logger = slog.New(slog.NewTextHandler(&log, nil))
 			r := newRuntime(t, cfg)
-			m, err := r.Load(context.Background(), "ok", base)
+			m, err := r.Load(context.Background(), "ok", base, loadLimits)
 			if err != nil {
 				t.Fatalf("Load over the planted entry: %v", err)
 			}
@@ -398,7 +398,7 @@ func TestCacheEntryWazeroRefuses(t *testing.T) {
 			}
 
 			r := newRuntime(t, cfg)
-			m, err := r.Load(context.Background(), "ok", base)
+			m, err := r.Load(context.Background(), "ok", base, loadLimits)
 			if err != nil {
 				t.Fatalf("Load over an entry wazero cannot read: %v", err)
 			}
@@ -451,7 +451,7 @@ func TestCacheSharedByRuntimes(t *testing.T) {
 	for i, r := range rs {
 		wg.Go(func() {
 			for j := range 20 {
-				m, err := r.Load(context.Background(), "ok", variant(base, (i+j)%5))
+				m, err := r.Load(context.Background(), "ok", variant(base, (i+j)%5), loadLimits)
 				if err != nil {
 					errs <- err
 					continue
@@ -475,7 +475,7 @@ func TestCacheDirMustBePrivate(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := cacheConfig(t, dir, 1)
-	cfg.MaxMemoryMiB, cfg.LoadLimits = 16, with(Limits{Timeout: time.Second})
+	cfg.MaxMemoryMiB, cfg.MaxSnapshotMiB = 16, 16
 	if _, err := New(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "writable by group or others") {
 		t.Errorf("New on a world-writable cache: %v, want a refusal", err)
 	}

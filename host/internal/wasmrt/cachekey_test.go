@@ -8,12 +8,11 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // keyConfig is a runtime Config with a cache in dir and the key in file.
 func keyConfig(dir, file string) Config {
-	return Config{CacheDir: dir, MaxCacheMiB: 1, CacheKeyFile: file, MaxMemoryMiB: 16, LoadLimits: with(Limits{Timeout: time.Second})}
+	return Config{CacheDir: dir, MaxCacheMiB: 1, CacheKeyFile: file, MaxMemoryMiB: 16, MaxSnapshotMiB: 16}
 }
 
 // TestCacheKeyCreated: a key file that does not exist is created, private,

@@ -11,24 +11,26 @@
 // hands complete Limits down; wasmrt keeps no defaults), or tasks (package
 // taskengine).
 //
-//	rt, err := wasmrt.New(ctx, wasmrt.Config{MaxMemoryMiB: 256, LoadLimits: lim})
+//	rt, err := wasmrt.New(ctx, wasmrt.Config{MaxMemoryMiB: 256, MaxCodeMiB: 32, MaxSnapshotMiB: 1024})
 //	defer rt.Close(ctx)
-//	m, err := rt.Load(ctx, "add", wasm) // compile, check imports/exports, describe
+//	m, err := rt.Load(ctx, "add", wasm, loadLim) // bound, compile, check imports/exports, describe
 //	defer m.Close(ctx)
 //	res, err := m.Call(ctx, "add", json.RawMessage(`{"a":1,"b":2}`), lim, events)
 //
 // # Load
 //
 // Load refuses, with an error that says what to change: bytes that are not
-// Wasm ([ErrNotWasm]); modules wazero cannot compile, or that use
-// instructions beyond Wasm 2.0, indices they do not define, more than 8
-// tables or 10000 locals in a function ([ErrCompile]); imports
+// Wasm ([ErrNotWasm]); modules the host cannot read or wazero cannot
+// compile, or that use instructions beyond Wasm 2.0, indices they do not
+// define, more than 8 tables or 10000 locals in a function ([ErrCompile]);
+// modules whose load would cost more than its bounds (see Load bounds,
+// [ErrTooLarge]); imports
 // from "wasmtask_v<N>" with N ≠ 1 (abi.ErrVersion, naming both versions);
 // unknown or mistyped "wasmtask_v1" or WASI functions, imports from modules
 // other than WASI preview1 and wasmtask_v1, or no "_start" export
 // ([ErrABI]); a describe run that fails (a [*GuestError] with tool
-// "describe", run within Config.LoadLimits, its memory raised to hold the
-// module's initial memory and fixed costs); a manifest that
+// "describe", run within the Limits given to Load and never with more
+// memory); a manifest that
 // abi.DecodeManifest refuses; an inputSchema or outputSchema that the
 // schema checker or github.com/google/jsonschema-go refuses ([ErrSchema]).
 //
@@ -63,10 +65,14 @@
 // Go-built tool has tens of thousands.
 //
 // A module that exports "_initialize" beside "_start" is pre-initialised
-// (snapshot.go, ABI.md section 13): Load runs _initialize once within
-// Config.LoadLimits, with the host functions trapping, and compiles a
+// (snapshot.go, ABI.md section 13): Load runs _initialize once within the
+// Limits given to Load, with the host functions trapping, and compiles a
 // module whose data and globals are the state it left; calls run _start
-// on fresh instances of that module.
+// on fresh instances of that module. The snapshot's data is encoded
+// within a plain copy of the memory it holds (at most four segments a
+// page), and held against Config.MaxSnapshotMiB, shared by every module of
+// the Runtime, until the module is freed ([Runtime.SnapshotBytes]); one
+// that does not fit what is left is [ErrSnapshotBudget].
 //
 // Load does not share modules: plugins.Build loads each content digest once
 // and keeps the Module across reloads. Each Module has a wazero runtime and
@@ -83,9 +89,46 @@
 // for that one compile, and what wazero writes there is authenticated and
 // published by rename. An entry that fails a check is logged
 // (Config.Logger), removed, and the module compiled again; one wazero
-// cannot read is removed and the module compiled in memory. Code over
-// Config.MaxCodeMiB or a function over MaxFunctionBytes is refused before
-// it is compiled ([ErrTooLarge]).
+// cannot read is removed and the module compiled in memory.
+//
+// # Load bounds
+//
+// Everything a module makes the host allocate or compute while it is
+// loaded is bounded, each bound checked before the step it bounds
+// (loadbounds.go), and a module past one is refused with [ErrTooLarge]
+// naming it:
+//
+//   - its counts — types, imports, functions, globals, exports, element
+//     and data entries — before any section is read into memory, each
+//     weighed in bytes of code by what it costs wazero, against a compile
+//     work of Config.MaxCodeMiB; a count larger than the bytes that could
+//     hold its entries is malformed ([ErrCompile]): wazero's decoder would
+//     allocate for it first, so no module the host cannot read reaches
+//     wazero;
+//   - what one instance takes — initial memory, tables at their bound,
+//     globals, element and data segments, and a minimal stack — against
+//     the memory limit of the Limits given to Load, before the code is
+//     instrumented: a module that cannot run under its limit is a load
+//     problem, not a module whose every call fails;
+//   - each function, as the instrumentation walks it: its body at most
+//     MaxFunctionBytes, its compile work (which grows with its blocks
+//     squared, and with its locals squared times its blocks) and its
+//     locals times blocks (the memory of its compile) within fixed bounds,
+//     and the module's work in all within Config.MaxCodeMiB.
+//
+// The load's context bounds the whole load: the compile runs on two
+// workers, so that wazero checks the context between functions (within a
+// function it cannot be interrupted, which the function bounds cap), and a
+// compile, describe or _initialize that returns after the deadline fails
+// even when the context's timer has not fired yet.
+//
+// Every failure at a load limit matches [ErrLoadLimit]: [ErrTooLarge],
+// describe or _initialize ending at their time, memory or output limit, a
+// deadline passed while compiling, a snapshot larger than the whole of
+// Config.MaxSnapshotMiB. The same bytes under the same limits fail the
+// same way, so a loader need not try them again until either changes.
+// [ErrSnapshotBudget] (the budget spent by other modules) does not match
+// it.
 //
 // # Calls and the sandbox
 //

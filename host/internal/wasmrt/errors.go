@@ -24,10 +24,27 @@ var (
 	// does not compile, or it passes a bound of the host (a reference
 	// cycle, nesting, size, cost; see schema.go).
 	ErrSchema = errors.New("wasmrt: invalid tool schema")
-	// ErrTooLarge means the module's code passes Config.MaxCodeMiB or one
-	// function body passes MaxFunctionBytes; it is refused before it is
-	// compiled.
-	ErrTooLarge = errors.New("wasmrt: module code too large")
+	// ErrTooLarge means that what the module would make the host allocate
+	// or compute while it is loaded passes a bound (loadbounds.go): its
+	// code passes Config.MaxCodeMiB, one function body MaxFunctionBytes,
+	// its compile work or one function's, or what one instance of it takes
+	// passes its memory limit. It is refused before the expensive step.
+	// errors.Is(err, ErrLoadLimit) holds too.
+	ErrTooLarge error = &loadLimitSentinel{"wasmrt: module too large to load"}
+	// ErrLoadLimit is matched by the error of every load that passed one
+	// of its limits: ErrTooLarge, a describe or _initialize run that ended
+	// at its deadline, its memory limit or its output limit, a load whose
+	// deadline passed while it compiled, a snapshot larger than the whole
+	// of Config.MaxSnapshotMiB. Such a load fails the same way again for
+	// the same bytes and limits: a loader need not retry it until the
+	// module's content (or the operator's limits) change.
+	ErrLoadLimit = errors.New("wasmrt: load limit reached")
+	// ErrSnapshotBudget means the module's snapshot does not fit in what
+	// is left of Config.MaxSnapshotMiB: the snapshots of other loaded
+	// modules hold the rest. It is not a fact about the module alone (it
+	// may fit once other modules are closed), so it does not match
+	// ErrLoadLimit; a snapshot larger than the whole budget does.
+	ErrSnapshotBudget = errors.New("wasmrt: the server's snapshot budget is spent")
 	// ErrUnknownTool means Call named a tool the manifest does not declare.
 	ErrUnknownTool = errors.New("wasmrt: unknown tool")
 	// ErrAborted is wrapped by the error of a call ended by Module.Abort.
@@ -42,6 +59,31 @@ var (
 // a load's overrun past its deadline small. The largest function of the
 // bundled Go module is 29 KB.
 const MaxFunctionBytes = 1 << 20
+
+// loadLimitSentinel is a sentinel error that also matches ErrLoadLimit.
+type loadLimitSentinel struct{ msg string }
+
+func (e *loadLimitSentinel) Error() string        { return e.msg }
+func (e *loadLimitSentinel) Is(target error) bool { return target == ErrLoadLimit }
+
+// loadLimitError marks err, the failure of a load at one of its limits, as
+// matching ErrLoadLimit; its text is err's.
+type loadLimitError struct{ err error }
+
+func (e *loadLimitError) Error() string        { return e.err.Error() }
+func (e *loadLimitError) Unwrap() error        { return e.err }
+func (e *loadLimitError) Is(target error) bool { return target == ErrLoadLimit }
+
+// atLoadLimit returns err marked as matching ErrLoadLimit when it is a
+// guest run that ended at one of its limits (time, memory, output), and
+// err itself otherwise.
+func atLoadLimit(err *GuestError) error {
+	switch err.Kind {
+	case KindTimeout, KindOutOfMemory, KindOutputTooLarge:
+		return &loadLimitError{err}
+	}
+	return err
+}
 
 // ArgumentsError is the error of a call whose arguments are not a JSON
 // object or do not match the tool's input schema. The guest is not run.

@@ -309,7 +309,7 @@ func TestFuelRefusals(t *testing.T) {
 				t.Errorf("guardModule: got %v, want a refusal saying %q", err, tc.refused)
 			}
 			r := newRuntime(t, Config{})
-			if _, err := r.Load(context.Background(), "m", wasm); !errors.Is(err, ErrCompile) {
+			if _, err := r.Load(context.Background(), "m", wasm, loadLimits); !errors.Is(err, ErrCompile) {
 				t.Errorf("Load: got %v, want ErrCompile", err)
 			}
 		})

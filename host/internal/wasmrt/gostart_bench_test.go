@@ -74,7 +74,7 @@ func BenchmarkGoStart(b *testing.B) {
 			wasm := v.wasm(b)
 			r := newRuntime(b, Config{})
 			v.setup(r)
-			m, err := r.Load(ctx, "demo", wasm)
+			m, err := r.Load(ctx, "demo", wasm, loadLimits)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -17,6 +17,7 @@ type guarded struct {
 	// export and runs after the memory pool is set.
 	hasStart   bool
 	frameCosts []uint64 // charge of every defined function's frame (stack.go)
+	work       uint64   // its compile work (loadbounds.go)
 }
 
 // Export names the host adds to every module. A module that exports one of
@@ -52,7 +53,9 @@ const (
 //     code offsets, and a wrong source position in a trap is worse than none.
 //
 // It also counts what one instance allocates outside linear memory and the
-// stack: globals, tables at their maximum, element segments (staticBytes).
+// stack: globals, tables at their maximum, element segments (staticBytes);
+// and it refuses, before the step that would spend it, a module whose load
+// passes its bounds (loadbounds.go).
 //
 // Why: a guest must stop at its cancel or timeout, also when its work is a
 // loop-free call tree, and wazero's WithCloseOnContextDone, which checks at
@@ -69,12 +72,22 @@ const (
 // module does not define, which the appended ones would otherwise make
 // valid.
 func guardModule(wasm []byte, interpreter bool, maxCode int) (*guarded, error) {
+	return guardWithin(wasm, interpreter, loadBounds{work: uint64(maxCode)})
+}
+
+// guardWithin is guardModule within the bounds of one load (loadbounds.go),
+// each checked before the step it bounds; maxCode is b.work.
+func guardWithin(wasm []byte, interpreter bool, b loadBounds) (*guarded, error) {
+	maxCode := int(b.work)
 	if len(wasm) < 8 {
 		return nil, errors.New("truncated header")
 	}
 	var secs []section
 	p := wasm[8:]
 	for len(p) > 0 {
+		if len(secs) == maxSections {
+			return nil, fmt.Errorf("more than %d sections", maxSections)
+		}
 		id := p[0]
 		size, n := binary.Uvarint(p[1:])
 		if n <= 0 || size > uint64(len(p)-1-n) {
@@ -84,7 +97,10 @@ func guardModule(wasm []byte, interpreter bool, maxCode int) (*guarded, error) {
 		p = p[1+n+int(size):]
 	}
 
-	m := &moduleInfo{interpreter: interpreter}
+	m := &moduleInfo{interpreter: interpreter, load: loadCost{bounds: b}}
+	if err := m.checkCounts(secs); err != nil {
+		return nil, err
+	}
 	// First pass: what the instrumentation needs to know before it writes.
 	hasCode := false
 	for _, s := range secs {
@@ -121,6 +137,9 @@ func guardModule(wasm []byte, interpreter bool, maxCode int) (*guarded, error) {
 	}
 	if hasCode && m.blockTypes == nil {
 		return nil, errors.New("code section without a type section")
+	}
+	if err := m.checkInstance(secs); err != nil {
+		return nil, err
 	}
 	if m.hasStart {
 		// A start function takes and returns nothing; exported, it could
@@ -201,7 +220,10 @@ func guardModule(wasm []byte, interpreter bool, maxCode int) (*guarded, error) {
 				continue
 			}
 			payload = s.payload
-			if ok && name == "name" && m.fuelled {
+			// Rewritten also without code: wazero allocates what the
+			// name section's counts declare before it reads the names,
+			// and rewriteNames reads them first.
+			if ok && name == "name" {
 				if payload, ok = m.rewriteNames(s.payload); !ok {
 					continue
 				}
@@ -259,7 +281,7 @@ func guardModule(wasm []byte, interpreter bool, maxCode int) (*guarded, error) {
 	if !wroteExport {
 		emit(secExport, appendVec(nil, nExports, exports))
 	}
-	return &guarded{wasm: out, static: m.staticBytes(), hasStart: m.hasStart, frameCosts: m.frameCosts}, nil
+	return &guarded{wasm: out, static: m.staticBytes(), hasStart: m.hasStart, frameCosts: m.frameCosts, work: m.load.work}, nil
 }
 
 // appended are the indices of what guardModule appends.
@@ -316,8 +338,9 @@ func order(id byte) int {
 }
 
 func sectionName(id byte) string {
-	names := map[byte]string{secType: "type", secImport: "import", secFunction: "function", secTable: "table", secGlobal: "global",
-		secStart: "start", secElement: "element", secTag: "tag"}
+	names := map[byte]string{secType: "type", secImport: "import", secFunction: "function", secTable: "table",
+		secMemory: "memory", secGlobal: "global", secExport: "export", secStart: "start", secElement: "element",
+		secCode: "code", secData: "data", secTag: "tag"}
 	if n, ok := names[id]; ok {
 		return n
 	}
@@ -338,6 +361,7 @@ type moduleInfo struct {
 	definedGlobals uint64
 	start          uint64
 	hasStart       bool
+	load           loadCost // what its load costs, within its bounds (loadbounds.go)
 	tableBytes     uint64   // host bytes of the tables at their maximum (tableBytes)
 	passiveElems   uint64   // entries of passive element segments, copied per instance
 	elemRefs       uint64   // function references made per instance: element entries, ref.func in global initializers

@@ -50,17 +50,20 @@ func with(l Limits) Limits {
 	return l
 }
 
+// loadLimits are the limits of a test load: describe and _initialize get
+// 2 s and the memory of a test call.
+var loadLimits = with(Limits{Timeout: 2 * time.Second})
+
 // newRuntime starts a Runtime; zero fields of cfg take a 256 MiB ceiling
-// and describe limits of 2 s and 1 MiB of output.
+// and a 1 GiB snapshot budget.
 func newRuntime(tb testing.TB, cfg Config) *Runtime {
 	tb.Helper()
 	if cfg.MaxMemoryMiB == 0 {
 		cfg.MaxMemoryMiB = 256
 	}
-	if cfg.LoadLimits.Timeout == 0 {
-		cfg.LoadLimits.Timeout = 2 * time.Second
+	if cfg.MaxSnapshotMiB == 0 {
+		cfg.MaxSnapshotMiB = 1024
 	}
-	cfg.LoadLimits = with(cfg.LoadLimits)
 	r, err := New(context.Background(), cfg)
 	if err != nil {
 		tb.Fatalf("New: %v", err)
@@ -71,7 +74,7 @@ func newRuntime(tb testing.TB, cfg Config) *Runtime {
 
 func load(tb testing.TB, r *Runtime, name string) *Module {
 	tb.Helper()
-	m, err := r.Load(context.Background(), name, wasmFile(tb, name))
+	m, err := r.Load(context.Background(), name, wasmFile(tb, name), loadLimits)
 	if err != nil {
 		tb.Fatalf("Load %s: %v", name, err)
 	}

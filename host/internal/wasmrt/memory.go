@@ -25,8 +25,9 @@ const (
 	tableEntryBytes = 8
 )
 
-// minStackBytes is the least pool a module gets beside its initial linear
-// memory for describe at load (Config.LoadLimits is raised to fit it).
+// minStackBytes is the least pool one instance of a module must have beside
+// its initial linear memory and static bytes for the module to load
+// (loadbounds.go): a module that cannot push a frame cannot describe itself.
 const minStackBytes = 1 << 20
 
 // tableBytes is what a table of min entries that may grow to max takes at
@@ -47,7 +48,8 @@ func (m *moduleInfo) staticBytes() uint64 {
 		uint64(len(m.funcs))*functionBytes +
 		m.tableBytes +
 		m.passiveElems*tableEntryBytes +
-		m.elemRefs*refBytes
+		m.elemRefs*refBytes +
+		m.load.dataSegs*dataSegmentBytes
 }
 
 // memoryPlan divides a call's memory limit between what the instance needs
@@ -65,13 +67,6 @@ func (m *Module) plan(mib int) memoryPlan {
 		p.pool = p.grant - p.static
 	}
 	return p
-}
-
-// needMiB is the smallest memory limit that holds the module's initial
-// memory and minStackBytes of stack.
-func (m *Module) needMiB() int {
-	need := m.static + uint64(m.minPages)*pageSize + minStackBytes
-	return int(min((need+(1<<20)-1)>>20, maxWasm32MiB+1))
 }
 
 func sizeString(b uint64) string {

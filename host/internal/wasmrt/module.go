@@ -46,6 +46,9 @@ type Module struct {
 	// memOnly: compiled code is not kept on disk (a snapshot's bytes
 	// differ from one load to the next).
 	memOnly bool
+	// snap is the share of Config.MaxSnapshotMiB the module's snapshot
+	// holds (nil: not pre-initialised); free gives it back.
+	snap *snapshotHold
 
 	ios sync.Pool // of *callIO, for calls of this module
 
@@ -119,6 +122,7 @@ func (m *Module) Done() <-chan struct{} { return m.done }
 
 func (m *Module) free() {
 	_ = m.closeEngine(context.Background())
+	m.snap.release()
 	m.r.mu.Lock()
 	delete(m.r.modules, m)
 	m.r.mu.Unlock()
@@ -160,29 +164,44 @@ func (m *Module) releaseCall(c *callCtl) {
 	}
 }
 
-// compile instruments the module (see guard.go), compiles it and checks
-// its imports and exports against the ABI.
-func (m *Module) compile(ctx context.Context, wasm []byte) error {
-	g, guardErr := guardModule(wasm, m.r.cfg.Interpreter, m.r.cfg.MaxCodeMiB<<20)
-	if errors.Is(guardErr, ErrTooLarge) {
-		return fmt.Errorf("load %q: %w", m.name, guardErr)
-	}
-	guarded := wasm
-	if guardErr == nil {
-		guarded = g.wasm
-		if !m.r.keepSegments {
-			guarded = mergeDataSection(guarded)
-		}
-	}
-	// On a guard error, let wazero explain a malformed module; refuse one
-	// it would accept but that cannot be guarded.
-	compiled, err := m.compileCached(ctx, guarded)
-	if err != nil {
+// compile instruments the module (see guard.go) within the bounds of its
+// load (loadbounds.go: Config.MaxCodeMiB, and lim's memory for one
+// instance), compiles it and checks its imports and exports against the
+// ABI. A module the guard cannot read is refused without wazero seeing it:
+// wazero's decoder allocates what a count declares before it reads the
+// entries (a 13-byte module declaring 2^32 globals ended the process).
+func (m *Module) compile(ctx context.Context, wasm []byte, lim Limits) error {
+	g, err := guardWithin(wasm, m.r.cfg.Interpreter, loadBounds{
+		work:   uint64(m.r.cfg.MaxCodeMiB) << 20,
+		memory: uint64(lim.MemoryMiB) << 20,
+	})
+	switch {
+	case errors.Is(err, ErrTooLarge):
+		return fmt.Errorf("load %q: %w", m.name, err)
+	case err != nil:
 		return fmt.Errorf("load %q: %w: %v", m.name, ErrCompile, err)
 	}
-	if guardErr != nil {
+	guarded := g.wasm
+	if !m.r.keepSegments && m.snap == nil { // a snapshot's segments are merged already
+		guarded = mergeDataSection(guarded)
+	}
+	// Two workers: wazero's compiler checks the context between functions
+	// only when it compiles on more than one (a single worker never looks
+	// at it), so the load's deadline then ends a compile within one
+	// function, whose cost guardWithin bounded (maxFunctionWork).
+	compiled, err := m.compileCached(experimental.WithCompilationWorkers(ctx, compileWorkers), guarded)
+	if err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return fmt.Errorf("load %q: %w", m.name, &loadLimitError{fmt.Errorf("its compile passed the load's deadline: %w", ctx.Err())})
+		}
+		return fmt.Errorf("load %q: %w: %v", m.name, ErrCompile, err)
+	}
+	if err := pastDeadline(ctx); err != nil {
+		// The interpreter's compile, and a function of the compiler's,
+		// cannot be interrupted: one that ended late is refused all the
+		// same, as describe is.
 		_ = m.closeEngine(ctx)
-		return fmt.Errorf("load %q: %w: %v", m.name, ErrCompile, guardErr)
+		return fmt.Errorf("load %q: its compile ended after the load's deadline: %w", m.name, err)
 	}
 	if err := checkImportsExports(compiled, m.r.wasi); err != nil {
 		_ = m.closeEngine(ctx)
@@ -261,18 +280,37 @@ func (m *Module) compileCached(ctx context.Context, wasm []byte) (wazero.Compile
 	return compiled, nil
 }
 
+// compileWorkers is how many goroutines compile one module (wazero's
+// experimental.WithCompilationWorkers): the fewest with which its compile
+// can be cancelled.
+const compileWorkers = 2
+
+// pastDeadline returns the error of a load step (a compile, a guest run)
+// that returned after ctx's deadline, marked as a load limit: also when the
+// context does not say so yet. A context's deadline is a timer, and a
+// timer can fire late — a guest running native code holds up the Go
+// runtime — so a run that returned past its deadline could otherwise be
+// accepted. A canceled ctx is its own error, not a limit.
+func pastDeadline(ctx context.Context) error {
+	if err := ctx.Err(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return &loadLimitError{context.DeadlineExceeded}
+	}
+	return nil
+}
+
 // toolSchemas are the compiled schemas of one tool; out is nil when the
 // tool declares no outputSchema.
 type toolSchemas struct{ in, out *schema }
 
-// describe asks the module for its manifest, validates it and compiles the
-// tools' input and output schemas.
-func (m *Module) describe(ctx context.Context) error {
-	lim := m.r.cfg.LoadLimits
-	lim.MemoryMiB = max(lim.MemoryMiB, m.needMiB())
-	out, gerr := m.r.run(ctx, m, abi.MethodDescribe, describeRequest, lim, nil)
-	if gerr != nil {
-		return fmt.Errorf("load %q: describe failed: %w", m.name, gerr)
+// describe asks the module for its manifest within lim, validates it and
+// compiles the tools' input and output schemas.
+func (m *Module) describe(ctx context.Context, lim Limits) error {
+	out, err := m.r.runLoad(ctx, m, abi.MethodDescribe, describeRequest, lim, nil)
+	if err != nil {
+		return fmt.Errorf("load %q: describe failed: %w", m.name, err)
 	}
 	man, err := abi.DecodeManifest(out)
 	if err != nil {
@@ -447,6 +485,30 @@ func snippet(out []byte) string {
 		return fmt.Sprintf(" (stdout starts %q…)", out[:n])
 	}
 	return fmt.Sprintf(" (stdout %q)", out)
+}
+
+// runLoad runs a guest at load (describe; _initialize with a non-nil
+// snap) within lim and ctx, and refuses a run that ended at one of its
+// limits (marked as a load limit), also one that returned past its
+// deadline, which the call's timer may not have seen yet (pastDeadline).
+func (r *Runtime) runLoad(ctx context.Context, m *Module, tool string, req []byte, lim Limits, snap func(*call, api.Module) error) ([]byte, error) {
+	start := time.Now()
+	out, gerr := r.runWith(ctx, m, tool, req, lim, nil, snap)
+	if gerr != nil {
+		return nil, atLoadLimit(gerr)
+	}
+	err := pastDeadline(ctx)
+	if ran := time.Since(start); err == nil && ran >= lim.Timeout {
+		err = &loadLimitError{fmt.Errorf("exceeded %v (returned after %v)", lim.Timeout, ran.Round(time.Millisecond))}
+	}
+	if err != nil {
+		putOutput(out)
+		if !errors.Is(err, ErrLoadLimit) {
+			return nil, &GuestError{Module: m.name, Tool: tool, Kind: KindCanceled, Msg: err.Error(), cause: err}
+		}
+		return nil, &loadLimitError{&GuestError{Module: m.name, Tool: tool, Kind: KindTimeout, Msg: err.Error(), cause: err}}
+	}
+	return out, nil
 }
 
 // run runs one request in a fresh instance and returns its stdout. It is

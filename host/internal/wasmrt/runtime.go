@@ -19,9 +19,9 @@ import (
 	"github.com/wasmtask/wasmtask/abi"
 )
 
-// Config configures a Runtime. MaxMemoryMiB and every field of LoadLimits
-// are required: the host decides the sandbox's numbers, in one place, and
-// hands them down (package host, policy.go).
+// Config configures a Runtime. MaxMemoryMiB and MaxSnapshotMiB are
+// required: the host decides the sandbox's numbers, in one place, and hands
+// them down (package host, policy.go).
 type Config struct {
 	// CacheDir, when set, keeps compiled code on disk so that the next
 	// process compiles a known module in a fraction of the time (compiler
@@ -49,17 +49,22 @@ type Config struct {
 	// MaxMemoryMiB is the runtime-wide ceiling of one instance's linear
 	// memory; the MemoryMiB of a call's Limits is capped by it.
 	MaxMemoryMiB int
-	// MaxCodeMiB bounds a module's code: its function bodies together,
-	// after instrumentation. Compiled code takes about four times that
-	// (measured on Go and C modules); a larger module is refused at load
-	// ([ErrTooLarge]). One function body is at most MaxFunctionBytes, since
-	// compiling a function cannot be interrupted. 0: no limit beyond that.
+	// MaxCodeMiB bounds a module's code, its function bodies together
+	// after instrumentation, and its compile work counted in bytes of code
+	// (loadbounds.go: functions, globals, types, element and data entries,
+	// and what each function's locals and blocks cost the compiler).
+	// Compiled code takes about four times the code with the compiler,
+	// about 33 times with the interpreter (measured on Go and C modules); a
+	// larger module is refused at load ([ErrTooLarge]) before it is
+	// compiled. One function is at most MaxFunctionBytes and a bounded
+	// compile work, since compiling a function cannot be interrupted. 0: no
+	// limit beyond those.
 	MaxCodeMiB int
-	// LoadLimits bound the describe run at load time. A module whose
-	// initial memory is larger than LoadLimits.MemoryMiB gets its initial
-	// memory (capped by MaxMemoryMiB): a module must be loadable to be
-	// granted anything by a policy.
-	LoadLimits Limits
+	// MaxSnapshotMiB bounds the memory the snapshots of pre-initialised
+	// modules hold together while they are loaded (snapshot.go): a
+	// snapshot that does not fit what is left is refused
+	// ([ErrSnapshotBudget]; one larger than the whole, [ErrLoadLimit]).
+	MaxSnapshotMiB int
 }
 
 func (c Config) validate() error {
@@ -75,8 +80,8 @@ func (c Config) validate() error {
 	if c.MaxCodeMiB < 0 {
 		return fmt.Errorf("wasmrt: MaxCodeMiB %d is negative", c.MaxCodeMiB)
 	}
-	if err := c.LoadLimits.validate(); err != nil {
-		return fmt.Errorf("wasmrt: LoadLimits: %w", err)
+	if c.MaxSnapshotMiB <= 0 {
+		return fmt.Errorf("wasmrt: MaxSnapshotMiB %d must be positive", c.MaxSnapshotMiB)
 	}
 	return nil
 }
@@ -103,10 +108,11 @@ type Runtime struct {
 	// instance instead of snapshotting it at load (a benchmark compares).
 	noPreinit bool
 
-	mu      sync.Mutex
-	closed  bool
-	calls   map[*callState]context.CancelFunc // running calls, ended by Close
-	modules map[*Module]struct{}              // loaded and not freed, closed by Close
+	mu        sync.Mutex
+	closed    bool
+	calls     map[*callState]context.CancelFunc // running calls, ended by Close
+	modules   map[*Module]struct{}              // loaded and not freed, closed by Close
+	snapshots uint64                            // bytes held by snapshots (snapshotHold)
 }
 
 // New returns a Runtime. Close it when done.
@@ -231,17 +237,31 @@ func (r *Runtime) isClosed() bool {
 var wasmMagic = []byte{0x00, 'a', 's', 'm'}
 
 // Load compiles wasm, checks it against the ABI, runs describe within
-// Config.LoadLimits, and validates the manifest (abi.DecodeManifest) and
-// compiles the tools' input schemas: every fact about the module is computed
-// here, once. name is used in errors and as the guest's program name.
+// lim, and validates the manifest (abi.DecodeManifest) and compiles the
+// tools' input schemas: every fact about the module is computed here, once.
+// name is used in errors and as the guest's program name.
+//
+// lim bounds describe, and _initialize when the module is pre-initialised
+// (snapshot.go); lim.MemoryMiB (capped by Config.MaxMemoryMiB) is the
+// memory limit the module's tools may have at most, and bounds what one
+// instance takes: a module whose initial memory, tables, globals and
+// element segments do not fit in it is refused before it is compiled
+// ([ErrTooLarge]), as one whose load would cost more than Config.MaxCodeMiB
+// (loadbounds.go). ctx bounds the whole load, compile included: a compile
+// or a run that returns past its deadline fails. Every failure at a limit
+// matches [ErrLoadLimit].
 //
 // Load does not share modules: the caller (package plugins' Build) loads
 // each content digest once and reuses the Module across reloads. wazero's
 // compilation cache still makes a second compile of the same bytes cheap.
-func (r *Runtime) Load(ctx context.Context, name string, wasm []byte) (*Module, error) {
+func (r *Runtime) Load(ctx context.Context, name string, wasm []byte, lim Limits) (*Module, error) {
 	if !bytes.HasPrefix(wasm, wasmMagic) {
 		return nil, fmt.Errorf("load %q: %w (no \\0asm header)", name, ErrNotWasm)
 	}
+	if err := lim.validate(); err != nil {
+		return nil, fmt.Errorf("load %q: %w", name, err)
+	}
+	lim.MemoryMiB = min(lim.MemoryMiB, r.cfg.MaxMemoryMiB)
 	if r.isClosed() {
 		return nil, fmt.Errorf("load %q: %w", name, ErrClosed)
 	}
@@ -250,14 +270,18 @@ func (r *Runtime) Load(ctx context.Context, name string, wasm []byte) (*Module, 
 		if r.noPreinit {
 			m.initEach = true
 		} else {
-			snap, err := r.preinit(ctx, name, wasm)
+			snap, hold, err := r.preinit(ctx, name, wasm, lim)
 			if err != nil {
 				return nil, err
 			}
-			wasm, m.memOnly = snap, true
+			wasm, m.memOnly, m.snap = snap, true, hold
 		}
 	}
-	if err := m.compile(ctx, wasm); err != nil {
+	if err := m.compile(ctx, wasm, lim); err != nil {
+		m.snap.release()
+		if m.snap != nil {
+			err = fmt.Errorf("%w (as its _initialize left it)", err)
+		}
 		return nil, err
 	}
 	r.mu.Lock()
@@ -268,13 +292,59 @@ func (r *Runtime) Load(ctx context.Context, name string, wasm []byte) (*Module, 
 	r.mu.Unlock()
 	if closed {
 		_ = m.closeEngine(context.Background())
+		m.snap.release()
 		return nil, fmt.Errorf("load %q: %w", name, ErrClosed)
 	}
-	if err := m.describe(ctx); err != nil {
+	if err := m.describe(ctx, lim); err != nil {
 		m.free()
 		return nil, err
 	}
 	return m, nil
+}
+
+// snapshotHold is the share of Config.MaxSnapshotMiB one snapshot holds.
+// Its release is idempotent, and a nil hold holds nothing.
+type snapshotHold struct {
+	r     *Runtime
+	bytes uint64
+	once  sync.Once
+}
+
+// holdSnapshot takes n bytes of Config.MaxSnapshotMiB for a snapshot, or
+// says why it cannot.
+func (r *Runtime) holdSnapshot(n uint64) (*snapshotHold, error) {
+	budget := uint64(r.cfg.MaxSnapshotMiB) << 20
+	if n > budget {
+		return nil, fmt.Errorf("%w: its snapshot takes %s, more than the whole snapshot budget of %s", ErrTooLarge, sizeString(n), sizeString(budget))
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.snapshots+n > budget {
+		return nil, fmt.Errorf("%w: its snapshot takes %s, and %s of %s are left (the snapshots of other loaded modules hold the rest)",
+			ErrSnapshotBudget, sizeString(n), sizeString(budget-r.snapshots), sizeString(budget))
+	}
+	r.snapshots += n
+	return &snapshotHold{r: r, bytes: n}, nil
+}
+
+func (h *snapshotHold) release() {
+	if h == nil {
+		return
+	}
+	h.once.Do(func() {
+		h.r.mu.Lock()
+		h.r.snapshots -= h.bytes
+		h.r.mu.Unlock()
+	})
+}
+
+// SnapshotBytes reports the bytes the snapshots of the modules loaded and
+// not yet freed hold (within Config.MaxSnapshotMiB). It is safe for
+// concurrent use.
+func (r *Runtime) SnapshotBytes() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.snapshots
 }
 
 // checkImportsExports refuses a module that the host cannot run under ABI

@@ -1,7 +1,6 @@
 package wasmrt
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -15,15 +14,22 @@ import (
 
 // Pre-initialisation (abi.ExportInitialize): a module that exports
 // "_initialize" as well as "_start" is run once at load up to the end of
-// _initialize, in the sandbox with Config.LoadLimits; its linear memory and
-// mutable globals are then written into a new module — data segments for
-// the memory's non-zero bytes, constant initial values for the globals, a
-// memory section that starts at the size reached — and that module is the
-// one compiled and instantiated for every call, which then runs _start
-// only. Each call still gets a fresh instance; it starts from the snapshot
-// instead of from nothing. A Go tool built as a reactor (-buildmode=c-shared,
-// which makes _initialize start the Go runtime and run the package
-// initialisers) saves most of its start-up so.
+// _initialize, in the sandbox with the Limits of its load; its linear
+// memory and mutable globals are then written into a new module — data
+// segments for the memory's non-zero words (snapshotRuns), constant initial
+// values for the globals, a memory section that starts at the size
+// reached — and that module is the one compiled and instantiated for
+// every call, which then runs _start only. Each call still gets a fresh
+// instance; it starts from the snapshot instead of from nothing. A Go tool
+// built as a reactor (-buildmode=c-shared, which makes _initialize start
+// the Go runtime and run the package initialisers) saves most of its
+// start-up so.
+//
+// What _initialize leaves is bounded twice: it runs within the memory limit
+// of the load (the most the module's tools get), and the snapshot's data,
+// which the compiled module keeps, is held against Config.MaxSnapshotMiB
+// from before it is written until the module is freed. The memory is read
+// in place and written once, into the snapshot module.
 //
 // During _initialize the host functions of abi.ImportModule trap (nothing
 // may depend on a call that does not exist yet), stdin is empty and
@@ -172,12 +178,16 @@ func exposeGlobals(wasm []byte) ([]byte, *preinitModule, error) {
 
 // snapshotState is the state of an instance after _initialize.
 type snapshotState struct {
-	mem     []byte
-	globals []uint64 // by defined index; immutable ones unused
+	mem      []byte   // its linear memory: the instance's own, valid while it lives
+	dataSize uint64   // of the data section payload that writes mem (snapshotDataSize)
+	globals  []uint64 // by defined index; immutable ones unused
 }
 
-// capture reads the state of mod after _initialize.
-func (pm *preinitModule) capture(mod api.Module) (*snapshotState, error) {
+// capture reads the state of mod after _initialize; hold is given the
+// bytes the snapshot's data takes before they are allocated, and may refuse
+// them. The memory is not copied: snapshotModule writes it into the
+// snapshot while the instance lives.
+func (pm *preinitModule) capture(mod api.Module, hold func(bytes uint64) error) (*snapshotState, error) {
 	s := &snapshotState{globals: make([]uint64, len(pm.globals))}
 	for i, g := range pm.globals {
 		if !g.mutable {
@@ -197,13 +207,18 @@ func (pm *preinitModule) capture(mod api.Module) (*snapshotState, error) {
 	if !ok {
 		return nil, errors.New("memory unreadable")
 	}
-	s.mem = bytes.Clone(b)
+	s.mem, s.dataSize = b, snapshotDataSize(b)
+	if err := hold(s.dataSize); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
 // snapshotModule returns wasm (the module as its author built it) rewritten
-// to start from s: data segments hold the non-zero bytes of s.mem, the
-// memory starts at len(s.mem), mutable globals start at their values.
+// to start from s: a data section that writes s.mem replaces its own
+// (appended last: only custom sections may follow it, and they may come
+// anywhere), the memory starts at the size of s.mem, mutable globals start
+// at their values. The data is written once, into the module.
 func (pm *preinitModule) snapshotModule(wasm []byte, s *snapshotState) ([]byte, error) {
 	var err error
 	pages := uint64(len(s.mem)) / pageSize
@@ -260,7 +275,7 @@ func (pm *preinitModule) snapshotModule(wasm []byte, s *snapshotState) ([]byte, 
 			}
 			return o
 		case secData:
-			return snapshotData(s.mem)
+			return nil
 		}
 		return p
 	})
@@ -270,73 +285,125 @@ func (pm *preinitModule) snapshotModule(wasm []byte, s *snapshotState) ([]byte, 
 	if out == nil {
 		return nil, errors.New("malformed module")
 	}
-	return out, nil
+	snap := make([]byte, 0, len(out)+int(s.dataSize)+16)
+	snap = append(snap, out...)
+	snap = append(snap, secData)
+	snap = binary.AppendUvarint(snap, s.dataSize)
+	return appendSnapshotData(snap, s.mem), nil
 }
 
-// snapshotData is a data section that writes the non-zero bytes of mem:
-// runs of non-zero bytes joined across gaps shorter than maxDataGap
-// (mergeSegments).
-func snapshotData(mem []byte) []byte {
-	var segs []dataSeg
-	for i := 0; i < len(mem); {
-		for i < len(mem) && mem[i] == 0 {
-			i++
+// A snapshot's data section writes the non-zero words of linear memory:
+// runs of 8-byte words that are not zero, joined across runs of zeros
+// shorter than maxDataGap, and across any zeros once snapshotRunsPerPage
+// runs have started in one 64 KiB page. Its encoding is bounded whatever
+// the memory holds: two runs are always more than maxDataGap apart, more
+// than a segment's header (at most 13 bytes), so the section is never
+// larger than a plain copy of the memory plus one header; and it has at
+// most snapshotRunsPerPage segments per page, so that an instance applies
+// few. Alternating bytes, the worst pattern for runs of bytes (one
+// segment per byte), are one segment.
+const snapshotRunsPerPage = 4
+
+// snapshotRuns calls f with the [start, end) byte ranges of mem that a
+// snapshot's data section writes, in order. len(mem) is a multiple of 8
+// (linear memory is whole pages).
+func snapshotRuns(mem []byte, f func(start, end int)) {
+	start, end := -1, 0
+	page, started := -1, 0 // page of the last run's start, runs started in it
+	for i := 0; i+8 <= len(mem); i += 8 {
+		if binary.LittleEndian.Uint64(mem[i:]) == 0 {
+			continue
 		}
-		j := i
-		for j < len(mem) && mem[j] != 0 {
-			j++
+		if start >= 0 {
+			if i-end < maxDataGap || (i/pageSize == page && started >= snapshotRunsPerPage) {
+				end = i + 8
+				continue
+			}
+			f(start, end)
 		}
-		if j > i {
-			segs = append(segs, dataSeg{off: uint64(i), init: mem[i:j]})
+		if i/pageSize != page {
+			page, started = i/pageSize, 0
 		}
-		i = j
+		started++
+		start, end = i, i+8
 	}
-	var total uint64
-	for _, s := range segs {
-		total += uint64(len(s.init))
+	if start >= 0 {
+		f(start, end)
 	}
-	merged := mergeSegments(segs, total)
-	out := binary.AppendUvarint(nil, uint64(len(merged)))
-	for _, s := range merged {
+}
+
+// snapshotDataSize is the length of the data section payload that
+// appendSnapshotData writes for mem.
+func snapshotDataSize(mem []byte) uint64 {
+	var size, n uint64
+	snapshotRuns(mem, func(start, end int) {
+		size += segmentHeaderSize(start, end) + uint64(end-start)
+		n++
+	})
+	return size + uint64(len(binary.AppendUvarint(nil, n)))
+}
+
+func segmentHeaderSize(start, end int) uint64 {
+	return uint64(3 + len(appendSleb(nil, int64(int32(uint32(start))))) + len(binary.AppendUvarint(nil, uint64(end-start))))
+}
+
+// appendSnapshotData appends to out the data section payload that writes
+// mem's non-zero words (snapshotRuns), each run an active segment of
+// memory 0 at an i32.const offset.
+func appendSnapshotData(out, mem []byte) []byte {
+	var n uint64
+	snapshotRuns(mem, func(int, int) { n++ })
+	out = binary.AppendUvarint(out, n)
+	snapshotRuns(mem, func(start, end int) {
 		out = append(out, 0x00, 0x41)
-		out = appendSleb(out, int64(int32(uint32(s.off))))
+		out = appendSleb(out, int64(int32(uint32(start))))
 		out = append(out, 0x0b)
-		out = binary.AppendUvarint(out, uint64(len(s.init)))
-		out = append(out, s.init...)
-	}
+		out = binary.AppendUvarint(out, uint64(end-start))
+		out = append(out, mem[start:end]...)
+	})
 	return out
 }
 
 // preinit runs the pre-initialisation of wasm (which wantsPreinit) and
-// returns the module to compile instead: loaded in a module of its own,
-// run to the end of _initialize within Config.LoadLimits, captured.
-func (r *Runtime) preinit(ctx context.Context, name string, wasm []byte) ([]byte, error) {
+// returns the module to compile instead, and its share of
+// Config.MaxSnapshotMiB: loaded in a module of its own within lim, run to
+// the end of _initialize within lim, captured.
+func (r *Runtime) preinit(ctx context.Context, name string, wasm []byte, lim Limits) ([]byte, *snapshotHold, error) {
 	exposed, pm, err := exposeGlobals(wasm)
 	if err != nil {
-		return nil, fmt.Errorf("load %q: %w: cannot pre-initialise: %v", name, ErrABI, err)
+		return nil, nil, fmt.Errorf("load %q: %w: cannot pre-initialise: %v", name, ErrABI, err)
 	}
 	tmp := &Module{r: r, name: name, done: make(chan struct{})}
-	if err := tmp.compile(ctx, exposed); err != nil {
-		return nil, err
+	if err := tmp.compile(ctx, exposed, lim); err != nil {
+		return nil, nil, err
 	}
 	defer tmp.closeEngine(context.Background())
-	lim := r.cfg.LoadLimits
-	lim.MemoryMiB = max(lim.MemoryMiB, tmp.needMiB())
-	var state *snapshotState
-	_, gerr := r.runWith(ctx, tmp, abi.ExportInitialize, nil, lim, nil, func(c *call, mod api.Module) error {
+	var snap []byte
+	var hold *snapshotHold
+	var holdErr, snapErr error
+	_, err = r.runLoad(ctx, tmp, abi.ExportInitialize, nil, lim, func(c *call, mod api.Module) error {
 		if len(c.stdout.buf) > 0 {
 			return errors.New("it wrote to stdout during _initialize")
 		}
-		var err error
-		state, err = pm.capture(mod)
-		return err
+		state, err := pm.capture(mod, func(n uint64) error {
+			hold, holdErr = r.holdSnapshot(n)
+			return holdErr
+		})
+		if err != nil {
+			return err
+		}
+		snap, snapErr = pm.snapshotModule(wasm, state)
+		return snapErr
 	})
-	if gerr != nil {
-		return nil, fmt.Errorf("load %q: pre-initialisation failed: %w", name, gerr)
+	switch {
+	case holdErr != nil:
+		return nil, nil, fmt.Errorf("load %q: cannot pre-initialise: %w", name, holdErr)
+	case snapErr != nil:
+		hold.release()
+		return nil, nil, fmt.Errorf("load %q: %w: cannot pre-initialise: %v", name, ErrABI, snapErr)
+	case err != nil:
+		hold.release()
+		return nil, nil, fmt.Errorf("load %q: pre-initialisation failed: %w", name, err)
 	}
-	snap, err := pm.snapshotModule(wasm, state)
-	if err != nil {
-		return nil, fmt.Errorf("load %q: %w: cannot pre-initialise: %v", name, ErrABI, err)
-	}
-	return snap, nil
+	return snap, hold, nil
 }

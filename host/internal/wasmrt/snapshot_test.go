@@ -44,7 +44,7 @@ func TestPreinitRefusesHostCalls(t *testing.T) {
 	}
 	patched := strings.Replace(string(src), "(memory (export \"memory\") 2)", "(memory (export \"memory\") 2)\n  (data (i32.const 1024) \"H\")", 1)
 	r := newRuntime(t, Config{})
-	_, err = r.Load(context.Background(), "hostcall", watModule(t, patched))
+	_, err = r.Load(context.Background(), "hostcall", watModule(t, patched), loadLimits)
 	var ge *GuestError
 	if !errors.As(err, &ge) || ge.Kind != KindTrap || !strings.Contains(err.Error(), "wasmtask_v1.status: called during _initialize") {
 		t.Fatalf("got %v, want a trap of wasmtask_v1.status called during _initialize", err)
@@ -60,7 +60,7 @@ func TestPreinitRefusesUncapturable(t *testing.T) {
 		t.Fatal("wantsPreinit: false for a module exporting _initialize")
 	}
 	r := newRuntime(t, Config{})
-	_, err := r.Load(context.Background(), "start", wasm)
+	_, err := r.Load(context.Background(), "start", wasm, loadLimits)
 	if !errors.Is(err, ErrABI) || !strings.Contains(err.Error(), "start function") {
 		t.Fatalf("got %v, want ErrABI naming the start function", err)
 	}
@@ -73,7 +73,7 @@ func TestPreinitGoTool(t *testing.T) {
 		t.Skip("builds and compiles a Go tool")
 	}
 	r := newRuntime(t, Config{})
-	m, err := r.Load(context.Background(), "demo", demoReactorWasm(t))
+	m, err := r.Load(context.Background(), "demo", demoReactorWasm(t), loadLimits)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestPreinitGoIsolation(t *testing.T) {
 	for _, noPreinit := range []bool{false, true} {
 		r := newRuntime(t, Config{})
 		r.noPreinit = noPreinit
-		m, err := r.Load(context.Background(), "gostate", wasm)
+		m, err := r.Load(context.Background(), "gostate", wasm, loadLimits)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -122,6 +122,9 @@ func (m *moduleInfo) instrumentCode(secs []section, ix appended) ([]byte, error)
 		f.ft = m.types[m.funcs[m.imported+i]]
 		var err error
 		f.localsDecl, f.code, err = m.walkBody(&f.w, f.ft, body, ix)
+		if err == nil {
+			err = m.chargeFunction(&f.w, size) // loadbounds.go
+		}
 		if err != nil {
 			return nil, fmt.Errorf("function %d: %w", m.imported+i, err)
 		}

@@ -22,7 +22,7 @@ import (
 // stillWorks checks that a normal module loads and answers after a failure.
 func stillWorks(t *testing.T, r *Runtime) {
 	t.Helper()
-	m, err := r.Load(context.Background(), "ok", wasmFile(t, "ok"))
+	m, err := r.Load(context.Background(), "ok", wasmFile(t, "ok"), loadLimits)
 	if err != nil {
 		t.Fatalf("after the failure, Load ok: %v", err)
 	}
@@ -53,7 +53,11 @@ func TestLoadRefused(t *testing.T) {
 		{name: "unknown host function", module: "unknown_import", is: ErrABI, want: []string{"wasmtask_v1.frobnicate", "does not define", "begin_task, elicit, elicit_all, log, progress, reply, status"}},
 		{name: "wrong signature", module: "wrong_sig", is: ErrABI, want: []string{"wasmtask_v1.log with type (i32, i32) -> ()", "want (i32, i32, i32) -> ()"}},
 		{name: "unknown import module", module: "env_import", is: ErrABI, want: []string{"imports env.foo"}},
-		{name: "memory not exported", module: "hiddenmem", is: ErrABI, want: []string{`no exported "memory"`}},
+		// 4 GiB to start: refused for its size before it is compiled, and
+		// unexported, which the ABI check would refuse after.
+		{name: "memory not exported", module: "hiddenmem", is: ErrLoadLimit, want: []string{"one instance needs 4097 MiB", "4096 MiB of initial linear memory", "more than the memory limit of 64 MiB"}},
+		{name: "small memory not exported", wasm: watModule(t, `(module (import "wasi_snapshot_preview1" "proc_exit" (func (param i32))) (memory 1) (func (export "_start")))`),
+			is: ErrABI, want: []string{`no exported "memory"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -61,7 +65,7 @@ func TestLoadRefused(t *testing.T) {
 			if tt.module != "" {
 				wasm = wasmFile(t, tt.module)
 			}
-			m, err := r.Load(context.Background(), tt.name, wasm)
+			m, err := r.Load(context.Background(), tt.name, wasm, loadLimits)
 			if err == nil {
 				m.Close(context.Background())
 				t.Fatalf("Load succeeded, want an error wrapping %v", tt.is)
@@ -241,7 +245,7 @@ func TestElicit(t *testing.T) {
 	if err := os.WriteFile(path, src11, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	m11, err := r.Load(context.Background(), "ok11", hosttest.Wasm(t, path))
+	m11, err := r.Load(context.Background(), "ok11", hosttest.Wasm(t, path), loadLimits)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,7 +339,7 @@ func TestConcurrentCallsDoNotShareState(t *testing.T) {
 
 func TestModuleCloseWaitsForCalls(t *testing.T) {
 	r := newRuntime(t, Config{})
-	m, err := r.Load(context.Background(), "ok", wasmFile(t, "ok"))
+	m, err := r.Load(context.Background(), "ok", wasmFile(t, "ok"), loadLimits)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,11 +374,11 @@ func TestModuleCloseWaitsForCalls(t *testing.T) {
 }
 
 func TestRuntimeCloseEndsCalls(t *testing.T) {
-	r, err := New(context.Background(), Config{MaxMemoryMiB: 64, LoadLimits: with(Limits{Timeout: 2 * time.Second})})
+	r, err := New(context.Background(), Config{MaxMemoryMiB: 64, MaxSnapshotMiB: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := r.Load(context.Background(), "hostile", wasmFile(t, "hostile"))
+	m, err := r.Load(context.Background(), "hostile", wasmFile(t, "hostile"), loadLimits)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -396,7 +400,7 @@ func TestRuntimeCloseEndsCalls(t *testing.T) {
 	if err := <-done; !errors.Is(err, ErrClosed) {
 		t.Errorf("call running at Runtime.Close = %v, want ErrClosed", err)
 	}
-	if _, err := r.Load(context.Background(), "ok", wasmFile(t, "ok")); !errors.Is(err, ErrClosed) {
+	if _, err := r.Load(context.Background(), "ok", wasmFile(t, "ok"), loadLimits); !errors.Is(err, ErrClosed) {
 		t.Errorf("Load after Close = %v, want ErrClosed", err)
 	}
 }
