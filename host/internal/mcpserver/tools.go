@@ -41,7 +41,9 @@ type Catalog interface {
 	// validated by the catalog, once, inside the call's admission and
 	// deadline), reporting to ev. A failure is an error wrapping a
 	// *[Failure], or [ErrUnknownTool] when name is not (or no longer)
-	// served. Call returns promptly once ctx is done.
+	// served. Call returns promptly once ctx is done. The questions a
+	// tool passes to ev.Elicit have the flat requestedSchema MCP allows
+	// (no references): their answers are checked against it.
 	Call(ctx context.Context, name string, args json.RawMessage, ev abi.Events) (*abi.Result, error)
 }
 
