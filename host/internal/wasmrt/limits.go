@@ -223,6 +223,19 @@ func (w *limitedWriter) Write(p []byte) (int, error) {
 	if w.buf == nil && w.pooled && len(p) > 0 {
 		w.buf = getOutput()
 	}
+	if need := len(w.buf) + len(p); need > cap(w.buf) {
+		// Double, never past the limit: at most twice the limit is
+		// held at once (ioBytes) and three times allocated in all.
+		// append grows large slices by a quarter, and every step's
+		// copy stays in the heap until it is collected: about five
+		// times the output.
+		grown := make([]byte, len(w.buf), min(max(2*cap(w.buf), need), max(w.max, need)))
+		copy(grown, w.buf)
+		if w.pooled {
+			putOutput(w.buf)
+		}
+		w.buf = grown
+	}
 	w.buf = append(w.buf, p...)
 	return len(p), nil
 }
