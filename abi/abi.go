@@ -373,14 +373,23 @@ func checkObjectSchema(raw json.RawMessage) error {
 	return nil
 }
 
-// DecodeResult parses and validates the result a module wrote to stdout.
-func DecodeResult(b []byte) (*Result, error) {
+// DecodeResult parses and validates the result a module wrote to stdout,
+// within lim (a zero field: its default). One pass over b checks its JSON,
+// its counts and its numbers before anything is decoded: nesting deeper
+// than lim.MaxDepth and a number whose magnitude a float64 cannot hold are
+// invalid results (errors wrapping [ErrResult]); more content blocks or
+// values than lim allows are too (wrapping [ErrResultTooLarge] as well).
+// Strings that are not valid Unicode (a lone UTF-16 surrogate escape, bytes
+// that are not UTF-8), in values and member names alike, come out with
+// U+FFFD in their place, in structuredContent as in text.
+func DecodeResult(b []byte, lim ResultLimits) (*Result, error) {
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 {
 		return nil, fmt.Errorf("%w: the module wrote nothing to stdout", ErrResult)
 	}
-	if d := Depth(b, MaxResultDepth); d > MaxResultDepth {
-		return nil, fmt.Errorf("%w: JSON nested deeper than %d levels", ErrResult, MaxResultDepth)
+	b, err := cleanResult(b, lim) // its errors wrap ErrResult
+	if err != nil {
+		return nil, err
 	}
 	var r Result
 	if err := strictUnmarshal(b, &r); err != nil {

@@ -1,9 +1,11 @@
 package abi_test
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/wasmtask/wasmtask/abi"
 )
@@ -112,12 +114,15 @@ func TestDecodeResult(t *testing.T) {
 		{"png declared jpeg", `{"content":[{"type":"image","data":"iVBORw0KGgo=","mimeType":"image/jpeg"}]}`, "which is image/png"},
 		// "RIFF....WAVE":
 		{"wav alias", `{"content":[{"type":"audio","data":"UklGRgAAAABXQVZF","mimeType":"audio/x-wav"}]}`, ""},
-		{"too deep", `{"content":[],"structuredContent":` + strings.Repeat(`{"a":`, abi.MaxResultDepth) + `1` + strings.Repeat(`}`, abi.MaxResultDepth) + `}`, "nested deeper than 64"},
-		{"deep but allowed", `{"content":[],"structuredContent":` + strings.Repeat(`{"a":`, abi.MaxResultDepth-1) + `1` + strings.Repeat(`}`, abi.MaxResultDepth-1) + `}`, ""},
+		{"too deep", `{"content":[],"structuredContent":` + strings.Repeat(`{"a":`, abi.DefaultResultDepth) + `1` + strings.Repeat(`}`, abi.DefaultResultDepth) + `}`, "nested deeper than 64"},
+		{"deep but allowed", `{"content":[],"structuredContent":` + strings.Repeat(`{"a":`, abi.DefaultResultDepth-1) + `1` + strings.Repeat(`}`, abi.DefaultResultDepth-1) + `}`, ""},
 		{"brackets in strings", `{"content":[{"type":"text","text":"` + strings.Repeat(`[{\"`, 100) + `"}]}`, ""},
+		{"number beyond float64", `{"content":[],"structuredContent":{"n":1e400}}`, "the number 1e400 is outside the range of a 64-bit float"},
+		{"integer beyond float64", `{"content":[],"structuredContent":{"n":` + strings.Repeat("9", 400) + `}}`, "outside the range of a 64-bit float"},
+		{"beyond float64 anywhere", `{"content":[],"x":[-2e308]}`, "outside the range"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := abi.DecodeResult([]byte(tc.in))
+			_, err := abi.DecodeResult([]byte(tc.in), abi.ResultLimits{})
 			if tc.wantMsg == "" {
 				if err != nil {
 					t.Fatalf("got error %v, want none", err)
@@ -129,6 +134,58 @@ func TestDecodeResult(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), tc.wantMsg) {
 				t.Errorf("got error %q, want it to contain %q", err, tc.wantMsg)
+			}
+		})
+	}
+}
+
+// TestDecodeResultCleansUnicode: lone surrogates and bytes that are not
+// UTF-8 leave DecodeResult as U+FFFD, in structuredContent (values and
+// member names) and in text.
+func TestDecodeResultCleansUnicode(t *testing.T) {
+	in := "{\"content\":[{\"type\":\"text\",\"text\":\"a\\ud800b\xffc\"}],\"structuredContent\":{\"k\\udc00\":\"v\\ud800\",\"ok\":\"\\ud83d\\ude00\",\"raw\":\"\xfe\"}}"
+	r, err := abi.DecodeResult([]byte(in), abi.ResultLimits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := r.Content[0].Text, "a\uFFFDb\uFFFDc"; got != want {
+		t.Errorf("text = %q, want %q", got, want)
+	}
+	if got, want := string(r.StructuredContent), `{"k\ufffd":"v\ufffd","ok":"\ud83d\ude00","raw":"\ufffd"}`; got != want {
+		t.Errorf("structuredContent = %s, want %s", got, want)
+	}
+}
+
+// TestDecodeResultCounts: content blocks and values are bounded by the
+// limits given (a zero field: the default), and a result over one is too
+// large as well as invalid.
+func TestDecodeResultCounts(t *testing.T) {
+	blocks := func(n int) string {
+		return `{"content":[` + strings.TrimSuffix(strings.Repeat(`{"type":"text","text":"x"},`, n), ",") + `]}`
+	}
+	for _, tc := range []struct {
+		name string
+		in   string
+		lim  abi.ResultLimits
+		want string // "": accepted
+	}{
+		{"default blocks", blocks(abi.DefaultResultBlocks), abi.ResultLimits{MaxValues: 1 << 20}, ""},
+		{"one block more", blocks(abi.DefaultResultBlocks + 1), abi.ResultLimits{MaxValues: 1 << 20}, "more than 10000 content blocks"},
+		{"blocks lowered", blocks(3), abi.ResultLimits{MaxBlocks: 2}, "more than 2 content blocks"},
+		{"default values", `{"content":[],"structuredContent":{"a":[` + strings.TrimSuffix(strings.Repeat("0,", abi.DefaultResultValues-4), ",") + `]}}`, abi.ResultLimits{}, ""},
+		{"one value more", `{"content":[],"structuredContent":{"a":[` + strings.TrimSuffix(strings.Repeat("0,", abi.DefaultResultValues-3), ",") + `]}}`, abi.ResultLimits{}, "more than 100000 JSON values"},
+		{"depth raised", `{"content":[],"structuredContent":{"a":` + strings.Repeat(`[`, 99) + strings.Repeat(`]`, 99) + `}}`, abi.ResultLimits{MaxDepth: 101}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := abi.DecodeResult([]byte(tc.in), tc.lim)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("got error %v, want none", err)
+				}
+				return
+			}
+			if !errors.Is(err, abi.ErrResult) || !errors.Is(err, abi.ErrResultTooLarge) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got error %v, want ErrResult and ErrResultTooLarge saying %q", err, tc.want)
 			}
 		})
 	}
@@ -170,16 +227,33 @@ func FuzzDecodeResult(f *testing.F) {
 	f.Add([]byte(`{"content":[{"type":"text","text":"hi"}],"isError":false}`))
 	f.Add([]byte(`{"content":[{"type":"image","data":"AA==","mimeType":"image/png"}],"structuredContent":{}}`))
 	f.Add([]byte("\x00\xff"))
+	f.Add([]byte(`{"content":[{"type":"text","text":"\ud800"}],"structuredContent":{"\udc00":"\ud83d\ude00x\ud800"}}`))
+	f.Add([]byte("{\"content\":[],\"structuredContent\":{\"a\xff\":\"\xed\xa0\x80\"}}"))
+	f.Add([]byte(`{"content":[],"structuredContent":{"n":1e400,"m":-0.5e-400}}`))
+	f.Add([]byte(`{"content":[],"structuredContent":` + strings.Repeat(`{"a":`, 64) + `1` + strings.Repeat(`}`, 64) + `}`))
+	f.Add([]byte(`{"content":[` + strings.Repeat(`{"type":"text","text":""},`, 40) + `{"type":"text"}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		r, err := abi.DecodeResult(b)
+		r, err := abi.DecodeResult(b, abi.ResultLimits{MaxBlocks: 32, MaxValues: 512})
 		if err != nil {
 			if !errors.Is(err, abi.ErrResult) {
 				t.Fatalf("error %v does not wrap ErrResult", err)
 			}
 			return
 		}
-		if r.Content == nil {
+		if r.Content == nil && r.Error == nil {
 			t.Fatal("accepted a result without content")
+		}
+		if len(r.Content) > 32 {
+			t.Fatalf("accepted %d content blocks, more than the limit of 32", len(r.Content))
+		}
+		for _, c := range r.Content {
+			if !utf8.ValidString(c.Text) {
+				t.Fatalf("accepted text %q that is not UTF-8", c.Text)
+			}
+		}
+		// (FuzzCleanResult holds the escapes to encoding/json.)
+		if sc := r.StructuredContent; len(sc) > 0 && (!utf8.Valid(sc) || !json.Valid(sc)) {
+			t.Fatalf("accepted structuredContent %q that is not valid UTF-8 JSON", sc)
 		}
 	})
 }
@@ -204,7 +278,7 @@ func TestDecodeResultProtocolError(t *testing.T) {
 		`{"error":{"code":1001,"message":"application error"}}`,
 		`{"error":{"code":-40000,"message":"below the reserved range"}}`,
 	} {
-		r, err := abi.DecodeResult([]byte(ok))
+		r, err := abi.DecodeResult([]byte(ok), abi.ResultLimits{})
 		if err != nil || r.Error == nil {
 			t.Errorf("%s: %v, want a protocol error", ok, err)
 		}
@@ -219,7 +293,7 @@ func TestDecodeResultProtocolError(t *testing.T) {
 		`{"content":[{"type":"text","text":"x"}],"error":{"code":-32603,"message":"x"}}`: "alone",
 		`{"isError":true,"error":{"code":-32603,"message":"x"}}`:                         "alone",
 	} {
-		if _, err := abi.DecodeResult([]byte(bad)); err == nil || !strings.Contains(err.Error(), why) {
+		if _, err := abi.DecodeResult([]byte(bad), abi.ResultLimits{}); err == nil || !strings.Contains(err.Error(), why) {
 			t.Errorf("%.60s: %v, want an invalid result saying %q", bad, err, why)
 		}
 	}

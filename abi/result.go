@@ -7,11 +7,11 @@ import (
 	"strings"
 )
 
-// MaxResultDepth bounds the nesting of a result document (objects and
-// arrays, the result object itself being level 1). MCP clients parse what
-// the host forwards, some of them recursively; 64 levels leave any real
-// structuredContent room and no parser trouble.
-const MaxResultDepth = 64
+// MaxResultDepth is the most [ResultLimits.MaxDepth] may allow (objects
+// and arrays, the result object itself being level 1). MCP clients parse
+// what the host forwards, some of them recursively; 128 levels leave any
+// real structuredContent room and no parser trouble.
+const MaxResultDepth = 128
 
 // Depth returns the nesting depth of the JSON document b (objects and
 // arrays), or a depth past limit as soon as it passes limit. It scans

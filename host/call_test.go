@@ -133,6 +133,7 @@ func TestToolsShowEffectivePolicy(t *testing.T) {
 		}
 	}
 	want := host.ToolPolicy{MemoryMiB: 8, Timeout: host.Duration(host.DefaultTimeout), MaxOutputBytes: host.DefaultMaxOutputBytes,
+		MaxResultBlocks: host.DefaultMaxResultBlocks, MaxResultDepth: host.DefaultMaxResultDepth, MaxResultValues: host.DefaultMaxResultValues,
 		MaxLogBytes: host.DefaultMaxLogBytes, MaxConcurrency: 2, MaxQueue: 8}
 	if p := got["add"].Policy; fmt.Sprint(p) != fmt.Sprint(want) {
 		t.Errorf("add's policy = %+v, want %+v", p, want)

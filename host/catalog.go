@@ -273,6 +273,7 @@ func limitsOf(tp ToolPolicy, g Grants, getenv func(string) (string, bool)) wasmr
 		Timeout:        tp.Timeout.std(),
 		MaxOutputBytes: tp.MaxOutputBytes,
 		MaxLogBytes:    tp.MaxLogBytes,
+		Result:         tp.resultLimits(),
 	}
 	if len(g.Env)+len(g.PassEnv) > 0 {
 		lim.Env = make(map[string]string, len(g.Env)+len(g.PassEnv))

@@ -2,7 +2,9 @@ package host
 
 import (
 	"errors"
+	"maps"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -30,32 +32,91 @@ type metrics struct {
 	duration *prometheus.HistogramVec // tool
 	wait     prometheus.Histogram     // time calls spent in admission
 	tools    toolLabels
-	tenantLs toolLabels // tenant label values, bounded the same way
+	tenantLs tenantLabels
 }
 
-// maxToolLabels bounds the distinct tool (and tenant) label values: tool
-// names come from modules, and a directory of hostile modules must not
-// grow the series without bound; tenant names come from the operator's
-// file, which reloads may rename. Values past the bound count as "other".
-const maxToolLabels = 256
+// maxRetiredLabels bounds the tool label values kept for tools the
+// catalog no longer serves: a call admitted before a swap that ends after
+// it still counts under its tool's name while that name is among the
+// maxRetiredLabels most recently retired.
+const maxRetiredLabels = 64
 
-// toolLabels hands out label values, at most maxToolLabels of them.
+// toolLabels decides the tool label of a call. A tool name is a label
+// value while the served catalog has the tool, and for a while after it
+// left (the maxRetiredLabels names most recently retired); any other name
+// counts as "other". A name that leaves the retired names has its series
+// deleted. So the series follow the catalog: however many names modules
+// declared before, a tool served now has its own series, and the count of
+// series is bounded by the tools served (the catalog's own bound: modules
+// × tools per module) plus maxRetiredLabels.
+//
+// Calls count under the read lock and swaps take the write lock, so that
+// no count lands in a series after it was deleted.
 type toolLabels struct {
+	mu      sync.RWMutex
+	served  map[string]bool
+	retired []string           // oldest first, none served
+	drop    func(label string) // deletes the series of label
+}
+
+// of returns tool's label; the caller holds l.mu for reading.
+func (l *toolLabels) of(tool string) string {
+	if l.served[tool] || slices.Contains(l.retired, tool) {
+		return tool
+	}
+	return otherLabel
+}
+
+const otherLabel = "other"
+
+// serve makes tools, sorted, the served names: a name no longer served is
+// retired, one served again is no longer retired, and the series of the
+// names retired longest ago are deleted down to maxRetiredLabels.
+func (l *toolLabels) serve(tools []string) {
+	next := make(map[string]bool, len(tools))
+	for _, t := range tools {
+		next[t] = true
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.retired = slices.DeleteFunc(l.retired, func(t string) bool { return next[t] })
+	for _, t := range slices.Sorted(maps.Keys(l.served)) {
+		if !next[t] {
+			l.retired = append(l.retired, t)
+		}
+	}
+	if n := len(l.retired) - maxRetiredLabels; n > 0 {
+		for _, t := range l.retired[:n] {
+			l.drop(t)
+		}
+		l.retired = slices.Delete(l.retired, 0, n)
+	}
+	l.served = next
+}
+
+// maxTenantLabels bounds the distinct tenant label values: tenant names
+// come from the operator's file, which reloads may rename. Values past
+// the bound count as "other".
+const maxTenantLabels = 256
+
+// tenantLabels hands out tenant label values, at most maxTenantLabels of
+// them, first come.
+type tenantLabels struct {
 	mu   sync.Mutex
 	seen map[string]bool
 }
 
-func (l *toolLabels) of(tool string) string {
+func (l *tenantLabels) of(tenant string) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.seen[tool] {
-		return tool
+	if l.seen[tenant] {
+		return tenant
 	}
-	if len(l.seen) >= maxToolLabels {
-		return "other"
+	if len(l.seen) >= maxTenantLabels {
+		return otherLabel
 	}
-	l.seen[tool] = true
-	return tool
+	l.seen[tenant] = true
+	return tenant
 }
 
 func newMetrics(s *Server) *metrics {
@@ -83,8 +144,11 @@ func newMetrics(s *Server) *metrics {
 			Help:    "Time calls spent in admission before their guest started (near zero unless slots or memory ran short).",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10),
 		}),
-		tools:    toolLabels{seen: map[string]bool{}},
-		tenantLs: toolLabels{seen: map[string]bool{}},
+		tenantLs: tenantLabels{seen: map[string]bool{}},
+	}
+	m.tools.drop = func(label string) {
+		m.calls.DeletePartialMatch(prometheus.Labels{"tool": label})
+		m.duration.DeleteLabelValues(label)
 	}
 	cache := func(f func(st resultcache.Stats) float64) func() float64 {
 		return func() float64 { return f(s.results.Stats()) }
@@ -150,15 +214,28 @@ func gaugeFunc(name, help string, f func() float64) prometheus.Collector {
 // observeCall counts one call of a served tool by tenant ("" without
 // authentication) that ended with res or err, started at start.
 func (m *metrics) observeCall(tool, tenant string, res *abi.Result, err error, start time.Time) {
-	label, outcome := m.tools.of(tool), callOutcome(res, err)
-	m.calls.WithLabelValues(label, outcome).Inc()
+	outcome := callOutcome(res, err)
 	if tenant == "" {
 		tenant = "anonymous"
 	} else {
 		tenant = m.tenantLs.of(tenant)
 	}
 	m.tenants.WithLabelValues(tenant, outcome).Inc()
+	m.tools.mu.RLock()
+	defer m.tools.mu.RUnlock()
+	label := m.tools.of(tool)
+	m.calls.WithLabelValues(label, outcome).Inc()
 	m.duration.WithLabelValues(label).Observe(time.Since(start).Seconds())
+}
+
+// served makes the tools of c, the catalog now served, the tool label
+// values (toolLabels).
+func (m *metrics) served(c *catalog) {
+	names := make([]string, len(c.list))
+	for i, t := range c.list {
+		names[i] = t.Name
+	}
+	m.tools.serve(names)
 }
 
 // taskStates collects the retained tasks by status, from the engine at

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wasmtask/wasmtask/abi"
 	"github.com/wasmtask/wasmtask/host/internal/wasmrt"
 	"github.com/wasmtask/wasmtask/plugins"
 )
@@ -136,6 +137,20 @@ type ToolPolicy struct {
 	Timeout Duration `json:"timeout,omitempty"`
 	// MaxOutputBytes bounds the result a call writes. Default 1 MiB.
 	MaxOutputBytes int `json:"maxOutputBytes,omitempty"`
+	// MaxResultBlocks bounds the content blocks of a result: what a
+	// result costs the server to decode, keep and send grows with its
+	// blocks as well as its bytes. A result with more is refused as too
+	// large. Default 10,000.
+	MaxResultBlocks int `json:"maxResultBlocks,omitempty"`
+	// MaxResultDepth bounds the nesting of a result's objects and arrays
+	// (the result object is level 1); a deeper result is invalid.
+	// Default 64, at most 128 (MCP clients parse results, some of them
+	// recursively).
+	MaxResultDepth int `json:"maxResultDepth,omitempty"`
+	// MaxResultValues bounds the JSON values of a result, at every depth:
+	// each object member and array item (structuredContent's included).
+	// A result with more is refused as too large. Default 100,000.
+	MaxResultValues int `json:"maxResultValues,omitempty"`
 	// MaxLogBytes bounds the log (stderr and log messages) of a call.
 	// Default 64 KiB.
 	MaxLogBytes int `json:"maxLogBytes,omitempty"`
@@ -167,11 +182,15 @@ const (
 	DefaultMemoryMiB      = 64
 	DefaultTimeout        = 30 * time.Second
 	DefaultMaxOutputBytes = 1 << 20
-	DefaultMaxLogBytes    = 64 << 10
-	DefaultMaxConcurrency = 8
-	DefaultMaxInstances   = 64
-	DefaultLoadTimeout    = Duration(plugins.DefaultLoadTimeout)
-	DefaultMaxCodeMiB     = 32
+	// The defaults of a result's counts are the ABI's.
+	DefaultMaxResultBlocks = abi.DefaultResultBlocks
+	DefaultMaxResultDepth  = abi.DefaultResultDepth
+	DefaultMaxResultValues = abi.DefaultResultValues
+	DefaultMaxLogBytes     = 64 << 10
+	DefaultMaxConcurrency  = 8
+	DefaultMaxInstances    = 64
+	DefaultLoadTimeout     = Duration(plugins.DefaultLoadTimeout)
+	DefaultMaxCodeMiB      = 32
 	// DefaultCacheMaxMiB bounds the compile cache on disk (Config.CacheMaxMiB).
 	DefaultCacheMaxMiB = 1024
 	// MaxMemoryMiB is the ceiling of any tool's memory (the runtime's).
@@ -353,8 +372,11 @@ func (tp *ToolPolicy) validate(where string) error {
 		return fmt.Errorf("%w: %s.memoryMiB %d is outside 0..%d", ErrPolicy, where, tp.MemoryMiB, MaxMemoryMiB)
 	case tp.Timeout < 0:
 		return fmt.Errorf("%w: %s.timeout is negative", ErrPolicy, where)
-	case tp.MaxOutputBytes < 0, tp.MaxLogBytes < 0, tp.MaxConcurrency < 0, tp.MaxQueue < 0:
+	case tp.MaxOutputBytes < 0, tp.MaxLogBytes < 0, tp.MaxConcurrency < 0, tp.MaxQueue < 0,
+		tp.MaxResultBlocks < 0, tp.MaxResultDepth < 0, tp.MaxResultValues < 0:
 		return fmt.Errorf("%w: %s: limits must not be negative", ErrPolicy, where)
+	case tp.MaxResultDepth > abi.MaxResultDepth:
+		return fmt.Errorf("%w: %s.maxResultDepth %d is more than %d", ErrPolicy, where, tp.MaxResultDepth, abi.MaxResultDepth)
 	}
 	return nil
 }
@@ -434,6 +456,15 @@ func (p *Policy) forTool(mp ModulePolicy, tool string) ToolPolicy {
 	if base.MaxLogBytes == 0 {
 		base.MaxLogBytes = DefaultMaxLogBytes
 	}
+	if base.MaxResultBlocks == 0 {
+		base.MaxResultBlocks = DefaultMaxResultBlocks
+	}
+	if base.MaxResultDepth == 0 {
+		base.MaxResultDepth = DefaultMaxResultDepth
+	}
+	if base.MaxResultValues == 0 {
+		base.MaxResultValues = DefaultMaxResultValues
+	}
 	if base.MaxConcurrency == 0 {
 		base.MaxConcurrency = DefaultMaxConcurrency
 	}
@@ -456,6 +487,15 @@ func merge(base, o ToolPolicy) ToolPolicy {
 	if o.MaxLogBytes != 0 {
 		base.MaxLogBytes = o.MaxLogBytes
 	}
+	if o.MaxResultBlocks != 0 {
+		base.MaxResultBlocks = o.MaxResultBlocks
+	}
+	if o.MaxResultDepth != 0 {
+		base.MaxResultDepth = o.MaxResultDepth
+	}
+	if o.MaxResultValues != 0 {
+		base.MaxResultValues = o.MaxResultValues
+	}
 	if o.MaxConcurrency != 0 {
 		base.MaxConcurrency = o.MaxConcurrency
 	}
@@ -470,6 +510,11 @@ func merge(base, o ToolPolicy) ToolPolicy {
 }
 
 func (d Duration) std() time.Duration { return time.Duration(d) }
+
+// resultLimits are the counts tp allows a result, for the runtime.
+func (tp ToolPolicy) resultLimits() abi.ResultLimits {
+	return abi.ResultLimits{MaxBlocks: tp.MaxResultBlocks, MaxDepth: tp.MaxResultDepth, MaxValues: tp.MaxResultValues}
+}
 
 func (p *Policy) loadTimeout() time.Duration {
 	if p != nil && p.LoadTimeout > 0 {

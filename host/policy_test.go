@@ -35,6 +35,9 @@ func TestParsePolicy(t *testing.T) {
 		{"negative timeout", `{"defaults":{"timeout":"-1s"}}`, "timeout is negative"},
 		{"memory too large", `{"modules":{"m":{"tools":{"t":{"memoryMiB":1024}}}}}`, "modules.m.tools.t.memoryMiB 1024 is outside 0..256"},
 		{"negative limit", `{"defaults":{"maxQueue":-1}}`, "must not be negative"},
+		{"result counts", `{"defaults":{"maxResultBlocks":5,"maxResultDepth":128,"maxResultValues":50}}`, ""},
+		{"negative result blocks", `{"defaults":{"maxResultBlocks":-1}}`, "must not be negative"},
+		{"result too deep", `{"modules":{"m":{"tools":{"t":{"maxResultDepth":129}}}}}`, "modules.m.tools.t.maxResultDepth 129 is more than 128"},
 		{"negative instances", `{"maxInstances":-1}`, "maxInstances is negative"},
 		{"negative module instances", `{"modules":{"m":{"maxInstances":-1}}}`, "modules.m.maxInstances is negative"},
 		{"negative module memory", `{"modules":{"m":{"maxMemoryMiB":-1}}}`, "modules.m.maxMemoryMiB -1 is outside"},
@@ -77,7 +80,7 @@ func TestPolicyForModuleAndTool(t *testing.T) {
 	p, err := ParsePolicy([]byte(`{
 		"defaults": {"timeout": "10s", "maxConcurrency": 2},
 		"modules": {
-			"big":  {"tools": {"big": {"memoryMiB": 128, "maxQueue": 1}}, "maxInstances": 3, "maxMemoryMiB": 100},
+			"big":  {"tools": {"big": {"memoryMiB": 128, "maxQueue": 1, "maxResultBlocks": 20}}, "maxInstances": 3, "maxMemoryMiB": 100},
 			"envy": {"passEnv": ["HOME", "MISSING"], "env": {"B": "2"}},
 			"pin":  {"digest": "` + pinned + `", "env": {"P": "1"}, "tools": {"p": {"memoryMiB": 8}}}
 		}}`))
@@ -90,7 +93,8 @@ func TestPolicyForModuleAndTool(t *testing.T) {
 		}
 		return "", false
 	}
-	def := ToolPolicy{MemoryMiB: 64, Timeout: Duration(10 * time.Second), MaxOutputBytes: 1 << 20, MaxLogBytes: 64 << 10, MaxConcurrency: 2, MaxQueue: 8}
+	def := ToolPolicy{MemoryMiB: 64, Timeout: Duration(10 * time.Second), MaxOutputBytes: 1 << 20, MaxLogBytes: 64 << 10, MaxConcurrency: 2, MaxQueue: 8,
+		MaxResultBlocks: 10_000, MaxResultDepth: 64, MaxResultValues: 100_000}
 	other := "sha256:" + strings.Repeat("1", 64)
 	for _, tc := range []struct {
 		module, digest, tool string
@@ -103,7 +107,7 @@ func TestPolicyForModuleAndTool(t *testing.T) {
 		// The default share: a quarter of the server's 64 instances and
 		// of a budget of 1 GiB.
 		{"other", other, "big", def, nil, 16, 256, false}, // a tool name alone gets nothing
-		{"big", other, "big", with(def, func(tp *ToolPolicy) { tp.MemoryMiB, tp.MaxQueue = 128, 1 }), nil, 3, 100, false},
+		{"big", other, "big", with(def, func(tp *ToolPolicy) { tp.MemoryMiB, tp.MaxQueue, tp.MaxResultBlocks = 128, 1, 20 }), nil, 3, 100, false},
 		{"big", other, "small", def, nil, 3, 100, false},
 		{"envy", other, "e", def, map[string]string{"B": "2", "HOME": "/home/op"}, 16, 256, false},
 		{"pin", pinned, "p", with(def, func(tp *ToolPolicy) { tp.MemoryMiB = 8 }), map[string]string{"P": "1"}, 16, 256, false},
@@ -117,8 +121,12 @@ func TestPolicyForModuleAndTool(t *testing.T) {
 		if diff := cmp.Diff(tc.want, got); diff != "" {
 			t.Errorf("%s/%s: forTool (-want +got):\n%s", tc.module, tc.tool, diff)
 		}
-		if diff := cmp.Diff(tc.wantEnv, limitsOf(got, entry.Grants, getenv).Env); diff != "" {
+		lim := limitsOf(got, entry.Grants, getenv)
+		if diff := cmp.Diff(tc.wantEnv, lim.Env); diff != "" {
 			t.Errorf("%s/%s: limitsOf().Env (-want +got):\n%s", tc.module, tc.tool, diff)
+		}
+		if want := (abi.ResultLimits{MaxBlocks: tc.want.MaxResultBlocks, MaxDepth: tc.want.MaxResultDepth, MaxValues: tc.want.MaxResultValues}); lim.Result != want {
+			t.Errorf("%s/%s: limitsOf().Result = %+v, want %+v", tc.module, tc.tool, lim.Result, want)
 		}
 		if n, mem := p.moduleShare(entry, 1<<30); n != tc.wantInstances || mem != tc.wantMemoryMiB<<20 {
 			t.Errorf("%s: module share %d instances, %d MiB; want %d, %d", tc.module, n, mem>>20, tc.wantInstances, tc.wantMemoryMiB)

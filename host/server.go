@@ -927,6 +927,7 @@ func plural(n int, noun string) string {
 func (s *Server) publish(c *catalog) {
 	s.swapMu.Lock()
 	defer s.swapMu.Unlock()
+	s.metrics.served(c)
 	s.catalog.Store(c)
 	close(s.swapped)
 	s.swapped = make(chan struct{})

@@ -75,6 +75,15 @@
 //   - TestBadOutput (badout.wat): not JSON, wrong shape, no content, two
 //     documents, empty, unknown content type, non-object structuredContent:
 //     each KindBadOutput with the reason.
+//   - TestUnicodeOutput (unicode.wat): lone UTF-16 surrogate escapes and
+//     bytes that are not UTF-8, in text, structuredContent values and
+//     member names, reach the caller and an MCP client as U+FFFD.
+//   - TestNumbersOutput (bignum.wat): 1e400, a 400-digit integer and
+//     -1e309 are KindBadOutput; the largest float64 and 1e-400 pass.
+//   - TestResultCounts (blocks.c): 20,000 content blocks, 150,000 values
+//     and 102 levels of nesting, all within the byte limit, are refused
+//     (too large, too large, invalid) under the default counts, also over
+//     MCP, and pass where the policy raises the tool's limit.
 //   - TestLoadingIsBounded (slowdescribe.wat, and modules generated in the
 //     test): code over the policy's maxCodeMiB and a function body over
 //     1 MiB are load problems naming the bound, refused before they are
@@ -182,5 +191,9 @@
 // expensive module the default limits admit compiles, and when that load
 // ends; BenchmarkLoadPeak the peak RSS and time of the load of the worst
 // module of each class the default bounds admit, each in a process of its
-// own (-benchtime 1x).
+// own (-benchtime 1x); BenchmarkOutputRSS the peak resident memory per MiB
+// of a 61.8 MiB result served over Streamable HTTP, as 2.4 million
+// one-character blocks (with the counts unlimited, and under the defaults),
+// as 10,000 blocks and as one block, each in a process of its own
+// (-benchtime 1x).
 package sandbox_test

@@ -133,7 +133,7 @@ func TestServeCall(t *testing.T) {
 			if err != nil {
 				t.Fatalf("serve: %v", err)
 			}
-			res, err := abi.DecodeResult([]byte(got))
+			res, err := abi.DecodeResult([]byte(got), abi.ResultLimits{})
 			if err != nil {
 				t.Fatalf("the host would refuse the result %s: %v", got, err)
 			}

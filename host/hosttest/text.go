@@ -16,7 +16,7 @@ var forbiddenText = regexp.MustCompile(strings.Join([]string{
 	`\b(taskengine|wasmrt|mcpserver|hosttest|jsonrpc2?)\.\w`,                              // "mcpserver.taskIDParams"
 	`\*[a-z]\w*\.[A-Za-z]\w*`, // "*mcp.CallToolParamsRaw"
 	`\bGo (struct field|value of type)\b|\binterface \{\}|\bmap\[string\]`, // encoding/json's wording
-	`\b(MaxResultBytes|MaxRetainedTasks|MaxRunningPerOwner|MaxArgumentBytes|MaxMessageBytes|MaxOutputBytes|MaxLogBytes|MemoryMiB|MaxConcurrency|MaxQueue|MaxInstances|MemoryBudgetMiB|DefaultTTL|MaxTTL|CancelRemoved|ToolsDir)\b`,
+	`\b(MaxResultBytes|MaxRetainedTasks|MaxRunningPerOwner|MaxArgumentBytes|MaxMessageBytes|MaxOutputBytes|MaxResultBlocks|MaxResultDepth|MaxResultValues|MaxLogBytes|MemoryMiB|MaxConcurrency|MaxQueue|MaxInstances|MemoryBudgetMiB|DefaultTTL|MaxTTL|CancelRemoved|ToolsDir)\b`,
 	`\bgoroutine \d+\b|\.go:\d+`, // stack traces
 }, "|"))
 

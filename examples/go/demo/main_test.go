@@ -19,7 +19,7 @@ func call(t *testing.T, req string) *abi.Result {
 	if err := guest.Serve(strings.NewReader(req), &out, wordCount, slowCount, longJob); err != nil {
 		t.Fatalf("Serve: %v", err)
 	}
-	res, err := abi.DecodeResult(out.Bytes())
+	res, err := abi.DecodeResult(out.Bytes(), abi.ResultLimits{})
 	if err != nil {
 		t.Fatalf("DecodeResult(%s): %v", out.Bytes(), err)
 	}

@@ -34,7 +34,7 @@ func roundTrip(t *testing.T, k taskengine.Kind, v any) any {
 func TestCodecRendersTheSameOnEveryReplica(t *testing.T) {
 	res := &callToolResult{
 		ResultBase:        mcp.ResultBase{Meta: mcp.Meta{cacheMetaKey: map[string]any{"hit": true}}},
-		Content:           contentList{{Type: "text", Text: ""}, {Type: "image", Data: "aGk=", MIMEType: "image/png"}},
+		Content:           contentList{textBlock(""), {Type: "image", Data: "aGk=", MIMEType: "image/png"}},
 		StructuredContent: json.RawMessage(`{"n":1}`),
 		IsError:           true,
 	}

@@ -54,6 +54,19 @@
 // A client without the elicitation capability makes Events.Elicit fail at
 // once with an error that is errors.ErrUnsupported.
 //
+// # Answers (answers.go)
+//
+// Every answer a client gives a tool's question, in either era, passes one
+// check before the tool sees it: the action, MCP's shape of an answer
+// (an object of strings, numbers, booleans and arrays of strings, at most
+// 64 KiB), and the question's requestedSchema (jsonschema-go, as go-sdk
+// checks a 2025-11-25 answer, with its defaults then filled in); the tool
+// receives the content encoded anew. A 2026-07-28 answer that fails is
+// refused with -32602 naming its key (the input round answers the error;
+// tasks/update answers none of its responses and the question stays
+// open); a 2025-11-25 response cannot be refused, so the question fails
+// (the guest's elicit returns -1).
+//
 // # 2026-07-28 (modern.go, mrtr.go)
 //
 // A request whose own _meta names protocol 2026-07-28 or later is served

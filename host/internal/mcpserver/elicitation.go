@@ -76,6 +76,13 @@ func (s *Server) elicit(ctx context.Context, ss *mcp.ServerSession, taskID strin
 			reply.Content = b
 		}
 	}
+	// go-sdk checked the answer against the schema already; the check
+	// every era shares (answers.go) goes further. A response cannot be
+	// refused: the question fails.
+	reply, err = checkAnswer(req, reply)
+	if err != nil {
+		return elicitAnswer{err: fmt.Errorf("elicitation failed: %w", err)}
+	}
 	return elicitAnswer{reply: reply}
 }
 

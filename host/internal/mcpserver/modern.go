@@ -261,24 +261,38 @@ type taskUpdateParams struct {
 }
 
 // answerInputs hands each response that answers a pending input request of
-// the task to the work waiting for it. Keys that answer nothing (never
-// asked, already answered, withdrawn) are ignored without being decoded.
+// the task to the work waiting for it, once every one of them passed
+// checkAnswer: a refused answer refuses the update (-32602) and no question
+// is answered. Keys that answer nothing (never asked, already answered,
+// withdrawn) are ignored without being decoded.
 func (s *Server) answerInputs(owner, id string, responses map[string]json.RawMessage) error {
 	pending, err := s.cfg.Engine.PendingInput(owner, id)
 	if err != nil {
 		return engineError(err, id)
 	}
+	type answer struct {
+		key   string
+		reply abi.ElicitReply
+	}
+	var answers []answer
 	for _, r := range pending {
 		raw, ok := responses[r.ID]
 		if !ok {
 			continue
 		}
 		reply, err := decodeElicitResult(raw)
+		if err == nil {
+			req, _ := r.Payload.(abi.ElicitRequest)
+			reply, err = checkAnswer(req, reply)
+		}
 		if err != nil {
 			return rpcError(jsonrpc.CodeInvalidParams, "inputResponses[%s]: %v", strconv.Quote(r.ID), err)
 		}
+		answers = append(answers, answer{r.ID, reply})
+	}
+	for _, a := range answers {
 		// A request withdrawn in the meantime answers nothing: ignored.
-		_ = s.cfg.Engine.Answer(owner, id, r.ID, elicitAnswer{reply: reply})
+		_ = s.cfg.Engine.Answer(owner, id, a.key, elicitAnswer{reply: a.reply})
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -70,12 +71,13 @@ type staged struct {
 	cancel  context.CancelFunc         // ends the guest
 	begin   func() (taskengine.Task, error)
 
-	mu      sync.Mutex
-	asked   map[string]int          // questions asked this round, by digest
-	missing map[string]inputRequest // questions without an answer
-	task    *taskEvents             // once a task
-	begun   chan taskengine.Task    // the task, once begin_task made one
-	refused error                   // why the engine did not take the task
+	mu        sync.Mutex
+	asked     map[string]int          // questions asked this round, by digest
+	missing   map[string]inputRequest // questions without an answer
+	task      *taskEvents             // once a task
+	begun     chan taskengine.Task    // the task, once begin_task made one
+	refused   error                   // why the engine did not take the task
+	badAnswer error                   // the round's first answer that checkAnswer refused
 }
 
 func (c *staged) Progress(p, total float64, msg string) {
@@ -102,9 +104,11 @@ func (c *staged) taskEvents() *taskEvents {
 	return c.task
 }
 
-// Elicit answers from the round's inputResponses; a question without an
-// answer ends the round (the guest is stopped: it is asked again in the
-// next one). Once the call is a task, questions go to tasks/get.
+// Elicit answers from the round's inputResponses, each checked by
+// checkAnswer; a question without an answer ends the round (the guest is
+// stopped: it is asked again in the next one), and so does one whose
+// answer is refused (the round answers -32602). Once the call is a task,
+// questions go to tasks/get.
 func (c *staged) Elicit(ctx context.Context, req abi.ElicitRequest) (abi.ElicitReply, error) {
 	c.mu.Lock()
 	if ev := c.task; ev != nil {
@@ -121,7 +125,19 @@ func (c *staged) Elicit(ctx context.Context, req abi.ElicitRequest) (abi.ElicitR
 	key := questionKey(req, c.asked)
 	if a, ok := c.answers[key]; ok {
 		c.mu.Unlock()
-		return a, nil
+		a, err := checkAnswer(req, a)
+		if err == nil {
+			return a, nil
+		}
+		// The answer is the request's params: the round ends refusing
+		// them, and the question stays the client's to answer again.
+		c.mu.Lock()
+		if c.badAnswer == nil {
+			c.badAnswer = rpcError(jsonrpc.CodeInvalidParams, "inputResponses[%s]: %v", strconv.Quote(key), err)
+		}
+		c.mu.Unlock()
+		c.cancel()
+		return abi.ElicitReply{}, err
 	}
 	if c.missing == nil {
 		c.missing = make(map[string]inputRequest)
@@ -284,10 +300,13 @@ func (s *Server) callStaged(ctx context.Context, rq requestor, cat Catalog, rele
 		default:
 		}
 		c.mu.Lock()
-		refused := c.refused
+		refused, bad := c.refused, c.badAnswer
 		c.mu.Unlock()
 		if refused != nil {
 			return nil, engineError(refused, "")
+		}
+		if bad != nil {
+			return nil, bad
 		}
 		if open := c.openQuestions(); open != nil {
 			return &inputRequiredResult{ResultType: resultInputRequired, InputRequests: open}, nil

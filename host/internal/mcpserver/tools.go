@@ -41,7 +41,9 @@ type Catalog interface {
 	// validated by the catalog, once, inside the call's admission and
 	// deadline), reporting to ev. A failure is an error wrapping a
 	// *[Failure], or [ErrUnknownTool] when name is not (or no longer)
-	// served. Call returns promptly once ctx is done.
+	// served. Call returns promptly once ctx is done. The questions a
+	// tool passes to ev.Elicit have the flat requestedSchema MCP allows
+	// (no references): their answers are checked against it.
 	Call(ctx context.Context, name string, args json.RawMessage, ev abi.Events) (*abi.Result, error)
 }
 
@@ -125,38 +127,44 @@ type callToolResult struct {
 // contentList is the content of a CallToolResult on the wire. A text block
 // always has "text", even empty (MCP clients require the member; abi's
 // own encoding omits an empty one), and a block has only the members of
-// its type.
-type contentList []abi.Content
+// its type. It is a plain slice with no MarshalJSON of its own, so that
+// the encoder of the whole answer writes the blocks in place: the bytes a
+// MarshalJSON returns are copied and compacted again, twice a result's
+// text more in memory.
+type contentList []wireContent
 
-func (l contentList) MarshalJSON() ([]byte, error) {
-	type text struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
+type wireContent struct {
+	Type     string  `json:"type"`
+	Text     *string `json:"text,omitempty"` // set for every text block
+	Data     string  `json:"data,omitempty"`
+	MIMEType string  `json:"mimeType,omitempty"`
+}
+
+func textBlock(s string) wireContent { return wireContent{Type: "text", Text: &s} }
+
+// text is the block's text, "" for a block of another type.
+func (c wireContent) text() string {
+	if c.Text == nil {
+		return ""
 	}
-	type data struct {
-		Type     string `json:"type"`
-		Data     string `json:"data"`
-		MIMEType string `json:"mimeType"`
-	}
-	blocks := make([]any, len(l))
-	for i, c := range l {
-		if c.Type == "text" {
-			blocks[i] = text{c.Type, c.Text}
-		} else {
-			blocks[i] = data{c.Type, c.Data, c.MIMEType}
-		}
-	}
-	return json.Marshal(blocks)
+	return *c.Text
 }
 
 func toolError(msg string) *callToolResult {
-	return &callToolResult{Content: contentList{{Type: "text", Text: msg}}, IsError: true}
+	return &callToolResult{Content: contentList{textBlock(msg)}, IsError: true}
 }
 
+// renderResult is r as a CallToolResult. Text blocks point into r, which
+// no one changes (a result may be shared from the result cache).
 func renderResult(r *abi.Result) *callToolResult {
-	c := contentList(r.Content)
-	if c == nil {
-		c = contentList{}
+	c := make(contentList, len(r.Content))
+	for i := range r.Content {
+		b := &r.Content[i]
+		if b.Type == "text" {
+			c[i] = wireContent{Type: b.Type, Text: &b.Text}
+		} else {
+			c[i] = wireContent{Type: b.Type, Data: b.Data, MIMEType: b.MIMEType}
+		}
 	}
 	return &callToolResult{Content: c, StructuredContent: r.StructuredContent, IsError: r.IsError}
 }
@@ -166,7 +174,7 @@ func renderResult(r *abi.Result) *callToolResult {
 func (r *callToolResult) size() int64 {
 	n := int64(len(r.StructuredContent)) + 32
 	for _, c := range r.Content {
-		n += int64(len(c.Text)+len(c.Data)+len(c.MIMEType)) + 32
+		n += int64(len(c.text())+len(c.Data)+len(c.MIMEType)) + 32
 	}
 	return n
 }
@@ -395,11 +403,11 @@ func endedBy(ctx context.Context) error {
 
 func firstText(r *callToolResult, def string) string {
 	for _, c := range r.Content {
-		if c.Type == "text" && c.Text != "" {
-			if len(c.Text) > 200 {
-				return c.Text[:200]
+		if t := c.text(); c.Type == "text" && t != "" {
+			if len(t) > 200 {
+				return t[:200]
 			}
-			return c.Text
+			return t
 		}
 	}
 	return def

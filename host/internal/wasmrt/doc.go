@@ -37,9 +37,11 @@
 // A call's arguments are parsed once, in Module.Call, and validated against
 // the compiled schema before any guest runs ([*ArgumentsError]), within the
 // call's Timeout; the request the guest reads is then written around them,
-// not encoded again. A result of a tool that declares an outputSchema must
-// carry structuredContent that conforms, unless it is a tool error
-// ([KindBadOutput]).
+// not encoded again. The guest's stdout is decoded once, by
+// abi.DecodeResult within Limits.Result (a result over its counts is
+// [KindOutputTooLarge], any other bad result [KindBadOutput]). A result of
+// a tool that declares an outputSchema must carry structuredContent that
+// conforms, unless it is a tool error ([KindBadOutput]).
 //
 // # Schemas
 //

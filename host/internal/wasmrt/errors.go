@@ -111,7 +111,7 @@ const (
 	KindCanceled       Kind = "canceled"         // the caller's context was canceled
 	KindOutOfMemory    Kind = "out of memory"    // the guest asked for more memory than its limit
 	KindBadOutput      Kind = "bad output"       // exit 0 but stdout is not a valid answer
-	KindOutputTooLarge Kind = "output too large" // stdout passed the output limit
+	KindOutputTooLarge Kind = "output too large" // stdout passed the output limit, or the result its counts
 	KindInstantiate    Kind = "instantiate"      // the instance could not be created
 )
 

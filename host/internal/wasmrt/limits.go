@@ -11,6 +11,8 @@ import (
 
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
+
+	"github.com/wasmtask/wasmtask/abi"
 )
 
 const (
@@ -18,10 +20,10 @@ const (
 	maxWasm32MiB = 4096 // 65536 pages: all a wasm32 memory can address
 )
 
-// Limits bound one call. Every field but Env and Mounts is required (a zero
-// field is an error): the numbers are the operator's, resolved by the host
-// from its policy, never by the module, and wasmrt keeps no defaults of its
-// own.
+// Limits bound one call. Every field but Env, Mounts and Result is
+// required (a zero field is an error): the numbers are the operator's,
+// resolved by the host from its policy, never by the module, and wasmrt
+// keeps no defaults of its own (Result's are the ABI's).
 type Limits struct {
 	MemoryMiB      int               // linear memory; capped by Config.MaxMemoryMiB
 	Timeout        time.Duration     // wall clock
@@ -29,6 +31,7 @@ type Limits struct {
 	MaxLogBytes    int               // stderr and log calls forwarded to Events.Log; tail of stderr kept
 	Env            map[string]string // environment variables the guest sees; none by default
 	Mounts         []Mount           // directories the guest sees; none by default
+	Result         abi.ResultLimits  // counts of the result (blocks, nesting, values); a zero field is abi's default
 
 	elapsed time.Duration // of Timeout, spent before the guest starts (checking arguments)
 }
@@ -219,6 +222,19 @@ func (w *limitedWriter) Write(p []byte) (int, error) {
 	w.counted += max(len(p), 1)
 	if w.buf == nil && w.pooled && len(p) > 0 {
 		w.buf = getOutput()
+	}
+	if need := len(w.buf) + len(p); need > cap(w.buf) {
+		// Double, never past the limit: at most twice the limit is
+		// held at once (ioBytes) and three times allocated in all.
+		// append grows large slices by a quarter, and every step's
+		// copy stays in the heap until it is collected: about five
+		// times the output.
+		grown := make([]byte, len(w.buf), min(max(2*cap(w.buf), need), max(w.max, need)))
+		copy(grown, w.buf)
+		if w.pooled {
+			putOutput(w.buf)
+		}
+		w.buf = grown
 	}
 	w.buf = append(w.buf, p...)
 	return len(p), nil

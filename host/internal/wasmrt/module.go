@@ -381,9 +381,12 @@ func (m *Module) Call(ctx context.Context, tool string, args json.RawMessage, li
 	if gerr != nil {
 		return nil, gerr
 	}
-	res, err := abi.DecodeResult(out)
+	res, err := abi.DecodeResult(out, lim.Result)
 	if err != nil {
 		detail := strings.TrimPrefix(err.Error(), abi.ErrResult.Error()+": ")
+		if errors.Is(err, abi.ErrResultTooLarge) {
+			return nil, &GuestError{Module: m.name, Tool: tool, Kind: KindOutputTooLarge, Msg: detail, cause: err}
+		}
 		return nil, &GuestError{Module: m.name, Tool: tool, Kind: KindBadOutput, Msg: detail + snippet(out), cause: err}
 	}
 	if err := checkOutput(ts.out, res); err != nil {

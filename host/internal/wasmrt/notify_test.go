@@ -1,6 +1,7 @@
 package wasmrt
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -133,6 +134,34 @@ func TestWritersBoundVectoredWrites(t *testing.T) {
 	if _, err := (ctxReader{ctx, strings.NewReader("x")}).Read(make([]byte, 1)); !errors.Is(err, errCallOver) {
 		t.Errorf("read after the call ended: %v, want errCallOver", err)
 	}
+}
+
+// TestOutputGrowsByDoubling: stdout's buffer at least doubles at each
+// growth and never grows past the limit, so that at most twice the limit
+// is held at once (the old buffer and its copy: the reservation, ioBytes)
+// and at most three times is allocated in all (append's growth by a
+// quarter allocates about five).
+func TestOutputGrowsByDoubling(t *testing.T) {
+	const limit = 10 << 20
+	w := &limitedWriter{ctx: context.Background(), max: limit, pooled: true}
+	chunk := bytes.Repeat([]byte("x"), 27)
+	allocated, prev := 0, 0
+	for w.counted+len(chunk) <= limit {
+		if _, err := w.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+		if c := cap(w.buf); c != prev {
+			if prev > 0 && c < 2*prev && c != limit {
+				t.Fatalf("the buffer grew from %d to %d bytes, want at least double or the limit", prev, c)
+			}
+			allocated += c
+			prev = c
+		}
+	}
+	if prev > limit || allocated > 3*limit {
+		t.Errorf("the buffer ends at %d bytes after %d allocated in all, want at most %d and %d", prev, allocated, limit, 3*limit)
+	}
+	putOutput(w.buf)
 }
 
 // TestElicitBudget: a call asks at most elicitBurst questions at once,

@@ -104,6 +104,7 @@ func TestCallFailures(t *testing.T) {
 		{name: "garbage stdout", tool: "garbage", kind: KindBadOutput, is: abi.ErrResult, want: []string{`"not json :-("`}},
 		{name: "endless stdout", tool: "flood", lim: with(Limits{MaxOutputBytes: 1024}), kind: KindOutputTooLarge, want: []string{"output exceeds 1024 bytes"}},
 		{name: "valid but too large", tool: "big", lim: with(Limits{MaxOutputBytes: 1024}), kind: KindOutputTooLarge, want: []string{"output exceeds 1024 bytes"}},
+		{name: "valid but over its counts", tool: "big", lim: with(Limits{Result: abi.ResultLimits{MaxValues: 4}}), kind: KindOutputTooLarge, is: abi.ErrResultTooLarge, want: []string{"more than 4 JSON values"}},
 		{name: "wild pointer", tool: "wild", kind: KindTrap, want: []string{"wasmtask_v1.log: buffer [4294967040, 4294971136) is outside the module's memory (65536 bytes)"}},
 		{name: "exit code", tool: "xit", kind: KindExit, want: []string{"exit code 3", "stderr: bad thing"}},
 	}

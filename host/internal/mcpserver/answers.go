@@ -1,0 +1,136 @@
+package mcpserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/wasmtask/wasmtask/abi"
+)
+
+// This file checks a client's answer to a tool's question before the tool
+// sees it, the same way whichever era the answer arrived in: an
+// elicitation/create response (2025-11-25), an inputResponses entry of a
+// retried tools/call or a tasks/update (2026-07-28). Only where the answer
+// arrived differs: a 2026-07-28 answer is a request's params, refused with
+// -32602 (the question stays open); a 2025-11-25 answer is a response,
+// which cannot be refused, so the tool's question fails instead.
+
+// maxAnswerBytes bounds one answer's content as the tool receives it: as
+// much as a question may take (the runtime's bound on an elicit request).
+// A form of strings, numbers and choices fits many times over.
+const maxAnswerBytes = 64 << 10
+
+// maxAnswerDetail bounds the validator's finding quoted in the error: it
+// may quote the offending value.
+const maxAnswerDetail = 256
+
+// answerError is an answer the check refused: Detail says why, in the
+// client's terms.
+type answerError struct{ Detail string }
+
+func (e *answerError) Error() string {
+	return "the answer does not match the question: " + e.Detail
+}
+
+func badAnswer(format string, args ...any) error {
+	d := fmt.Sprintf(format, args...)
+	if len(d) > maxAnswerDetail {
+		i := maxAnswerDetail
+		for i > 0 && !utf8.RuneStart(d[i]) {
+			i--
+		}
+		d = d[:i] + "…"
+	}
+	return &answerError{Detail: d}
+}
+
+// checkAnswer checks reply, the client's answer to req, and returns it as
+// the tool receives it. The action is accept, decline or cancel; only an
+// accepted answer carries content (a declined one's is dropped). Content is
+// an object of at most maxAnswerBytes whose members are strings, numbers,
+// booleans or arrays of strings (MCP's ElicitResult), that req's
+// requestedSchema accepts; the schema's defaults are then filled in, as
+// go-sdk does for a 2025-11-25 answer, and the content is encoded anew
+// (valid UTF-8, numbers within float64). An accepted answer without content
+// is checked as an empty object.
+//
+// req.RequestedSchema is the flat form MCP allows, without references: the
+// runtime refuses any other question before it reaches [abi.Events]
+// (jsonschema-go follows references without bound).
+func checkAnswer(req abi.ElicitRequest, reply abi.ElicitReply) (abi.ElicitReply, error) {
+	switch reply.Action {
+	case "accept":
+	case "decline", "cancel":
+		return abi.ElicitReply{Action: reply.Action}, nil
+	default:
+		return abi.ElicitReply{}, badAnswer(`"action" must be "accept", "decline" or "cancel"`)
+	}
+	raw := bytes.TrimSpace(reply.Content)
+	if len(raw) == 0 || isNull(raw) {
+		raw = []byte("{}")
+	}
+	if len(raw) > maxAnswerBytes {
+		return abi.ElicitReply{}, badAnswer("its content is %d bytes, more than the limit of %d", len(raw), maxAnswerBytes)
+	}
+	var content map[string]any
+	if err := json.Unmarshal(raw, &content); err != nil || content == nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && strings.HasPrefix(te.Value, "number") {
+			return abi.ElicitReply{}, badAnswer("it has a number outside the range of a 64-bit float")
+		}
+		return abi.ElicitReply{}, badAnswer(`"content" must be an object of strings, numbers, booleans and arrays of strings`)
+	}
+	for _, name := range slices.Sorted(maps.Keys(content)) {
+		if err := primitive(content[name]); err != nil {
+			return abi.ElicitReply{}, badAnswer("property %q %v", name, err)
+		}
+	}
+	if len(req.RequestedSchema) > 0 {
+		var s jsonschema.Schema
+		if err := json.Unmarshal(req.RequestedSchema, &s); err != nil {
+			return abi.ElicitReply{}, badAnswer("the question's requestedSchema cannot be read")
+		}
+		rs, err := s.Resolve(nil)
+		if err != nil {
+			return abi.ElicitReply{}, badAnswer("the question's requestedSchema cannot be read")
+		}
+		if err := rs.Validate(content); err != nil {
+			return abi.ElicitReply{}, badAnswer("%v", err)
+		}
+		if err := rs.ApplyDefaults(&content); err != nil {
+			return abi.ElicitReply{}, badAnswer("%v", err)
+		}
+	}
+	b, err := json.Marshal(content)
+	if err != nil {
+		return abi.ElicitReply{}, badAnswer("its content cannot be encoded")
+	}
+	return abi.ElicitReply{Action: "accept", Content: b}, nil
+}
+
+// primitive checks one member of an answer's content: a string, a number,
+// a boolean or an array of strings.
+func primitive(v any) error {
+	switch v := v.(type) {
+	case string, float64, bool:
+		return nil
+	case []any:
+		for _, e := range v {
+			if _, ok := e.(string); !ok {
+				return errors.New("is an array with a member that is not a string")
+			}
+		}
+		return nil
+	case nil:
+		return errors.New("is null, not a string, number, boolean or array of strings")
+	}
+	return errors.New("is an object, not a string, number, boolean or array of strings")
+}
