@@ -82,7 +82,9 @@ int main(void) {
         return 0;
     }
     if (strstr(req, "\"tool\":\"fill\"")) {
-        printf("{\"content\":[{\"type\":\"text\",\"text\":\"%u\"}]}", fill_loop((unsigned)number(args, "n")));
+        unsigned char *buf = malloc(FILL_BYTES);
+        if (!buf) return 1;
+        printf("{\"content\":[{\"type\":\"text\",\"text\":\"%u\"}]}", fill_loop(buf, (unsigned)number(args, "n")));
         return 0;
     }
     fputs("{\"content\":[{\"type\":\"text\",\"text\":\"unknown tool\"}],\"isError\":true}", stdout);
