@@ -57,6 +57,7 @@ func BenchmarkBulk(b *testing.B) {
 						defer closeRT()
 						count := newInstance().ExportedFunction("count")
 						for b.Loop() {
+							ctx := context.WithValue(ctx, callStateKey{}, &callState{}) // as Call has it
 							if _, err := count.Call(ctx, op.op, 64, op.size); err != nil {
 								b.Fatal(err)
 							}

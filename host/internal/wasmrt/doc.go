@@ -182,8 +182,9 @@
 // length: it becomes a call of an appended function that does its work in
 // steps of 64 KiB or 4,096 entries and checks the fuel between them
 // (bulk.go). That host call is also where Go can preempt the goroutine for
-// its garbage collector, and it yields to the scheduler, so that spinning
-// guests take turns with every other goroutine. The
+// its garbage collector, and it yields to the scheduler once per
+// millisecond of guest work, so that spinning guests take turns with every
+// other goroutine. The
 // runtime is not built WithCloseOnContextDone, in either engine: it made
 // every loop iteration of compiled code leave native code, and a tight
 // loop ran about 20 times slower (BenchmarkSpin).

@@ -47,7 +47,8 @@ type callState struct {
 	preinit       bool // the run is a pre-initialisation: host functions trap
 	abi11         bool // the module knows ABI 1.1's codes (elicit's -3)
 
-	onFuel func(stopping bool) // called at each fuel check (tests; see fuelHookKey)
+	onFuel  func(stopping bool) // called at each fuel check (tests; see fuelHookKey)
+	yielded time.Time           // when the guest last yielded at a fuel check (yieldIfDue)
 
 	elicits     int       // elicitations asked so far
 	elicitReady time.Time // when the next elicitation past the burst may be asked
