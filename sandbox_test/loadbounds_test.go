@@ -6,10 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"runtime"
-	"runtime/debug"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -389,20 +386,19 @@ func TestSnapshotBounded(t *testing.T) {
 			stillServes(t, s)
 		})
 		t.Run("six", func(t *testing.T) {
-			if raceEnabled {
-				// Six pre-initialisations of 60 MiB, two at a time, each
-				// within the fixed 2 s of _initialize: under the race
-				// detector on 2 shared cores one took 2.17 s.
-				t.Skip("needs the host's code at full speed: run without -race")
-			}
+			// Six modules of 12 MiB against a snapshot budget of 50 MiB
+			// (a quarter of 200): four fit, two are refused. (Smaller than
+			// "one"'s 60 MiB so that six pre-initialisations stay within
+			// _initialize's fixed 2 s under the race detector too.)
+			const mib = 12
 			watchBaseline(t)
 			fsys := fstest.MapFS{"normal.wasm": {Data: wasm(t, "normal")}}
 			// Named in the policy, so that Problems waits for every one of
 			// them (once a module hits a load limit, the start waits only
 			// for the modules the policy names).
-			six := &host.Policy{MemoryBudgetMiB: pol.MemoryBudgetMiB, Modules: map[string]host.ModulePolicy{}}
+			six := &host.Policy{MemoryBudgetMiB: 200, Modules: map[string]host.ModulePolicy{}}
 			for i := range 6 {
-				fsys[fmt.Sprintf("snap%d.wasm", i)] = &fstest.MapFile{Data: renamed(t, snap, i)}
+				fsys[fmt.Sprintf("snap%d.wasm", i)] = &fstest.MapFile{Data: resized(t, renamed(t, snap, i), mib)}
 				six.Modules[fmt.Sprintf("snap%d", i)] = host.ModulePolicy{}
 			}
 			s, err := host.New(context.Background(), host.Config{ToolsFS: fsys, Interpreter: e.interpreter, Policy: six})
@@ -420,9 +416,13 @@ func TestSnapshotBounded(t *testing.T) {
 				}
 				refused++
 			}
-			held := s.Limits().SnapshotBytes
-			if refused != 2 || held > 256<<20 || held < 4*(filled-64<<10) {
-				t.Errorf("%d of 6 refused, snapshots hold %d MiB; want 2 refused and four snapshots of 60 MiB within 256 MiB", refused, held>>20)
+			lim := s.Limits()
+			if lim.SnapshotBudgetMiB != 50 {
+				t.Fatalf("snapshot budget %d MiB, want 50", lim.SnapshotBudgetMiB)
+			}
+			held := lim.SnapshotBytes
+			if refused != 2 || held > 50<<20 || held < 4*(mib<<20-64<<10) {
+				t.Errorf("%d of 6 refused, snapshots hold %d MiB; want 2 refused and four snapshots of %d MiB within 50 MiB", refused, held>>20, mib)
 			}
 			stillServes(t, s)
 		})
@@ -455,6 +455,16 @@ func renamed(t *testing.T, wasm []byte, i int) []byte {
 	out := bytes.Replace(wasm, []byte(`"name":"filled"`), []byte(fmt.Sprintf(`"name":"fill_%d"`, i)), 1)
 	if bytes.Equal(out, wasm) {
 		t.Fatal("snapfill declares no tool named filled")
+	}
+	return out
+}
+
+// resized returns snapfill's wasm filling mib MiB instead of 60.
+func resized(t *testing.T, wasm []byte, mib byte) []byte {
+	t.Helper()
+	out := bytes.Replace(wasm, []byte("fill MiB:\x3c"), []byte("fill MiB:"+string(rune(mib))), 1)
+	if bytes.Equal(out, wasm) {
+		t.Fatal("snapfill has no fill size to patch")
 	}
 	return out
 }
@@ -497,30 +507,14 @@ var worstAdmitted = []struct {
 //
 //	go test -run '^$' -bench LoadPeak -benchtime 1x ./sandbox_test/
 func BenchmarkLoadPeak(b *testing.B) {
-	if _, err := os.Stat("/proc/self/clear_refs"); err != nil {
-		b.Skip("needs Linux /proc")
-	}
+	needsProc(b)
 	for _, e := range engines {
 		for _, c := range worstAdmitted {
 			b.Run(e.name+"/"+c.name, func(b *testing.B) {
 				var rss, ms float64
 				for b.Loop() {
-					cmd := exec.Command(os.Args[0], "-test.run=^TestLoadPeakChild$", "-test.count=1")
-					cmd.Env = append(os.Environ(), "WASMTASK_LOADPEAK_CASE="+c.name, "WASMTASK_PEAK_ENGINE="+e.name)
-					out, err := cmd.CombinedOutput()
-					if err != nil {
-						b.Fatalf("child: %v\n%s", err, out)
-					}
-					var base, peak, took int64
-					for line := range strings.Lines(string(out)) {
-						if _, err := fmt.Sscanf(line, "load-peak %d %d %d", &base, &peak, &took); err == nil {
-							break
-						}
-					}
-					if peak == 0 {
-						b.Fatalf("child printed no measurement:\n%s", out)
-					}
-					rss, ms = float64(peak-base)/(1<<20), float64(took)/1e6
+					f := measureInChild(b, "TestLoadPeakChild", c.name, e.name)
+					rss, ms = float64(field(b, f, 1)-field(b, f, 0))/(1<<20), float64(field(b, f, 2))/1e6
 				}
 				b.ReportMetric(rss, "peak-MiB")
 				b.ReportMetric(ms, "load-ms")
@@ -532,31 +526,21 @@ func BenchmarkLoadPeak(b *testing.B) {
 // TestLoadPeakChild is one measurement of BenchmarkLoadPeak; it does
 // nothing unless the benchmark started it.
 func TestLoadPeakChild(t *testing.T) {
-	name := os.Getenv("WASMTASK_LOADPEAK_CASE")
-	if name == "" {
-		t.Skip("run by BenchmarkLoadPeak")
-	}
+	name, interpreter := childCase(t)
 	for _, c := range worstAdmitted {
 		if c.name != name {
 			continue
 		}
 		mod := c.wasm(t)
-		runtime.GC()
-		debug.FreeOSMemory()
-		base := procStatus(t, "VmRSS")
-		if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
-			t.Fatal(err)
-		}
+		base := resetPeak(t)
 		start := time.Now()
-		s, err := host.New(context.Background(), host.Config{ToolsFS: fstest.MapFS{"worst.wasm": {Data: mod}},
-			Interpreter: os.Getenv("WASMTASK_PEAK_ENGINE") == "interpreter"})
+		s, err := host.New(context.Background(), host.Config{ToolsFS: fstest.MapFS{"worst.wasm": {Data: mod}}, Interpreter: interpreter})
 		if err != nil {
 			t.Fatal(err)
 		}
 		ps := s.Problems()
 		took := time.Since(start)
-		peak := procStatus(t, "VmHWM")
-		fmt.Printf("load-peak %d %d %d\n", base, peak, took.Nanoseconds())
+		report(base, peakRSS(t), took.Nanoseconds())
 		for _, p := range ps {
 			if errors.Is(p.Err, host.ErrLoadLimit) {
 				t.Errorf("refused for a bound, not admitted: %v", p)

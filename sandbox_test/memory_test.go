@@ -1,14 +1,10 @@
 package sandbox_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
@@ -176,31 +172,14 @@ var peakCases = []struct {
 //
 //	go test -run '^$' -bench PeakRSS -benchtime 1x ./sandbox_test/
 func BenchmarkPeakRSS(b *testing.B) {
-	if _, err := os.Stat("/proc/self/clear_refs"); err != nil {
-		b.Skip("needs Linux /proc")
-	}
+	needsProc(b)
 	for _, e := range engines {
 		for _, c := range peakCases {
 			b.Run(e.name+"/"+c.name, func(b *testing.B) {
 				var over float64
 				for b.Loop() {
-					cmd := exec.Command(os.Args[0], "-test.run=^TestPeakRSSChild$", "-test.count=1")
-					cmd.Env = append(os.Environ(), "WASMTASK_PEAK_CASE="+c.name, "WASMTASK_PEAK_ENGINE="+e.name)
-					out, err := cmd.CombinedOutput()
-					if err != nil {
-						b.Fatalf("child: %v\n%s", err, out)
-					}
-					var base, peak int64
-					sc := bufio.NewScanner(strings.NewReader(string(out)))
-					for sc.Scan() {
-						if _, err := fmt.Sscanf(sc.Text(), "peak-rss %d %d", &base, &peak); err == nil {
-							break
-						}
-					}
-					if peak == 0 {
-						b.Fatalf("child printed no measurement:\n%s", out)
-					}
-					over = float64(peak-base-int64(c.mib)<<20) / (1 << 20)
+					f := measureInChild(b, "TestPeakRSSChild", c.name, e.name)
+					over = float64(field(b, f, 1)-field(b, f, 0)-int64(c.mib)<<20) / (1 << 20)
 				}
 				b.ReportMetric(over, "MiB-over-grant")
 			})
@@ -211,11 +190,7 @@ func BenchmarkPeakRSS(b *testing.B) {
 // TestPeakRSSChild is one measurement of BenchmarkPeakRSS; it does nothing
 // unless the benchmark started it.
 func TestPeakRSSChild(t *testing.T) {
-	name := os.Getenv("WASMTASK_PEAK_CASE")
-	if name == "" {
-		t.Skip("run by BenchmarkPeakRSS")
-	}
-	interpreter := os.Getenv("WASMTASK_PEAK_ENGINE") == "interpreter"
+	name, interpreter := childCase(t)
 	for _, c := range peakCases {
 		if c.name != name {
 			continue
@@ -225,37 +200,11 @@ func TestPeakRSSChild(t *testing.T) {
 			mod = manyGlobals(t)
 		}
 		s := serveWasm(t, interpreter, &host.Policy{Defaults: host.ToolPolicy{MemoryMiB: c.mib}}, map[string][]byte{c.module: mod})
-		runtime.GC()
-		debug.FreeOSMemory()
-		base := procStatus(t, "VmRSS")
-		if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
-			t.Fatal(err)
-		}
+		base := resetPeak(t)
 		_, err := s.Call(context.Background(), c.tool, nil, nil)
-		peak := procStatus(t, "VmHWM")
-		fmt.Printf("peak-rss %d %d\n", base, peak)
+		report(base, peakRSS(t))
 		t.Logf("call: %v", err)
 		return
 	}
 	t.Fatalf("unknown case %q", name)
-}
-
-// procStatus returns a "kB" field of /proc/self/status, in bytes.
-func procStatus(t *testing.T, field string) int64 {
-	t.Helper()
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, field+":"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return kb << 10
-		}
-	}
-	t.Fatalf("no %s in /proc/self/status", field)
-	return 0
 }

@@ -1,7 +1,6 @@
 package sandbox_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -9,10 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
-	"runtime"
-	"runtime/debug"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -194,35 +189,17 @@ func outputBytes(count, length int) int {
 //
 //	go test -run '^$' -bench OutputRSS -benchtime 1x ./sandbox_test/
 func BenchmarkOutputRSS(b *testing.B) {
-	if _, err := os.Stat("/proc/self/clear_refs"); err != nil {
-		b.Skip("needs Linux /proc")
-	}
+	needsProc(b)
 	for _, c := range outputCases {
 		b.Run(c.name, func(b *testing.B) {
 			var perMiB, answered float64
 			for b.Loop() {
-				cmd := exec.Command(os.Args[0], "-test.run=^TestOutputRSSChild$", "-test.count=1")
-				cmd.Env = append(os.Environ(), "WASMTASK_OUTPUT_CASE="+c.name)
-				out, err := cmd.CombinedOutput()
-				if err != nil {
-					b.Fatalf("child: %v\n%s", err, out)
+				f := measureInChild(b, "TestOutputRSSChild", c.name, "")
+				if want := map[bool]string{true: "result", false: "tool_error"}[c.unlimited || c.blocks <= 10_000]; len(f) < 4 || f[3] != want {
+					b.Fatalf("the call ended with %q, want a %s", f, want)
 				}
-				var base, peak, sent int64
-				var outcome string
-				sc := bufio.NewScanner(bytes.NewReader(out))
-				for sc.Scan() {
-					if _, err := fmt.Sscanf(sc.Text(), "output-rss %d %d %d %s", &base, &peak, &sent, &outcome); err == nil {
-						break
-					}
-				}
-				if peak == 0 {
-					b.Fatalf("child printed no measurement:\n%s", out)
-				}
-				if want := map[bool]string{true: "result", false: "tool_error"}[c.unlimited || c.blocks <= 10_000]; outcome != want {
-					b.Fatalf("the call ended with a %s, want a %s:\n%s", outcome, want, out)
-				}
-				perMiB = float64(peak-base) / float64(outputBytes(c.blocks, c.length))
-				answered = float64(sent) / (1 << 20)
+				perMiB = float64(field(b, f, 1)-field(b, f, 0)) / float64(outputBytes(c.blocks, c.length))
+				answered = float64(field(b, f, 2)) / (1 << 20)
 			}
 			b.ReportMetric(perMiB, "RSS-MiB/output-MiB")
 			b.ReportMetric(answered, "MiB-sent")
@@ -231,14 +208,11 @@ func BenchmarkOutputRSS(b *testing.B) {
 }
 
 // TestOutputRSSChild is one measurement of BenchmarkOutputRSS; it does
-// nothing unless the benchmark started it. It prints the RSS before the
+// nothing unless the benchmark started it. It reports the RSS before the
 // call, the peak during it, the bytes of the answer, and whether the
 // answer was the result or a tool error.
 func TestOutputRSSChild(t *testing.T) {
-	name := os.Getenv("WASMTASK_OUTPUT_CASE")
-	if name == "" {
-		t.Skip("run by BenchmarkOutputRSS")
-	}
+	name, _ := childCase(t)
 	for _, c := range outputCases {
 		if c.name != name {
 			continue
@@ -261,12 +235,7 @@ func TestOutputRSSChild(t *testing.T) {
 		req.Header.Set("Mcp-Protocol-Version", hosttest.ModernVersion)
 		req.Header.Set("Mcp-Method", "tools/call")
 		req.Header.Set("Mcp-Name", c.tool)
-		runtime.GC()
-		debug.FreeOSMemory()
-		base := procStatus(t, "VmRSS")
-		if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
-			t.Fatal(err)
-		}
+		base := resetPeak(t)
 		resp, err := hs.Client().Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -277,7 +246,7 @@ func TestOutputRSSChild(t *testing.T) {
 		n, _ := io.ReadFull(resp.Body, head)
 		rest, err := io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
-		peak := procStatus(t, "VmHWM")
+		peak := peakRSS(t)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -285,7 +254,7 @@ func TestOutputRSSChild(t *testing.T) {
 		if bytes.Contains(head[:n], []byte(`"isError":true`)) || int64(n)+rest < 1<<20 {
 			outcome = "tool_error"
 		}
-		fmt.Printf("output-rss %d %d %d %s\n", base, peak, int64(n)+rest, outcome)
+		report(base, peak, int64(n)+rest, outcome)
 		t.Logf("HTTP %d, answer starts %.300s", resp.StatusCode, head[:n])
 		return
 	}
