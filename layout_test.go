@@ -28,7 +28,10 @@ var rules = []rule{
 	{dir: "abi", allow: []string{module + "/abi"}},
 	{dir: "taskengine", allow: []string{module + "/taskengine", "github.com/hashicorp/golang-lru/v2"}},
 	{dir: "plugins", allow: []string{module + "/plugins", module + "/abi", "github.com/fsnotify/fsnotify"}},
-	{dir: "host/internal/wasmrt", allow: []string{module + "/abi", module + "/host/internal/wasmrt", "github.com/tetratelabs/wazero", "github.com/google/jsonschema-go"},
+	// The JSON Schema room: jsonschema-go and the standard library, never
+	// the Wasm runtime or the MCP SDK.
+	{dir: "host/internal/schema", allow: []string{module + "/host/internal/schema", "github.com/google/jsonschema-go"}},
+	{dir: "host/internal/wasmrt", allow: []string{module + "/abi", module + "/host/internal/wasmrt", module + "/host/internal/schema", "github.com/tetratelabs/wazero"},
 		tests: []string{module + "/host/hosttest"}},
 	{dir: "host/internal/mcpserver", allow: []string{module + "/abi", module + "/taskengine", module + "/host/internal/mcpserver", "github.com/modelcontextprotocol/go-sdk", "github.com/google/jsonschema-go", "github.com/google/go-cmp"},
 		tests: []string{"golang.org/x/tools/txtar", module + "/host/hosttest"}},

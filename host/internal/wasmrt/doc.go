@@ -45,22 +45,9 @@
 //
 // # Schemas
 //
-// jsonschema-go validates by plain recursion, so the schemas a module
-// provides are checked before the library sees them (schema.go): bounded
-// size, nesting and number of subschemas; keywords spelled exactly; local
-// references resolved as the library resolves them, remote ones refused; no
-// cycle among the keywords that apply a subschema to the same value ($ref,
-// $dynamicRef, allOf, anyOf, oneOf, not, if/then/else, dependentSchemas);
-// bounded regular expressions; and a static cost — the work one value at
-// each depth can cause, computed over the schema's graph — within a bound.
-// A value to validate is refused before it is parsed when it nests deeper
-// than 32 levels or when its estimated work (its shape times the static
-// cost) passes a bound; BenchmarkSchema measures the worst cases. The
-// requestedSchema of an elicitation must be the flat form MCP allows
-// (elicitschema.go). A schema that uses only types, properties, required,
-// a closed object and bounds on strings and numbers also gets a quick
-// validator at load (quickschema.go): a value it accepts skips the
-// library; any other value goes to the library, which decides.
+// The schemas a module declares are compiled at load and applied at each
+// call by the schema room (host/internal/schema), which bounds their cost;
+// a schema it refuses makes the load fail with [ErrSchema].
 //
 // Load also merges the module's active data segments into as few as
 // possible (datamerge.go): instantiation applies each segment, and a

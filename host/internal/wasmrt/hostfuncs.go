@@ -15,6 +15,7 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/wasmtask/wasmtask/abi"
+	"github.com/wasmtask/wasmtask/host/internal/schema"
 )
 
 // Bounds on what a guest hands to the host functions.
@@ -258,7 +259,7 @@ func hostElicit(ctx context.Context, mod api.Module, stack []uint64) {
 		return
 	}
 	var req abi.ElicitRequest
-	if len(raw) > maxElicitBytes || json.Unmarshal(raw, &req) != nil || checkElicitSchema(req.RequestedSchema) != nil {
+	if len(raw) > maxElicitBytes || json.Unmarshal(raw, &req) != nil || schema.CheckElicit(req.RequestedSchema) != nil {
 		stack[0] = api.EncodeI32(abi.ElicitBadRequest)
 		return
 	}
@@ -309,7 +310,7 @@ func hostElicitAll(ctx context.Context, mod api.Module, stack []uint64) {
 		return
 	}
 	for _, r := range reqs {
-		if checkElicitSchema(r.RequestedSchema) != nil {
+		if schema.CheckElicit(r.RequestedSchema) != nil {
 			stack[0] = api.EncodeI32(abi.ElicitBadRequest)
 			return
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/wasmtask/wasmtask/abi"
+	"github.com/wasmtask/wasmtask/host/internal/schema"
 )
 
 // Module is a loaded tool module: its compiled code, its validated
@@ -303,7 +304,7 @@ func pastDeadline(ctx context.Context) error {
 
 // toolSchemas are the compiled schemas of one tool; out is nil when the
 // tool declares no outputSchema.
-type toolSchemas struct{ in, out *schema }
+type toolSchemas struct{ in, out *schema.Schema }
 
 // describe asks the module for its manifest within lim, validates it and
 // compiles the tools' input and output schemas.
@@ -319,11 +320,11 @@ func (m *Module) describe(ctx context.Context, lim Limits) error {
 	schemas := make(map[string]toolSchemas, len(man.Tools))
 	for _, t := range man.Tools {
 		var ts toolSchemas
-		if ts.in, err = compileSchema(t.InputSchema); err != nil {
+		if ts.in, err = schema.Compile(t.InputSchema); err != nil {
 			return fmt.Errorf("load %q: %w: tool %q: inputSchema: %v", m.name, ErrSchema, t.Name, err)
 		}
 		if len(t.OutputSchema) > 0 {
-			if ts.out, err = compileSchema(t.OutputSchema); err != nil {
+			if ts.out, err = schema.Compile(t.OutputSchema); err != nil {
 				return fmt.Errorf("load %q: %w: tool %q: outputSchema: %v", m.name, ErrSchema, t.Name, err)
 			}
 		}
@@ -401,16 +402,16 @@ var timeNow = time.Now
 // checkOutput checks a result against the tool's outputSchema, when it
 // declares one: unless the result is a tool error (isError), it must carry
 // structuredContent that the schema accepts.
-func checkOutput(out *schema, res *abi.Result) error {
+func checkOutput(out *schema.Schema, res *abi.Result) error {
 	if out == nil || res.IsError || res.Error != nil {
 		return nil
 	}
 	if len(res.StructuredContent) == 0 {
 		return errors.New("the tool declares an outputSchema but its result has no structuredContent")
 	}
-	v, err := out.decode(res.StructuredContent)
+	v, err := out.Decode(res.StructuredContent)
 	if err == nil {
-		err = out.validate(v)
+		err = out.Validate(v)
 	}
 	if err != nil {
 		return fmt.Errorf("structuredContent does not match the tool's outputSchema: %v", err)
@@ -421,19 +422,19 @@ func checkOutput(out *schema, res *abi.Result) error {
 // validArguments parses args once and validates them: a JSON object that
 // the schema accepts. Empty or null arguments are {}. Arguments nested too
 // deep or too costly to validate are refused before they are parsed.
-func validArguments(s *schema, args json.RawMessage) (json.RawMessage, error) {
+func validArguments(s *schema.Schema, args json.RawMessage) (json.RawMessage, error) {
 	args = bytes.TrimSpace(args)
 	if len(args) == 0 || bytes.Equal(args, []byte("null")) {
 		args = json.RawMessage("{}")
 	}
-	v, err := s.decode(args)
+	v, err := s.Decode(args)
 	if err != nil {
 		return nil, err
 	}
-	if _, isObj := v.(jsonObject); !isObj {
+	if !schema.IsObject(v) {
 		return nil, errors.New("not a JSON object")
 	}
-	if err := s.validate(v); err != nil {
+	if err := s.Validate(v); err != nil {
 		return nil, err
 	}
 	return args, nil

@@ -1,4 +1,4 @@
-package wasmrt
+package schema
 
 import (
 	"encoding/json"
@@ -38,7 +38,7 @@ const (
 // BooleanSchema (type "boolean", default), or a multi-select enum (type
 // "array", items {type "string", enum} or {anyOf of {const, title}},
 // minItems, maxItems, default); each may carry a title and a description.
-func checkElicitSchema(raw json.RawMessage) error {
+func CheckElicit(raw json.RawMessage) error {
 	root, err := parseJSONTree(raw, elicitDepth)
 	if err != nil {
 		return err

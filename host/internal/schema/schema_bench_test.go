@@ -1,4 +1,4 @@
-package wasmrt
+package schema
 
 import (
 	"encoding/json"
@@ -13,7 +13,7 @@ import (
 // (found by bisection). One op is decode plus validate. The metrics say
 // how big the value is and how much of the work budget it uses.
 //
-//	go test -run '^$' -bench Schema ./host/internal/wasmrt/
+//	go test -run '^$' -bench Schema ./host/internal/schema/
 func BenchmarkSchema(b *testing.B) {
 	props30 := func() string {
 		var p []string
@@ -96,7 +96,7 @@ func BenchmarkSchema(b *testing.B) {
 	}
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {
-			s, err := compileSchema(json.RawMessage(tc.schema))
+			s, err := Compile(json.RawMessage(tc.schema))
 			if err != nil {
 				b.Fatalf("compileSchema: %v", err)
 			}
@@ -107,11 +107,11 @@ func BenchmarkSchema(b *testing.B) {
 			value := []byte(tc.value(n))
 			sh, _ := scanJSON(value)
 			for b.Loop() {
-				v, err := s.decode(value)
+				v, err := s.Decode(value)
 				if err != nil {
 					b.Fatal(err)
 				}
-				_ = s.validate(v)
+				_ = s.Validate(v)
 			}
 			b.ReportMetric(float64(len(value)), "value-bytes")
 			b.ReportMetric(float64(s.cost.work(&sh))/maxValidationWork, "budget-used")
@@ -129,7 +129,7 @@ func BenchmarkSchema(b *testing.B) {
 		}
 		raw := json.RawMessage(`{"type":"object","properties":{` + strings.Join(p, ",") + `}}`)
 		for b.Loop() {
-			if _, err := compileSchema(raw); err != nil {
+			if _, err := Compile(raw); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -139,7 +139,7 @@ func BenchmarkSchema(b *testing.B) {
 
 // largestAccepted returns the largest n ≤ 1<<24 for which decode accepts
 // value(n), or 0.
-func largestAccepted(s *schema, value func(int) string) int {
+func largestAccepted(s *Schema, value func(int) string) int {
 	ok := func(n int) bool {
 		sh, fits := scanJSON([]byte(value(n)))
 		return fits && s.cost.work(&sh) <= maxValidationWork

@@ -1,4 +1,4 @@
-package wasmrt
+package schema
 
 import (
 	"math"

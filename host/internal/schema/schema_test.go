@@ -1,4 +1,4 @@
-package wasmrt
+package schema
 
 import (
 	"context"
@@ -15,8 +15,6 @@ import (
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
-
-	"github.com/wasmtask/wasmtask/abi"
 )
 
 // nest returns n levels of {"kw": …} around inner.
@@ -175,7 +173,7 @@ var goodSchemas = []struct {
 func TestSchemaRefused(t *testing.T) {
 	for _, tc := range hostileSchemas {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := compileSchema(json.RawMessage(tc.schema))
+			_, err := Compile(json.RawMessage(tc.schema))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want an error saying %q", err, tc.want)
 			}
@@ -186,15 +184,15 @@ func TestSchemaRefused(t *testing.T) {
 func TestSchemaAccepted(t *testing.T) {
 	for _, tc := range goodSchemas {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := compileSchema(json.RawMessage(tc.schema))
+			s, err := Compile(json.RawMessage(tc.schema))
 			if err != nil {
 				t.Fatalf("compileSchema: %v", err)
 			}
-			v, err := s.decode([]byte(`{"a":"x","left":{"value":1,"right":{}},"kids":[{"kids":[]}]}`))
+			v, err := s.Decode([]byte(`{"a":"x","left":{"value":1,"right":{}},"kids":[{"kids":[]}]}`))
 			if err != nil {
 				t.Fatalf("decode: %v", err)
 			}
-			_ = s.validate(v) // terminates; the outcome depends on the schema
+			_ = s.Validate(v) // terminates; the outcome depends on the schema
 		})
 	}
 }
@@ -318,23 +316,23 @@ func TestScanJSON(t *testing.T) {
 // TestInstanceBounds: values nested too deep, or too costly for the
 // schema, are refused before they are parsed.
 func TestInstanceBounds(t *testing.T) {
-	tree := must(compileSchema(json.RawMessage(goodSchemas[1].schema)))
+	tree := must(Compile(json.RawMessage(goodSchemas[1].schema)))
 	deep := nest("left", maxInstanceDepth+1, "{}")
-	if _, err := tree.decode([]byte(deep)); err == nil || !strings.Contains(err.Error(), "nested deeper than 32 levels") {
+	if _, err := tree.Decode([]byte(deep)); err == nil || !strings.Contains(err.Error(), "nested deeper than 32 levels") {
 		t.Errorf("deep value: got %v, want it refused", err)
 	}
 	ok := nest("left", maxInstanceDepth, "1")
-	if v, err := tree.decode([]byte(ok)); err != nil {
+	if v, err := tree.Decode([]byte(ok)); err != nil {
 		t.Errorf("value %d levels deep: %v", maxInstanceDepth, err)
-	} else if err := tree.validate(v); err == nil {
+	} else if err := tree.Validate(v); err == nil {
 		t.Errorf("a number as a tree node validated")
 	}
-	wide := must(compileSchema(json.RawMessage(`{"anyOf":[` + strings.Repeat(`{"type":"string"},`, 999) + `{}]}`)))
+	wide := must(Compile(json.RawMessage(`{"anyOf":[` + strings.Repeat(`{"type":"string"},`, 999) + `{}]}`)))
 	big := `{"a":"` + strings.Repeat("x", 1<<20) + `"}`
-	if _, err := wide.decode([]byte(big)); err == nil || !strings.Contains(err.Error(), "too large to check") {
+	if _, err := wide.Decode([]byte(big)); err == nil || !strings.Contains(err.Error(), "too large to check") {
 		t.Errorf("1 MiB under a 1000-way anyOf: got %v, want it refused", err)
 	}
-	if _, err := wide.decode([]byte(`{"a":"small"}`)); err != nil {
+	if _, err := wide.Decode([]byte(`{"a":"small"}`)); err != nil {
 		t.Errorf("small value under a 1000-way anyOf: %v", err)
 	}
 }
@@ -344,7 +342,7 @@ func TestInstanceBounds(t *testing.T) {
 // goroutine's stack overflows, and that ends the process (a child process
 // here). When it stops doing so, the checker's cycle rule can be revisited.
 func TestSchemaLibraryRecursesWithoutBound(t *testing.T) {
-	if os.Getenv("WASMRT_SCHEMA_CHILD") == "1" {
+	if os.Getenv("WASMTASK_SCHEMA_CHILD") == "1" {
 		debug.SetMaxStack(16 << 20)
 		var s jsonschema.Schema
 		_ = json.Unmarshal([]byte(`{"type":"object","allOf":[{"$ref":"#"}]}`), &s)
@@ -362,61 +360,10 @@ func TestSchemaLibraryRecursesWithoutBound(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestSchemaLibraryRecursesWithoutBound$")
-	cmd.Env = append(os.Environ(), "WASMRT_SCHEMA_CHILD=1")
+	cmd.Env = append(os.Environ(), "WASMTASK_SCHEMA_CHILD=1")
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || !strings.Contains(string(out), "stack overflow") {
 		t.Fatalf("the library survived a cyclic schema (err %v); output:\n%.500s", err, out)
-	}
-}
-
-// TestCheckOutput: a tool with an outputSchema must return
-// structuredContent that matches it, unless its result is a tool error.
-func TestCheckOutput(t *testing.T) {
-	out := must(compileSchema(json.RawMessage(`{"type":"object","properties":{"count":{"type":"integer"}},"required":["count"]}`)))
-	tests := []struct {
-		name string
-		out  *schema
-		res  abi.Result
-		want string // "" for no error
-	}{
-		{"matches", out, abi.Result{StructuredContent: json.RawMessage(`{"count":3}`)}, ""},
-		{"no outputSchema", nil, abi.Result{}, ""},
-		{"tool error without structuredContent", out, abi.Result{IsError: true}, ""},
-		{"tool error with other structuredContent", out, abi.Result{IsError: true, StructuredContent: json.RawMessage(`{"why":"x"}`)}, ""},
-		{"missing", out, abi.Result{}, "declares an outputSchema but its result has no structuredContent"},
-		{"wrong type", out, abi.Result{StructuredContent: json.RawMessage(`{"count":"many"}`)}, `structuredContent does not match the tool's outputSchema: validating root: validating /properties/count: type: "many" has type "string", want "integer"`},
-		{"required", out, abi.Result{StructuredContent: json.RawMessage(`{}`)}, `missing properties: ["count"]`},
-		{"too deep", out, abi.Result{StructuredContent: json.RawMessage(`{"count":1,"x":` + strings.Repeat("[", 40) + strings.Repeat("]", 40) + `}`)}, "nested deeper than 32 levels"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := checkOutput(tt.out, &tt.res)
-			if (err == nil) != (tt.want == "") || (err != nil && !strings.Contains(err.Error(), tt.want)) {
-				t.Fatalf("got %v, want %q", err, tt.want)
-			}
-		})
-	}
-}
-
-// TestArgumentsCheckedWithinTimeout: checking the arguments counts against
-// the call's time; a call whose time ran out meanwhile is a timeout, and
-// its guest does not run.
-func TestArgumentsCheckedWithinTimeout(t *testing.T) {
-	r := newRuntime(t, Config{})
-	m := load(t, r, "ok")
-	lim := with(Limits{Timeout: time.Second})
-	t0 := time.Now()
-	calls := 0
-	timeNow = func() time.Time { calls++; return t0.Add(time.Duration(calls-1) * lim.Timeout) }
-	defer func() { timeNow = time.Now }()
-	ev := &events{}
-	_, err := m.Call(context.Background(), "hello", json.RawMessage(`{"who":"x"}`), lim, ev)
-	var ge *GuestError
-	if !errors.As(err, &ge) || ge.Kind != KindTimeout || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(ge.Msg, "exceeded 1s while checking the arguments") {
-		t.Fatalf("got %v, want a timeout while checking the arguments", err)
-	}
-	if calls != 2 {
-		t.Errorf("clock read %d times, want 2 (before and after the check)", calls)
 	}
 }

@@ -1,4 +1,4 @@
-package wasmrt
+package schema
 
 import (
 	"encoding/json"
@@ -18,7 +18,7 @@ import (
 // checkElicitSchema accepts, through the path go-sdk takes with a client's
 // answer (Resolve, Validate, ApplyDefaults).
 //
-//	go test -run '^$' -fuzz FuzzSchema -fuzztime 5m ./host/internal/wasmrt/
+//	go test -run '^$' -fuzz FuzzSchema -fuzztime 5m ./host/internal/schema/
 func FuzzSchema(f *testing.F) {
 	values := []string{`{}`, `{"a":"x"}`, `{"x":{"x":{"x":{}}}}`, `{"left":{"right":{"value":1}}}`, `[1,"a",{"b":[]}]`, `"s"`, `{"kids":[{"kids":[{}]}]}`}
 	for i, tc := range hostileSchemas {
@@ -55,7 +55,7 @@ func fuzzToolSchema(t *testing.T, schemaJSON, value []byte) {
 	if err != nil {
 		return
 	}
-	v, err := (&schema{rs: rs, cost: *cost}).decode(value)
+	v, err := (&Schema{rs: rs, cost: *cost}).Decode(value)
 	if err != nil {
 		return
 	}
@@ -63,7 +63,7 @@ func fuzzToolSchema(t *testing.T, schemaJSON, value []byte) {
 }
 
 func fuzzElicitSchema(t *testing.T, schemaJSON, value []byte) {
-	if checkElicitSchema(schemaJSON) != nil {
+	if CheckElicit(schemaJSON) != nil {
 		return
 	}
 	var s jsonschema.Schema

@@ -1,4 +1,4 @@
-package wasmrt
+package schema
 
 import (
 	"encoding/json"
@@ -22,7 +22,7 @@ func TestElicitSchema(t *testing.T) {
 			`"many2":{"type":"array","items":{"anyOf":[{"const":"a","title":"A"}]}}},"required":["name","n"]}`,
 	}
 	for _, s := range good {
-		if err := checkElicitSchema(json.RawMessage(s)); err != nil {
+		if err := CheckElicit(json.RawMessage(s)); err != nil {
 			t.Errorf("%s: %v", s, err)
 		}
 	}
@@ -54,7 +54,7 @@ func TestElicitSchema(t *testing.T) {
 		"items with extras": `{"type":"object","properties":{"a":{"type":"array","items":{"type":"string","enum":["x"],"not":{}}}}}`,
 	}
 	for name, s := range bad {
-		if err := checkElicitSchema(json.RawMessage(s)); err == nil {
+		if err := CheckElicit(json.RawMessage(s)); err == nil {
 			t.Errorf("%s: accepted %s", name, s)
 		}
 	}

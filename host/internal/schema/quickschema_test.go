@@ -1,4 +1,4 @@
-package wasmrt
+package schema
 
 import (
 	"testing"
@@ -42,7 +42,7 @@ var quickCases = []struct {
 func TestQuickSchema(t *testing.T) {
 	for _, tc := range quickCases {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := compileSchema([]byte(tc.schema))
+			s, err := Compile([]byte(tc.schema))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -51,7 +51,7 @@ func TestQuickSchema(t *testing.T) {
 			}
 			accepted := 0
 			for _, raw := range tc.values {
-				v, err := s.decode([]byte(raw))
+				v, err := s.Decode([]byte(raw))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -62,7 +62,7 @@ func TestQuickSchema(t *testing.T) {
 						t.Errorf("%s: the quick validator accepts it, the library refuses it: %v", raw, libErr)
 					}
 				}
-				if got := s.validate(v); (got == nil) != (libErr == nil) {
+				if got := s.Validate(v); (got == nil) != (libErr == nil) {
 					t.Errorf("%s: validate says %v, the library %v", raw, got, libErr)
 				}
 			}
@@ -76,7 +76,7 @@ func TestQuickSchema(t *testing.T) {
 // FuzzQuickSchema looks for a schema and a value that the quick validator
 // accepts and jsonschema-go refuses.
 //
-//	go test -run '^$' -fuzz FuzzQuickSchema -fuzztime 2m ./host/internal/wasmrt/
+//	go test -run '^$' -fuzz FuzzQuickSchema -fuzztime 2m ./host/internal/schema/
 func FuzzQuickSchema(f *testing.F) {
 	for _, tc := range quickCases {
 		for _, v := range tc.values {
@@ -84,11 +84,11 @@ func FuzzQuickSchema(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, schemaJSON, value []byte) {
-		s, err := compileSchema(schemaJSON)
+		s, err := Compile(schemaJSON)
 		if err != nil || s.quick == nil {
 			return
 		}
-		v, err := s.decode(value)
+		v, err := s.Decode(value)
 		if err != nil || !s.quick.accepts(v) {
 			return
 		}

@@ -1,4 +1,4 @@
-package wasmrt
+package schema
 
 import (
 	"encoding/json"
@@ -80,7 +80,7 @@ const (
 )
 
 // schema is a compiled tool schema and its static cost.
-type schema struct {
+type Schema struct {
 	rs    *jsonschema.Resolved
 	cost  schemaCost
 	quick *quickSchema // nil when the schema is outside the quick subset (quickschema.go)
@@ -116,7 +116,7 @@ const (
 )
 
 // compileSchema checks raw (see checkSchema) and compiles it.
-func compileSchema(raw json.RawMessage) (*schema, error) {
+func Compile(raw json.RawMessage) (*Schema, error) {
 	cost, err := checkSchema(raw)
 	if err != nil {
 		return nil, err
@@ -129,7 +129,7 @@ func compileSchema(raw json.RawMessage) (*schema, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &schema{rs: rs, cost: *cost, quick: quickOf(&s)}, nil
+	return &Schema{rs: rs, cost: *cost, quick: quickOf(&s)}, nil
 }
 
 // resolveSchema is Resolve, with a panic of the library turned into an
@@ -147,7 +147,7 @@ func resolveSchema(s *jsonschema.Schema) (rs *jsonschema.Resolved, err error) {
 // refuses a value nested deeper than maxInstanceDepth and one whose
 // validation would cost more than maxValidationWork: the work of validate
 // is bounded by the size of raw times the schema's static cost.
-func (s *schema) decode(raw []byte) (any, error) {
+func (s *Schema) Decode(raw []byte) (any, error) {
 	sh, ok := scanJSON(raw)
 	if !ok {
 		return nil, fmt.Errorf("nested deeper than %d levels", maxInstanceDepth)
@@ -174,6 +174,12 @@ type (
 	jsonArray  []any
 	jsonString string
 )
+
+// IsObject reports whether v, a value Decode returned, is a JSON object.
+func IsObject(v any) bool {
+	_, ok := v.(jsonObject)
+	return ok
+}
 
 func (o jsonObject) String() string { return fmt.Sprintf("an object of %d members", len(o)) }
 func (a jsonArray) String() string  { return fmt.Sprintf("an array of %d items", len(a)) }
@@ -212,7 +218,7 @@ func summarized(v any) any {
 
 // validate validates v, a value decode returned. The error's text is the
 // validator's, bounded.
-func (s *schema) validate(v any) (err error) {
+func (s *Schema) Validate(v any) (err error) {
 	if s.quick != nil && s.quick.accepts(v) {
 		return nil
 	}
