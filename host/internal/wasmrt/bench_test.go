@@ -19,6 +19,7 @@ import (
 
 	"github.com/wasmtask/wasmtask/abi"
 	"github.com/wasmtask/wasmtask/host/hosttest"
+	"github.com/wasmtask/wasmtask/host/internal/wasmcode"
 )
 
 // benchModule is one module of the call benchmarks.
@@ -96,7 +97,7 @@ func benchBareCall(b *testing.B, wasm []byte, bm benchModule, guarded bool) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		wasm, hasStart = g.wasm, g.hasStart
+		wasm, hasStart = g.Wasm, g.HasStart
 	}
 	compiled, err := rt.CompileModule(ctx, wasm)
 	if err != nil {
@@ -116,11 +117,11 @@ func benchBareCall(b *testing.B, wasm []byte, bm benchModule, guarded bool) {
 			b.Fatal(err)
 		}
 		if guarded {
-			for _, name := range []string{leftExport, lowExport} {
+			for _, name := range []string{wasmcode.LeftExport, wasmcode.LowExport} {
 				mod.ExportedGlobal(name).(api.MutableGlobal).Set(api.EncodeI64(64 << 20))
 			}
-			for _, name := range []string{startExport, abi.ExportStart} {
-				if name == startExport && !hasStart {
+			for _, name := range []string{wasmcode.StartExport, abi.ExportStart} {
+				if name == wasmcode.StartExport && !hasStart {
 					continue
 				}
 				if _, err := mod.ExportedFunction(name).Call(ctx); err != nil {
@@ -255,7 +256,7 @@ func BenchmarkFrameCharge(b *testing.B) {
 		for _, v := range []struct {
 			name string
 			wasm []byte
-		}{{"entry-loop", entryLoop}, {"instrumented", g.wasm}} {
+		}{{"entry-loop", entryLoop}, {"instrumented", g.Wasm}} {
 			b.Run(map[bool]string{false: "compiler", true: "interpreter"}[interp]+"/"+v.name, func(b *testing.B) {
 				rc := wazero.NewRuntimeConfig()
 				if interp {
@@ -270,7 +271,7 @@ func BenchmarkFrameCharge(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				for _, e := range []string{leftExport, lowExport} {
+				for _, e := range []string{wasmcode.LeftExport, wasmcode.LowExport} {
 					if g, ok := mod.ExportedGlobal(e).(api.MutableGlobal); ok {
 						g.Set(1 << 40)
 					}

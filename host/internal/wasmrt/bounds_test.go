@@ -6,6 +6,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/wasmtask/wasmtask/host/internal/wasmcode"
 )
 
 // Tables and locals live on the host's side of the linear-memory limit, so
@@ -30,9 +32,9 @@ func TestTableAndLocalBounds(t *testing.T) {
 			t.Errorf("interpreter=%v: Load of a 2^27-entry table: got %v, want ErrCompile naming the table bound", interp, err)
 		}
 
-		_, err = r.Load(ctx, "manylocals", manyLocalsModule(maxLocals+1), loadLimits)
+		_, err = r.Load(ctx, "manylocals", manyLocalsModule(wasmcode.MaxLocals+1), loadLimits)
 		if !errors.Is(err, ErrCompile) || !strings.Contains(err.Error(), "declares more than 10000 locals") {
-			t.Errorf("interpreter=%v: Load of a function with %d locals: got %v, want ErrCompile naming the locals bound", interp, maxLocals+1, err)
+			t.Errorf("interpreter=%v: Load of a function with %d locals: got %v, want ErrCompile naming the locals bound", interp, wasmcode.MaxLocals+1, err)
 		}
 	}
 }

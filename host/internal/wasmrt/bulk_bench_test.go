@@ -3,6 +3,8 @@ package wasmrt
 import (
 	"context"
 	"testing"
+
+	"github.com/wasmtask/wasmtask/host/internal/wasmcode"
 )
 
 // bulkSpinSrc is the guest of BenchmarkBulk: "count" runs n bulk
@@ -35,7 +37,7 @@ const bulkSpinSrc = `(module
 //     instruments it; ns per byte or entry is the time over 4 MiB or
 //     256 Ki entries. Against BenchmarkSpin's loop/…/none (ns per
 //     iteration of 9 instructions) it gives the units that take as long
-//     as one instruction: the weights memFuelShift and tableFuelShift.
+//     as one instruction: the weights wasmcode.MemFuelShift and wasmcode.TableFuelShift.
 //   - cancel: from the cancel of a guest spinning around a 4 MiB
 //     memory.fill to its call's return (compiler), p50 and p99;
 //   - gc: runtime.GC() while 8 such guests spin (compiler), p50 and
@@ -50,7 +52,7 @@ func BenchmarkBulk(b *testing.B) {
 			for _, op := range []struct {
 				name     string
 				op, size uint64
-			}{{"memory.fill", 0, 1 << 16}, {"memory.copy", 1, 1 << 16}, {"table.fill", 2, tableStep}} {
+			}{{"memory.fill", 0, 1 << 16}, {"memory.copy", 1, 1 << 16}, {"table.fill", 2, wasmcode.TableStep}} {
 				for _, v := range variants {
 					b.Run(e.name+"/"+op.name+"/"+v.name, func(b *testing.B) {
 						newInstance, closeRT := spinRuntime(b, wasm, v, e.interp, nil)

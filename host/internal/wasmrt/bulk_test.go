@@ -10,6 +10,8 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+
+	"github.com/wasmtask/wasmtask/host/internal/wasmcode"
 )
 
 // bulkSrc exports each bulk instruction as a function of its operands, and
@@ -181,11 +183,11 @@ func TestBulkChargesFuel(t *testing.T) {
 			units uint64 // bytes or entries
 			fuel  uint64 // fuel per unit, times 4
 		}{
-			{"fill", []uint64{0, 9, 4 << 16}, 4 << 16, 4 >> memFuelShift},
-			{"copy", []uint64{0, 1, 4<<16 - 1}, 4<<16 - 1, 4 >> memFuelShift},
-			{"init", []uint64{0, 0, dataLen}, dataLen, 4 >> memFuelShift},
-			{"tfill", []uint64{0, 20_000}, 20_000, 4 << tableFuelShift},
-			{"tcopy", []uint64{0, 1, 19_999}, 19_999, 4 << tableFuelShift},
+			{"fill", []uint64{0, 9, 4 << 16}, 4 << 16, 4 >> wasmcode.MemFuelShift},
+			{"copy", []uint64{0, 1, 4<<16 - 1}, 4<<16 - 1, 4 >> wasmcode.MemFuelShift},
+			{"init", []uint64{0, 0, dataLen}, dataLen, 4 >> wasmcode.MemFuelShift},
+			{"tfill", []uint64{0, 20_000}, 20_000, 4 << wasmcode.TableFuelShift},
+			{"tcopy", []uint64{0, 1, 19_999}, 19_999, 4 << wasmcode.TableFuelShift},
 		} {
 			t.Run(e.name+"/"+c.fn, func(t *testing.T) {
 				mod := fuelled(t, wasm, e.interp)
@@ -217,7 +219,7 @@ func TestBulkHelpersShared(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The module's 3 functions, the reload function and the helpers.
-	if n := functionCount(t, g.wasm); n != 3+1+2 {
+	if n := functionCount(t, g.Wasm); n != 3+1+2 {
 		t.Errorf("%d functions, want 6: 3, the reload function and 2 helpers (memory.fill, memory.copy)", n)
 	}
 }
@@ -230,7 +232,7 @@ func functionCount(t *testing.T, wasm []byte) uint64 {
 		id := p[0]
 		size, n := binary.Uvarint(p[1:])
 		payload := p[1+n : 1+n+int(size)]
-		if id == secFunction {
+		if id == 3 { // the function section
 			count, _ := binary.Uvarint(payload)
 			return count
 		}

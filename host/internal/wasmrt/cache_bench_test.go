@@ -3,6 +3,8 @@ package wasmrt
 import (
 	"context"
 	"testing"
+
+	"github.com/wasmtask/wasmtask/host/internal/wasmcode"
 )
 
 // BenchmarkCacheStage measures what a warm load of a module spends on the
@@ -26,7 +28,7 @@ func BenchmarkCacheStage(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			inst := mergeDataSection(g.wasm)
+			inst := wasmcode.MergeDataSection(g.Wasm)
 			before := r.disk.restored.Load()
 			for b.Loop() {
 				s := r.disk.stage(bm.name, inst)

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/wasmtask/wasmtask/host/internal/wasmcode"
 )
 
 // variant is module wasm with a custom section named n appended: the same
@@ -427,7 +429,7 @@ func instrumentedDigest(t *testing.T, wasm []byte, entry string) [sha256.Size]by
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := sha256.Sum256(mergeDataSection(g.wasm))
+	d := sha256.Sum256(wasmcode.MergeDataSection(g.Wasm))
 	if want := entryPrefix + hex.EncodeToString(d[:16]); filepath.Base(entry) != want {
 		t.Fatalf("entry %s, want %s: Load instruments modules otherwise than this test", filepath.Base(entry), want)
 	}

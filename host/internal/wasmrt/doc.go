@@ -8,8 +8,13 @@
 // running each call in a fresh, sandboxed instance with the call's limits.
 // It does not own which modules exist or their digests (package plugins
 // loads each digest once), the sandbox's numbers (package host's policy
-// hands complete Limits down; wasmrt keeps no defaults), or tasks (package
-// taskengine).
+// hands complete Limits down; wasmrt keeps no defaults), tasks (package
+// taskengine), the rewrite of a module's bytes before it is compiled —
+// fuel, stack bounds, bulk instructions, load bounds, data merging and
+// snapshot bytes, in host/internal/wasmcode — or JSON Schemas
+// (host/internal/schema). wasmrt runs what wasmcode wrote: it defines the
+// fuel check the rewrite imports, sets the memory pool's globals, captures
+// a snapshot's state from a live instance.
 //
 //	rt, err := wasmrt.New(ctx, wasmrt.Config{MaxMemoryMiB: 256, MaxCodeMiB: 32, MaxSnapshotMiB: 1024})
 //	defer rt.Close(ctx)
@@ -50,8 +55,8 @@
 // a schema it refuses makes the load fail with [ErrSchema].
 //
 // Load also merges the module's active data segments into as few as
-// possible (datamerge.go): instantiation applies each segment, and a
-// Go-built tool has tens of thousands.
+// possible (wasmcode.MergeDataSection): instantiation applies each
+// segment, and a Go-built tool has tens of thousands.
 //
 // A module that exports "_initialize" beside "_start" is pre-initialised
 // (snapshot.go, ABI.md section 13): Load runs _initialize once within the
@@ -84,7 +89,7 @@
 //
 // Everything a module makes the host allocate or compute while it is
 // loaded is bounded, each bound checked before the step it bounds
-// (loadbounds.go), and a module past one is refused with [ErrTooLarge]
+// (wasmcode.Guard), and a module past one is refused with [ErrTooLarge]
 // naming it:
 //
 //   - its counts — types, imports, functions, globals, exports, element
@@ -100,7 +105,7 @@
 //     instrumented: a module that cannot run under its limit is a load
 //     problem, not a module whose every call fails;
 //   - each function, as the instrumentation walks it: its body at most
-//     MaxFunctionBytes, its compile work (which grows with its blocks
+//     wasmcode.MaxFunctionBytes, its compile work (which grows with its blocks
 //     squared, and with its locals squared times its blocks) and its
 //     locals times blocks (the memory of its compile) within fixed bounds,
 //     and the module's work in all within Config.MaxCodeMiB.
@@ -144,7 +149,7 @@
 //     at load (memory.go): tables at the maximum the host gives them,
 //     globals, element segments, the instance's records;
 //   - the call stack: Load instruments every function to charge a bound of
-//     its frame on entry and give it back on exit (stack.go), with the
+//     its frame on entry and give it back on exit (wasmcode's stack.go), with the
 //     stack's high-water mark kept, since neither engine gives a grown
 //     stack back; a ref.func in the compiler engine allocates for good and
 //     is charged for good;
@@ -168,7 +173,7 @@
 // instruction (memory.fill, memory.copy, table.copy, …) is charged by its
 // length: it becomes a call of an appended function that does its work in
 // steps of 64 KiB or 4,096 entries and checks the fuel between them
-// (bulk.go). That host call is also where Go can preempt the goroutine for
+// (wasmcode's bulk.go). That host call is also where Go can preempt the goroutine for
 // its garbage collector, and it yields to the scheduler once per
 // millisecond of guest work, so that spinning guests take turns with every
 // other goroutine. The

@@ -25,11 +25,11 @@ var (
 	// cycle, nesting, size, cost; see schema.go).
 	ErrSchema = errors.New("wasmrt: invalid tool schema")
 	// ErrTooLarge means that what the module would make the host allocate
-	// or compute while it is loaded passes a bound (loadbounds.go): its
-	// code passes Config.MaxCodeMiB, one function body MaxFunctionBytes,
-	// its compile work or one function's, or what one instance of it takes
-	// passes its memory limit. It is refused before the expensive step.
-	// errors.Is(err, ErrLoadLimit) holds too.
+	// or compute while it is loaded passes a bound (wasmcode.ErrTooLarge):
+	// its code passes Config.MaxCodeMiB, one function body
+	// wasmcode.MaxFunctionBytes, its compile work or one function's, or
+	// what one instance of it takes passes its memory limit. It is refused
+	// before the expensive step. errors.Is(err, ErrLoadLimit) holds too.
 	ErrTooLarge error = &loadLimitSentinel{"wasmrt: module too large to load"}
 	// ErrLoadLimit is matched by the error of every load that passed one
 	// of its limits: ErrTooLarge, a describe or _initialize run that ended
@@ -53,18 +53,22 @@ var (
 	ErrArguments = errors.New("wasmrt: invalid arguments")
 )
 
-// MaxFunctionBytes bounds one function body. Compiling a function cannot be
-// interrupted, and its cost grows faster than its size (measured with
-// wazero's compiler: 70 ms for 1 MiB, 700 ms for 4 MiB), so the bound keeps
-// a load's overrun past its deadline small. The largest function of the
-// bundled Go module is 29 KB.
-const MaxFunctionBytes = 1 << 20
-
 // loadLimitSentinel is a sentinel error that also matches ErrLoadLimit.
 type loadLimitSentinel struct{ msg string }
 
 func (e *loadLimitSentinel) Error() string        { return e.msg }
 func (e *loadLimitSentinel) Is(target error) bool { return target == ErrLoadLimit }
+
+// tooLargeError is a refusal of the rewriter (wasmcode.ErrTooLarge) as
+// the runtime reports it: matching ErrTooLarge and ErrLoadLimit; its text
+// is err's.
+type tooLargeError struct{ err error }
+
+func (e *tooLargeError) Error() string { return e.err.Error() }
+func (e *tooLargeError) Unwrap() error { return e.err }
+func (e *tooLargeError) Is(target error) bool {
+	return target == ErrTooLarge || target == ErrLoadLimit
+}
 
 // loadLimitError marks err, the failure of a load at one of its limits, as
 // matching ErrLoadLimit; its text is err's.

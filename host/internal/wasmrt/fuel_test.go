@@ -16,6 +16,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/wasmtask/wasmtask/host/hosttest"
+	"github.com/wasmtask/wasmtask/host/internal/wasmcode"
 )
 
 var engines = []struct {
@@ -162,11 +163,11 @@ func fuelled(t *testing.T, wasm []byte, interp bool) api.Module {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mod, err := rt.InstantiateModule(ctx, mustCompile(t, rt, g.wasm), wazero.NewModuleConfig().WithStartFunctions())
+	mod, err := rt.InstantiateModule(ctx, mustCompile(t, rt, g.Wasm), wazero.NewModuleConfig().WithStartFunctions())
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range []string{leftExport, lowExport} {
+	for _, e := range []string{wasmcode.LeftExport, wasmcode.LowExport} {
 		mod.ExportedGlobal(e).(api.MutableGlobal).Set(1 << 40)
 	}
 	return mod
@@ -241,7 +242,7 @@ func TestFuelRenumbersFunctions(t *testing.T) {
 					t.Errorf("%s%v = %v, %v; want %d", c.fn, c.args, got, err, c.want)
 				}
 			}
-			if _, err := mod.ExportedFunction(startExport).Call(ctx); err != nil {
+			if _, err := mod.ExportedFunction(wasmcode.StartExport).Call(ctx); err != nil {
 				t.Fatal(err)
 			}
 			if got, _ := mod.ExportedFunction("s").Call(ctx); len(got) != 1 || got[0] != 5 {

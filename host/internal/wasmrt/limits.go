@@ -16,7 +16,6 @@ import (
 )
 
 const (
-	pageSize     = 65536
 	maxWasm32MiB = 4096 // 65536 pages: all a wasm32 memory can address
 )
 
@@ -63,7 +62,7 @@ func (l Limits) validate() error {
 }
 
 // limitedAllocator backs one instance's linear memory with the call's
-// memory pool (stack.go): linear memory, the stack's high-water mark and
+// memory pool (wasmcode's stack.go): linear memory, the stack's high-water mark and
 // function references share pool bytes. memory.grow past what the pool has
 // left returns -1 to the guest. wazero's RuntimeConfig.WithMemoryLimitPages
 // is runtime-wide; this makes the limit per call.

@@ -1,51 +1,16 @@
 package wasmrt
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
-	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-)
 
-// TestLoadBoundsAdmitRealModules: the modules shipped with wasmtask, and C
-// and Go modules built elsewhere, fit the default bounds (32 MiB of
-// compile work, 64 MiB of memory) with room to spare; what each costs is
-// logged.
-func TestLoadBoundsAdmitRealModules(t *testing.T) {
-	files := []string{
-		"../../defaulttools/demo.wasm",
-		"../../defaulttools/sha256.wasm",
-		"../../defaulttools/add.wasm",
-		"../../../examples/go/preinit/demo-preinit.wasm",
-		"../../../examples/conformance/tools/conformance.wasm",
-	}
-	for _, f := range files {
-		wasm, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, interp := range []bool{false, true} {
-			g, err := guardWithin(wasm, interp, loadBounds{work: 32 << 20, memory: 64 << 20})
-			if err != nil {
-				t.Fatalf("%s: %v", f, err)
-			}
-			// Half the default: a module twice as large still loads.
-			if g.work > 16<<20 {
-				t.Errorf("%s: compile work %s, want at most half the default bound", f, sizeString(g.work))
-			}
-			if !interp {
-				t.Logf("%s (%d KiB): compile work %s", filepath.Base(f), len(wasm)>>10, sizeString(g.work))
-			}
-		}
-	}
-}
+	"github.com/wasmtask/wasmtask/host/internal/wasmcode"
+)
 
 // TestLoadBoundsMatchErrLoadLimit: every refusal for a bound matches
 // ErrTooLarge and ErrLoadLimit, a malformed module neither.
@@ -163,110 +128,6 @@ func TestDescribeRunsWithinTheModulesLimit(t *testing.T) {
 	m.Close(context.Background())
 }
 
-// snapshotPatterns are memories of the shapes that cost a snapshot most.
-func snapshotPatterns() map[string][]byte {
-	const pages = 16
-	fill := func(f func(i int) byte) []byte {
-		b := make([]byte, pages*pageSize)
-		for i := range b {
-			b[i] = f(i)
-		}
-		return b
-	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	return map[string][]byte{
-		"zero":             make([]byte, pages*pageSize),
-		"one byte":         fill(func(i int) byte { return byte(i / (pages*pageSize - 1)) }),
-		"dense":            fill(func(int) byte { return byte(rng.IntN(255) + 1) }),
-		"random":           fill(func(int) byte { return byte(rng.IntN(256)) }),
-		"alternating":      fill(func(i int) byte { return byte(i & 1) }),
-		"every 1 KiB":      fill(func(i int) byte { return b2(i%1024 == 0) }),
-		"every 1032 bytes": fill(func(i int) byte { return b2(i%1032 == 0) }), // gaps just over maxDataGap
-		"every 4 KiB":      fill(func(i int) byte { return b2(i%4096 == 7) }),
-		"every 16 KiB":     fill(func(i int) byte { return b2(i%16384 == 9) }),
-	}
-}
-
-func b2(v bool) byte {
-	if v {
-		return 1
-	}
-	return 0
-}
-
-// TestSnapshotEncodingBounded: a snapshot's data section writes exactly the
-// memory it was taken from, takes no more than a plain copy of it plus one
-// segment header, and has at most snapshotRunsPerPage segments per page,
-// whatever the memory holds.
-func TestSnapshotEncodingBounded(t *testing.T) {
-	for name, mem := range snapshotPatterns() {
-		segs, err := checkSnapshotData(mem)
-		if err != nil {
-			t.Errorf("%s: %v", name, err)
-		}
-		t.Logf("%s: %d segments for %d pages", name, segs, len(mem)/pageSize)
-	}
-}
-
-// checkSnapshotData encodes mem and checks the encoding's bounds and that
-// it writes mem; it returns the number of segments.
-func checkSnapshotData(mem []byte) (int, error) {
-	size := snapshotDataSize(mem)
-	data := appendSnapshotData(nil, mem)
-	switch {
-	case uint64(len(data)) != size:
-		return 0, errors.New("snapshotDataSize differs from the encoding's length")
-	case len(data) > len(mem)+18:
-		return 0, errors.New("the encoding is larger than a plain copy of the memory and one header")
-	}
-	// Apply the segments to a zero memory, as instantiation does.
-	got := make([]byte, len(mem))
-	r := reader{b: data}
-	n := r.u32()
-	if int(n) > snapshotRunsPerPage*(len(mem)/pageSize)+1 {
-		return 0, errors.New("more segments than snapshotRunsPerPage per page")
-	}
-	for i := uint32(0); i < n && r.err == nil; i++ {
-		if r.byte() != 0 || r.byte() != 0x41 {
-			return 0, errors.New("not an active segment at an i32.const")
-		}
-		off := int(uint32(int32(r.s33())))
-		r.byte()
-		init := r.bytes(int(r.u32()))
-		if r.err != nil || off+len(init) > len(got) {
-			return 0, errors.New("segment out of range")
-		}
-		copy(got[off:], init)
-	}
-	if r.err != nil || len(r.b) != 0 {
-		return 0, errors.New("malformed data section")
-	}
-	if !bytes.Equal(got, mem) {
-		return 0, errors.New("the segments do not write the memory they were taken from")
-	}
-	return int(n), nil
-}
-
-// FuzzSnapshotData: guest memory is untrusted; its encoding must hold
-// whatever it holds. The input is tiled over two pages.
-func FuzzSnapshotData(f *testing.F) {
-	f.Add([]byte{1, 0})
-	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 1})
-	f.Add(append(make([]byte, 1030), 1))
-	f.Fuzz(func(t *testing.T, pattern []byte) {
-		if len(pattern) == 0 {
-			return
-		}
-		mem := make([]byte, 2*pageSize)
-		for i := range mem {
-			mem[i] = pattern[i%len(pattern)]
-		}
-		if _, err := checkSnapshotData(mem); err != nil {
-			t.Fatal(err)
-		}
-	})
-}
-
 // fillInitWAT is a pre-initialised module whose _initialize grows its
 // memory by @PAGES@ pages and fills them with 0x01. Its tool answers the
 // byte at 100000 as a digit.
@@ -294,40 +155,8 @@ const fillInitWAT = `(module
 
 func fillInitModule(t *testing.T, pages int) []byte {
 	src := strings.ReplaceAll(fillInitWAT, "@PAGES@", strconv.Itoa(pages))
-	src = strings.ReplaceAll(src, "@BYTES@", strconv.Itoa(pages*pageSize))
+	src = strings.ReplaceAll(src, "@BYTES@", strconv.Itoa(pages*wasmcode.PageSize))
 	return watModule(t, src)
-}
-
-// TestSnapshotDataSection: a snapshot's data section writes the memory
-// _initialize left, whether or not the module had a data section, and
-// replaces the one it had.
-func TestSnapshotDataSection(t *testing.T) {
-	for _, src := range []string{
-		`(module (memory (export "memory") 1) (func (export "_initialize")) (func (export "_start")))`,
-		`(module (memory (export "memory") 1) (data (i32.const 8) "x") (func (export "_initialize")) (func (export "_start")))`,
-	} {
-		wasm := watModule(t, src)
-		_, pm, err := exposeGlobals(wasm)
-		if err != nil {
-			t.Fatal(err)
-		}
-		mem := make([]byte, 2*pageSize)
-		mem[70000] = 'A'
-		snap, err := pm.snapshotModule(wasm, &snapshotState{mem: mem, dataSize: snapshotDataSize(mem)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var data [][]byte
-		eachSection(snap, func(id byte, p []byte) []byte {
-			if id == secData {
-				data = append(data, p)
-			}
-			return p
-		})
-		if len(data) != 1 || !bytes.Equal(data[0], appendSnapshotData(nil, mem)) {
-			t.Errorf("%s: snapshot's data sections %x, want one, the memory's", src, data)
-		}
-	}
 }
 
 // TestSnapshotBudget: a snapshot is charged to Config.MaxSnapshotMiB while
@@ -346,7 +175,7 @@ func TestSnapshotBudget(t *testing.T) {
 		t.Errorf("the byte _initialize wrote: %q, want 1", got)
 	}
 	held := r.SnapshotBytes()
-	if held < 2<<20 || held > 2<<20+pageSize { // and what the first page holds
+	if held < 2<<20 || held > 2<<20+wasmcode.PageSize { // and what the first page holds
 		t.Errorf("snapshot of 2 MiB holds %d bytes", held)
 	}
 	_, err = r.Load(context.Background(), "again", variantOf(two), loadLimits)

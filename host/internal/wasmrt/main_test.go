@@ -13,6 +13,7 @@ import (
 
 	"github.com/wasmtask/wasmtask/abi"
 	"github.com/wasmtask/wasmtask/host/hosttest"
+	"github.com/wasmtask/wasmtask/host/internal/wasmcode"
 )
 
 // Test modules are written in WAT (testdata/*.wat) and C (testdata/*.c):
@@ -128,4 +129,10 @@ func callText(tb testing.TB, m *Module, tool, args string, lim Limits, ev abi.Ev
 		tb.Fatalf("Call %s: no content", tool)
 	}
 	return res.Content[0].Text
+}
+
+// guardModule is the rewrite a test's module gets at load (Module.compile),
+// without load bounds but maxCode.
+func guardModule(wasm []byte, interp bool, maxCode int) (*wasmcode.Guarded, error) {
+	return wasmcode.Guard(wasm, wasmcode.Options{Interpreter: interp, MaxWork: uint64(maxCode), FuelPerCheck: fuelPerCheck})
 }

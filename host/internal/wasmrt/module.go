@@ -19,6 +19,7 @@ import (
 
 	"github.com/wasmtask/wasmtask/abi"
 	"github.com/wasmtask/wasmtask/host/internal/schema"
+	"github.com/wasmtask/wasmtask/host/internal/wasmcode"
 )
 
 // Module is a loaded tool module: its compiled code, its validated
@@ -38,7 +39,7 @@ type Module struct {
 	schemas  map[string]toolSchemas // by tool name
 	minPages uint32                 // initial memory of the module
 	static   uint64                 // host bytes of an instance outside linear memory and stack
-	hasStart bool                   // the module's start function is exported as startExport
+	hasStart bool                   // the module's start function is exported as wasmcode.StartExport
 	abi11    bool                   // imports an ABI 1.1 function, so knows elicit's -3
 	reach    abi.Reach              // what its calls can report before their result
 	// initEach: the module exports abi.ExportInitialize and is not
@@ -165,31 +166,33 @@ func (m *Module) releaseCall(c *callCtl) {
 	}
 }
 
-// compile instruments the module (see guard.go) within the bounds of its
-// load (loadbounds.go: Config.MaxCodeMiB, and lim's memory for one
+// compile instruments the module (wasmcode.Guard) within the bounds of its
+// it and checks its imports and exports against the
 // instance), compiles it and checks its imports and exports against the
 // ABI. A module the guard cannot read is refused without wazero seeing it:
 // wazero's decoder allocates what a count declares before it reads the
 // entries (a 13-byte module declaring 2^32 globals ended the process).
 func (m *Module) compile(ctx context.Context, wasm []byte, lim Limits) error {
-	g, err := guardWithin(wasm, m.r.cfg.Interpreter, loadBounds{
-		work:   uint64(m.r.cfg.MaxCodeMiB) << 20,
-		memory: uint64(lim.MemoryMiB) << 20,
+	g, err := wasmcode.Guard(wasm, wasmcode.Options{
+		Interpreter:  m.r.cfg.Interpreter,
+		MaxWork:      uint64(m.r.cfg.MaxCodeMiB) << 20,
+		MaxMemory:    uint64(lim.MemoryMiB) << 20,
+		FuelPerCheck: fuelPerCheck,
 	})
 	switch {
-	case errors.Is(err, ErrTooLarge):
-		return fmt.Errorf("load %q: %w", m.name, err)
+	case errors.Is(err, wasmcode.ErrTooLarge):
+		return fmt.Errorf("load %q: %w", m.name, &tooLargeError{err})
 	case err != nil:
 		return fmt.Errorf("load %q: %w: %v", m.name, ErrCompile, err)
 	}
-	guarded := g.wasm
+	guarded := g.Wasm
 	if !m.r.keepSegments && m.snap == nil { // a snapshot's segments are merged already
-		guarded = mergeDataSection(guarded)
+		guarded = wasmcode.MergeDataSection(guarded)
 	}
 	// Two workers: wazero's compiler checks the context between functions
 	// only when it compiles on more than one (a single worker never looks
 	// at it), so the load's deadline then ends a compile within one
-	// function, whose cost guardWithin bounded (maxFunctionWork).
+	// function, whose cost wasmcode.Guard bounded.
 	compiled, err := m.compileCached(experimental.WithCompilationWorkers(ctx, compileWorkers), guarded)
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -227,7 +230,7 @@ func (m *Module) compile(ctx context.Context, wasm []byte, lim Limits) error {
 			m.reach.Elicit = true
 		}
 	}
-	m.compiled, m.static, m.hasStart = compiled, g.static, g.hasStart
+	m.compiled, m.static, m.hasStart = compiled, g.Static, g.HasStart
 	m.base = m.r.base.WithArgs(m.name)
 	return nil
 }
@@ -531,9 +534,9 @@ func (r *Runtime) runWith(ctx context.Context, m *Module, tool string, req []byt
 		c.lim.MemoryMiB = r.cfg.MaxMemoryMiB
 	}
 	c.plan = m.plan(c.lim.MemoryMiB)
-	if need := uint64(m.minPages) * pageSize; need > c.plan.pool {
+	if need := uint64(m.minPages) * wasmcode.PageSize; need > c.plan.pool {
 		return nil, c.fail(KindOutOfMemory, fmt.Sprintf("%s: it starts with %.4g MiB of linear memory, and needs %s for tables, globals and the instance",
-			c.memMsg(), float64(need)/(1<<20), sizeString(c.plan.static)), nil)
+			c.memMsg(), float64(need)/(1<<20), wasmcode.FormatSize(c.plan.static)), nil)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, c.fail(ctxKind(err), err.Error(), nil)
@@ -578,7 +581,7 @@ func (r *Runtime) runWith(ctx context.Context, m *Module, tool string, req []byt
 	return nil, c.classify(ctx, callCtx, err, alloc, time.Since(start))
 }
 
-// execute instantiates the module, hands its memory pool (stack.go) to the
+// execute instantiates the module, hands its memory pool (wasmcode's stack.go) to the
 // allocator, and runs the module's start function, if it has one, and
 // _start. The instance is closed before it returns. An error of the
 // instantiation itself is an *instantiateError.
@@ -589,8 +592,8 @@ func (c *call) execute(ctx context.Context) error {
 		return &instantiateError{err}
 	}
 	defer mod.Close(context.Background())
-	left, okLeft := mod.ExportedGlobal(leftExport).(api.MutableGlobal)
-	low, okLow := mod.ExportedGlobal(lowExport).(api.MutableGlobal)
+	left, okLeft := mod.ExportedGlobal(wasmcode.LeftExport).(api.MutableGlobal)
+	low, okLow := mod.ExportedGlobal(wasmcode.LowExport).(api.MutableGlobal)
 	if !okLeft || !okLow {
 		return &instantiateError{errors.New("the instance has no memory pool")}
 	}
@@ -603,7 +606,7 @@ func (c *call) execute(ctx context.Context) error {
 		entries = []string{abi.ExportInitialize, abi.ExportStart}
 	}
 	if c.m.hasStart {
-		entries = append([]string{startExport}, entries...)
+		entries = append([]string{wasmcode.StartExport}, entries...)
 	}
 	for _, name := range entries {
 		if _, err := mod.ExportedFunction(name).Call(ctx); err != nil {
@@ -737,7 +740,7 @@ func (c *call) classify(ctx, callCtx context.Context, err error, alloc *limitedA
 		return c.fail(KindOutputTooLarge, fmt.Sprintf("output exceeds %d bytes", c.lim.MaxOutputBytes), nil)
 	case c.poolLow < 0 && ctx.Err() == nil:
 		return c.fail(KindOutOfMemory, fmt.Sprintf("%s: its call stack passed the %s left beside %s of linear memory and %s for tables, globals and the instance",
-			c.memMsg(), sizeString(c.plan.pool-alloc.charged), sizeString(alloc.charged), sizeString(c.plan.static)), nil)
+			c.memMsg(), wasmcode.FormatSize(c.plan.pool-alloc.charged), wasmcode.FormatSize(alloc.charged), wasmcode.FormatSize(c.plan.static)), nil)
 	case alloc.refused.Load() && ctx.Err() == nil:
 		return c.fail(KindOutOfMemory, c.memMsg(), nil)
 	case ctx.Err() != nil:

@@ -17,6 +17,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/wasmtask/wasmtask/abi"
+	"github.com/wasmtask/wasmtask/host/internal/wasmcode"
 )
 
 // Config configures a Runtime. MaxMemoryMiB and MaxSnapshotMiB are
@@ -51,12 +52,12 @@ type Config struct {
 	MaxMemoryMiB int
 	// MaxCodeMiB bounds a module's code, its function bodies together
 	// after instrumentation, and its compile work counted in bytes of code
-	// (loadbounds.go: functions, globals, types, element and data entries,
+	// (wasmcode.Guard: functions, globals, types, element and data entries,
 	// and what each function's locals and blocks cost the compiler).
 	// Compiled code takes about four times the code with the compiler,
 	// about 33 times with the interpreter (measured on Go and C modules); a
 	// larger module is refused at load ([ErrTooLarge]) before it is
-	// compiled. One function is at most MaxFunctionBytes and a bounded
+	// compiled. One function is at most wasmcode.MaxFunctionBytes and a bounded
 	// compile work, since compiling a function cannot be interrupted. 0: no
 	// limit beyond those.
 	MaxCodeMiB int
@@ -150,7 +151,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		WithRandSource(rand.Reader).
 		WithSysWalltime().
 		WithSysNanotime().
-		WithStartFunctions() // Call runs them once the memory pool is set (stack.go)
+		WithStartFunctions() // Call runs them once the memory pool is set (wasmcode's stack.go)
 
 	cache := wazero.NewCompilationCache()
 	defer cache.Close(ctx)
@@ -247,7 +248,7 @@ var wasmMagic = []byte{0x00, 'a', 's', 'm'}
 // instance takes: a module whose initial memory, tables, globals and
 // element segments do not fit in it is refused before it is compiled
 // ([ErrTooLarge]), as one whose load would cost more than Config.MaxCodeMiB
-// (loadbounds.go). ctx bounds the whole load, compile included: a compile
+// (wasmcode.Guard). ctx bounds the whole load, compile included: a compile
 // or a run that returns past its deadline fails. Every failure at a limit
 // matches [ErrLoadLimit].
 //
@@ -266,7 +267,7 @@ func (r *Runtime) Load(ctx context.Context, name string, wasm []byte, lim Limits
 		return nil, fmt.Errorf("load %q: %w", name, ErrClosed)
 	}
 	m := &Module{r: r, name: name, done: make(chan struct{})}
-	if wantsPreinit(wasm) {
+	if wasmcode.ExportsFunc(wasm, abi.ExportInitialize) {
 		if r.noPreinit {
 			m.initEach = true
 		} else {
@@ -315,13 +316,13 @@ type snapshotHold struct {
 func (r *Runtime) holdSnapshot(n uint64) (*snapshotHold, error) {
 	budget := uint64(r.cfg.MaxSnapshotMiB) << 20
 	if n > budget {
-		return nil, fmt.Errorf("%w: its snapshot takes %s, more than the whole snapshot budget of %s", ErrTooLarge, sizeString(n), sizeString(budget))
+		return nil, fmt.Errorf("%w: its snapshot takes %s, more than the whole snapshot budget of %s", ErrTooLarge, wasmcode.FormatSize(n), wasmcode.FormatSize(budget))
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.snapshots+n > budget {
 		return nil, fmt.Errorf("%w: its snapshot takes %s, and %s of %s are left (the snapshots of other loaded modules hold the rest)",
-			ErrSnapshotBudget, sizeString(n), sizeString(budget-r.snapshots), sizeString(budget))
+			ErrSnapshotBudget, wasmcode.FormatSize(n), wasmcode.FormatSize(budget-r.snapshots), wasmcode.FormatSize(budget))
 	}
 	r.snapshots += n
 	return &snapshotHold{r: r, bytes: n}, nil
@@ -353,9 +354,9 @@ func checkImportsExports(c wazero.CompiledModule, wasi map[string]hostSignature)
 	for _, f := range c.ImportedFunctions() {
 		mod, fn, _ := f.Import()
 		switch {
-		case mod == fuelModule && fn == fuelFunc:
+		case mod == wasmcode.FuelModule && fn == wasmcode.FuelFunc:
 			// Load's own import (fuel.go): Load refuses a module that
-			// imports from fuelModule itself.
+			// imports from wasmcode.FuelModule itself.
 		case mod == wasi_snapshot_preview1.ModuleName:
 			sig, ok := wasi[fn]
 			if !ok {

@@ -10,7 +10,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/wasmtask/wasmtask/abi"
 	"github.com/wasmtask/wasmtask/host/hosttest"
+	"github.com/wasmtask/wasmtask/host/internal/wasmcode"
 )
 
 // TestPreinitIsolation: a pre-initialised module starts every call from
@@ -56,8 +58,8 @@ func TestPreinitRefusesHostCalls(t *testing.T) {
 func TestPreinitRefusesUncapturable(t *testing.T) {
 	wasm := watModule(t, `(module (memory (export "memory") 1) (func $f) (start $f)
 		(func (export "_initialize")) (func (export "_start")))`)
-	if !wantsPreinit(wasm) {
-		t.Fatal("wantsPreinit: false for a module exporting _initialize")
+	if !wasmcode.ExportsFunc(wasm, abi.ExportInitialize) {
+		t.Fatal("ExportsFunc: false for a module exporting _initialize")
 	}
 	r := newRuntime(t, Config{})
 	_, err := r.Load(context.Background(), "start", wasm, loadLimits)

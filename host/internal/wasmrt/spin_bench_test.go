@@ -11,6 +11,8 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+
+	"github.com/wasmtask/wasmtask/host/internal/wasmcode"
 )
 
 // spinSrc is the guest of BenchmarkSpin: "count" runs a tight loop of n
@@ -63,7 +65,7 @@ func spinRuntime(b *testing.B, wasm []byte, v spinVariant, interp bool, started 
 		if err != nil {
 			b.Fatal(err)
 		}
-		wasm = g.wasm
+		wasm = g.Wasm
 	}
 	rc := wazero.NewRuntimeConfig()
 	if interp {
@@ -89,7 +91,7 @@ func spinRuntime(b *testing.B, wasm []byte, v spinVariant, interp bool, started 
 			b.Fatal(err)
 		}
 		if v.fuel != 0 {
-			for _, e := range []string{leftExport, lowExport} {
+			for _, e := range []string{wasmcode.LeftExport, wasmcode.LowExport} {
 				mod.ExportedGlobal(e).(api.MutableGlobal).Set(1 << 40)
 			}
 		}

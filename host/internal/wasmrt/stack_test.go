@@ -16,6 +16,7 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 
 	"github.com/wasmtask/wasmtask/host/hosttest"
+	"github.com/wasmtask/wasmtask/host/internal/wasmcode"
 )
 
 // frameCases are recursive functions $f(n) whose frames hold many values
@@ -94,7 +95,7 @@ func TestFrameCostCoversEngines(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
-			cost := g.frameCosts[len(g.frameCosts)-1] // $f is the last function
+			cost := g.FrameCosts[len(g.FrameCosts)-1] // $f is the last function
 			rc := wazero.NewRuntimeConfig()
 			if interp {
 				rc = wazero.NewRuntimeConfigInterpreter()
@@ -114,11 +115,11 @@ func TestFrameCostCoversEngines(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			mod, err := rt.Instantiate(ctx, g.wasm)
+			mod, err := rt.Instantiate(ctx, g.Wasm)
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
-			for _, e := range []string{leftExport, lowExport} {
+			for _, e := range []string{wasmcode.LeftExport, wasmcode.LowExport} {
 				mod.ExportedGlobal(e).(api.MutableGlobal).Set(1 << 40)
 			}
 			// Grow the stacks first, and keep the collector from moving the
@@ -174,11 +175,11 @@ func instrumented(t *testing.T, src string, interp bool, pool uint64) (api.Modul
 	t.Cleanup(cache.close)
 	alloc := &limitedAllocator{pool: pool, cache: cache}
 	t.Cleanup(alloc.release)
-	mod, err := rt.InstantiateModule(experimental.WithMemoryAllocator(ctx, alloc), mustCompile(t, rt, g.wasm), wazero.NewModuleConfig().WithStartFunctions())
+	mod, err := rt.InstantiateModule(experimental.WithMemoryAllocator(ctx, alloc), mustCompile(t, rt, g.Wasm), wazero.NewModuleConfig().WithStartFunctions())
 	if err != nil {
 		t.Fatal(err)
 	}
-	alloc.attach(mod.ExportedGlobal(leftExport).(api.MutableGlobal), mod.ExportedGlobal(lowExport).(api.MutableGlobal))
+	alloc.attach(mod.ExportedGlobal(wasmcode.LeftExport).(api.MutableGlobal), mod.ExportedGlobal(wasmcode.LowExport).(api.MutableGlobal))
 	return mod, alloc
 }
 
@@ -215,7 +216,7 @@ func TestFrameChargeGivenBack(t *testing.T) {
 	ctx := context.Background()
 	for _, interp := range []bool{false, true} {
 		mod, alloc := instrumented(t, src, interp, 4<<20)
-		left := func() int64 { return int64(mod.ExportedGlobal(leftExport).Get()) }
+		left := func() int64 { return int64(mod.ExportedGlobal(wasmcode.LeftExport).Get()) }
 		call := func(name string, want []uint64, args ...uint64) {
 			t.Helper()
 			before := left()
@@ -234,7 +235,7 @@ func TestFrameChargeGivenBack(t *testing.T) {
 		call("table", []uint64{5}, 0)
 		call("table", []uint64{4}, 1)
 		call("set", []uint64{0})
-		if _, err := mod.ExportedFunction(startExport).Call(ctx); err != nil {
+		if _, err := mod.ExportedFunction(wasmcode.StartExport).Call(ctx); err != nil {
 			t.Fatal(err)
 		}
 		call("set", []uint64{42})
@@ -243,17 +244,17 @@ func TestFrameChargeGivenBack(t *testing.T) {
 		if _, err := mod.ExportedFunction("grow").Call(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if got, want := before-left(), int64(alloc.charged-charged); got != pageSize || want != pageSize {
-			t.Errorf("interpreter=%v: memory.grow of one page took %d bytes from the pool (allocator: %d), want %d", interp, got, want, pageSize)
+		if got, want := before-left(), int64(alloc.charged-charged); got != wasmcode.PageSize || want != wasmcode.PageSize {
+			t.Errorf("interpreter=%v: memory.grow of one page took %d bytes from the pool (allocator: %d), want %d", interp, got, want, wasmcode.PageSize)
 		}
 		before = left()
 		if _, err := mod.ExportedFunction("ref").Call(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if got := before - left(); got != refFuncBytes {
-			t.Errorf("interpreter=%v: ref.func took %d bytes from the pool, want %d", interp, got, refFuncBytes)
+		if got := before - left(); got != wasmcode.RefFuncBytes {
+			t.Errorf("interpreter=%v: ref.func took %d bytes from the pool, want %d", interp, got, wasmcode.RefFuncBytes)
 		}
-		if l, w := left(), int64(mod.ExportedGlobal(lowExport).Get()); w > l {
+		if l, w := left(), int64(mod.ExportedGlobal(wasmcode.LowExport).Get()); w > l {
 			t.Errorf("interpreter=%v: low-water mark %d above what is left, %d", interp, w, l)
 		}
 	}

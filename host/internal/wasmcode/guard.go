@@ -1,4 +1,4 @@
-package wasmrt
+package wasmcode
 
 import (
 	"encoding/binary"
@@ -8,35 +8,69 @@ import (
 	"strings"
 )
 
-// guarded is a module as the host compiles it, and the facts about it that
-// bound what one instance of it makes the host allocate.
-type guarded struct {
-	wasm   []byte
-	static uint64 // host bytes of one instance outside linear memory and stack (staticBytes)
-	// hasStart: the module's start function was moved to the startExport
-	// export and runs after the memory pool is set.
-	hasStart   bool
-	frameCosts []uint64 // charge of every defined function's frame (stack.go)
-	work       uint64   // its compile work (loadbounds.go)
+// ErrTooLarge is matched by the error of a module whose load would pass a
+// bound (loadbounds.go): its code passes Options.MaxWork, one function
+// body MaxFunctionBytes, its compile work or one function's, or what one
+// instance of it takes passes Options.MaxMemory. It is refused before the
+// expensive step.
+var ErrTooLarge = errors.New("module too large to load")
+
+// MaxFunctionBytes bounds one function body. Compiling a function cannot be
+// interrupted, and its cost grows faster than its size (measured with
+// wazero's compiler: 70 ms for 1 MiB, 700 ms for 4 MiB), so the bound keeps
+// a load's overrun past its deadline small. The largest function of the
+// bundled Go module is 29 KB.
+const MaxFunctionBytes = 1 << 20
+
+// PageSize is the size of a page of linear memory.
+const PageSize = 65536
+
+// Options are what one rewrite depends on beside the module's bytes.
+type Options struct {
+	// Interpreter: the module runs on wazero's interpreter, whose frames
+	// cost differently from the compiler's (stack.go).
+	Interpreter bool
+	// MaxWork bounds the module's compile work (loadbounds.go); 0: no bound.
+	MaxWork uint64
+	// MaxMemory is the memory limit of one instance: what it takes outside
+	// linear memory and the stack, its initial linear memory and the least
+	// stack must fit; 0: no bound.
+	MaxMemory uint64
+	// FuelPerCheck is the fuel the host's check hands out (fuel.go): the
+	// counter's initial value and the heaviest single charge. It must be
+	// positive.
+	FuelPerCheck int32
 }
 
-// Export names the host adds to every module. A module that exports one of
-// them itself fails to compile (duplicate export).
+// Guarded is a module as the host compiles it, and the facts about it that
+// bound what one instance of it makes the host allocate.
+type Guarded struct {
+	Wasm   []byte
+	Static uint64 // host bytes of one instance outside linear memory and stack (staticBytes)
+	// HasStart: the module's start function was moved to the StartExport
+	// export; the host runs it after setting the memory pool.
+	HasStart   bool
+	FrameCosts []uint64 // charge of every defined function's frame (stack.go)
+	Work       uint64   // its compile work (loadbounds.go)
+}
+
+// Export names the rewrite adds to every module. A module that exports one
+// of them itself fails to compile (duplicate export).
 const (
-	// leftExport and lowExport are the mutable i64 globals of the call's
+	// LeftExport and LowExport are the mutable i64 globals of the call's
 	// memory pool (stack.go): the bytes left now, and the least left so
 	// far. Both are 0 until the host sets them, so that guest code that
 	// runs earlier traps.
-	leftExport = "wasmtask:left"
-	lowExport  = "wasmtask:low"
-	// startExport is the module's start function, if it had one: the host
+	LeftExport = "wasmtask:left"
+	LowExport  = "wasmtask:low"
+	// StartExport is the module's start function, if it had one: the host
 	// runs it after setting the pool (a start section would run during
 	// instantiation, before the host can set it).
-	startExport = "wasmtask:start"
+	StartExport = "wasmtask:start"
 )
 
-// guardModule returns the module wasm as the host compiles it for one of
-// wazero's engines (interpreter or compiler):
+// Guard returns the module wasm as the host compiles it for one of
+// wazero's engines (o.Interpreter or the compiler):
 //
 //   - every function entry and loop header is charged to a fuel counter,
 //     checked by an imported host function that ends the guest when its
@@ -45,8 +79,8 @@ const (
 //     call's memory pool and to reload the pool after memory.grow
 //     (stack.go);
 //   - the pool's two globals are appended and exported (leftExport,
-//     lowExport), with an empty function for the reload, and the fuel
-//     counter, not exported; a start section becomes the startExport
+//     LowExport), with an empty function for the reload, and the fuel
+//     counter, not exported; a start section becomes the StartExport
 //     export;
 //   - every table gets a bounded maximum (boundTables);
 //   - DWARF sections (".debug_*") are dropped: the instrumentation moves
@@ -55,7 +89,8 @@ const (
 // It also counts what one instance allocates outside linear memory and the
 // stack: globals, tables at their maximum, element segments (staticBytes);
 // and it refuses, before the step that would spend it, a module whose load
-// passes its bounds (loadbounds.go).
+// passes its bounds (loadbounds.go), with an error that matches
+// [ErrTooLarge].
 //
 // Why: a guest must stop at its cancel or timeout, also when its work is a
 // loop-free call tree, and wazero's WithCloseOnContextDone, which checks at
@@ -71,14 +106,11 @@ const (
 // and refuses references to function and global indices the original
 // module does not define, which the appended ones would otherwise make
 // valid.
-func guardModule(wasm []byte, interpreter bool, maxCode int) (*guarded, error) {
-	return guardWithin(wasm, interpreter, loadBounds{work: uint64(maxCode)})
-}
-
-// guardWithin is guardModule within the bounds of one load (loadbounds.go),
-// each checked before the step it bounds; maxCode is b.work.
-func guardWithin(wasm []byte, interpreter bool, b loadBounds) (*guarded, error) {
-	maxCode := int(b.work)
+func Guard(wasm []byte, o Options) (*Guarded, error) {
+	if o.FuelPerCheck <= 0 {
+		return nil, errors.New("no fuel per check")
+	}
+	maxCode := int(o.MaxWork)
 	if len(wasm) < 8 {
 		return nil, errors.New("truncated header")
 	}
@@ -97,7 +129,7 @@ func guardWithin(wasm []byte, interpreter bool, b loadBounds) (*guarded, error) 
 		p = p[1+n+int(size):]
 	}
 
-	m := &moduleInfo{interpreter: interpreter, load: loadCost{bounds: b}}
+	m := &moduleInfo{interpreter: o.Interpreter, perCheck: uint64(o.FuelPerCheck), load: loadCost{bounds: loadBounds{work: o.MaxWork, memory: o.MaxMemory}}}
 	if err := m.checkCounts(secs); err != nil {
 		return nil, err
 	}
@@ -151,7 +183,7 @@ func guardWithin(wasm []byte, interpreter bool, b loadBounds) (*guarded, error) 
 			return nil, errors.New("start function must have type () -> ()")
 		}
 	}
-	// Indices of what guardModule appends: the globals and the reload
+	// Indices of what Guard appends: the globals and the reload
 	// function follow every index the module defines; the fuel check is
 	// the last import, so defined functions move up by one (funcOut).
 	m.fuelled = hasCode
@@ -178,19 +210,19 @@ func guardWithin(wasm []byte, interpreter bool, b loadBounds) (*guarded, error) 
 	var globals, exports []byte
 	globals = append(globals, 0x7e, 0x01, 0x42, 0x00, 0x0b) // left: (mut i64) (i64.const 0)
 	globals = append(globals, 0x7e, 0x01, 0x42, 0x00, 0x0b) // low
-	globals = append(globals, 0x7f, 0x01, 0x41)             // fuel: (mut i32) (i32.const fuelPerCheck)
-	globals = appendSleb(globals, int64(fuelPerCheck))
+	globals = append(globals, 0x7f, 0x01, 0x41)             // fuel: (mut i32) (i32.const FuelPerCheck)
+	globals = appendSleb(globals, int64(m.perCheck))
 	globals = append(globals, 0x0b)
 	const nGlobals = 3
-	exports = appendName(exports, leftExport)
+	exports = appendName(exports, LeftExport)
 	exports = append(exports, 0x03) // global
 	exports = binary.AppendUvarint(exports, ix.left)
-	exports = appendName(exports, lowExport)
+	exports = appendName(exports, LowExport)
 	exports = append(exports, 0x03)
 	exports = binary.AppendUvarint(exports, ix.low)
 	nExports := uint64(2)
 	if m.hasStart {
-		exports = appendName(exports, startExport)
+		exports = appendName(exports, StartExport)
 		exports = append(exports, 0x00) // function
 		exports = binary.AppendUvarint(exports, m.funcOut(m.start))
 		nExports++
@@ -264,7 +296,7 @@ func guardWithin(wasm []byte, interpreter bool, b loadBounds) (*guarded, error) 
 				return nil, fmt.Errorf("element section: %w", err)
 			}
 		case secStart:
-			continue // exported as startExport instead
+			continue // exported as StartExport instead
 		case secCode:
 			payload = body
 		default:
@@ -281,10 +313,10 @@ func guardWithin(wasm []byte, interpreter bool, b loadBounds) (*guarded, error) 
 	if !wroteExport {
 		emit(secExport, appendVec(nil, nExports, exports))
 	}
-	return &guarded{wasm: out, static: m.staticBytes(), hasStart: m.hasStart, frameCosts: m.frameCosts, work: m.load.work}, nil
+	return &Guarded{Wasm: out, Static: m.staticBytes(), HasStart: m.hasStart, FrameCosts: m.frameCosts, Work: m.load.work}, nil
 }
 
-// appended are the indices of what guardModule appends.
+// appended are the indices of what Guard appends.
 type appended struct {
 	left, low, fuel uint64 // the memory pool's globals (stack.go) and the fuel counter (fuel.go)
 	reload, check   uint64 // the reload function and the fuel check
@@ -350,11 +382,11 @@ func sectionName(id byte) string {
 // funcType is a function type: its parameter and result value types.
 type funcType struct{ params, results []byte }
 
-// moduleInfo is what guardModule learns about a module.
+// moduleInfo is what Guard learns about a module.
 type moduleInfo struct {
 	types          []funcType
 	blockTypes     map[string]uint64 // results (but one) → index of a () -> results type
-	appendedTypes  []funcType        // the types guardModule appends: () -> results for blocks, the bulk helpers' (bulk.go)
+	appendedTypes  []funcType        // the types Guard appends: () -> results for blocks, the bulk helpers' (bulk.go)
 	funcs          []uint64          // type index of every function, imports first
 	imported       int               // imported functions
 	globals        uint64            // imported and defined
@@ -370,6 +402,7 @@ type moduleInfo struct {
 	fuelled        bool     // the fuel check is imported (the module has code)
 	checkType      uint64   // index of the type () -> i32 of the fuel check
 	interpreter    bool     // frames are charged for wazero's interpreter
+	perCheck       uint64   // Options.FuelPerCheck: the heaviest charge (fuel.go)
 	simd           bool     // a global is a v128
 	tableTypes     []byte   // reference type of every table, imports first
 	helpers        []bulkHelper
@@ -472,8 +505,8 @@ func (m *moduleInfo) typeSection(orig []byte) []byte {
 func (m *moduleInfo) readImports(p []byte) error {
 	var refused error
 	err := eachImport(p, func(i uint32, d importDesc) bool {
-		if string(d.module) == fuelModule {
-			refused = fmt.Errorf("import %d: the module %q is the host's own", i, fuelModule)
+		if string(d.module) == FuelModule {
+			refused = fmt.Errorf("import %d: the module %q is the host's own", i, FuelModule)
 			return false
 		}
 		switch d.kind {
@@ -619,8 +652,8 @@ const (
 	// tableGrowth is how far table.grow may take a table past its initial
 	// size (512 KiB per table); a declared maximum below it is kept.
 	tableGrowth = 1 << 16
-	// maxLocals bounds the locals of one function.
-	maxLocals = 10_000
+	// MaxLocals bounds the locals of one function.
+	MaxLocals = 10_000
 )
 
 // boundTables rewrites the table section so that every table has a maximum

@@ -1,4 +1,4 @@
-package wasmrt
+package wasmcode
 
 import (
 	"encoding/binary"
@@ -188,16 +188,16 @@ func mergeSegments(segs []dataSeg, budget uint64) []dataSeg {
 	return out
 }
 
-// mergeDataSection returns wasm, a module guardModule wrote, with its data
-// section merged (mergeData). It runs after guardModule, on its output,
+// MergeDataSection returns wasm, a module Guard wrote, with its data
+// section merged (mergeData). It runs after Guard, on its output,
 // rather than inside it: the instrumentation and the data are independent,
 // and reading the section headers again costs nothing next to compiling.
-func mergeDataSection(wasm []byte) []byte {
+func MergeDataSection(wasm []byte) []byte {
 	var secs []section
 	for p := wasm[8:]; len(p) > 0; {
 		size, n := binary.Uvarint(p[1:])
 		if n <= 0 || size > uint64(len(p)-1-n) {
-			return wasm // guardModule wrote it: cannot happen
+			return wasm // Guard wrote it: cannot happen
 		}
 		secs = append(secs, section{id: p[0], payload: p[1+n : 1+n+int(size)]})
 		p = p[1+n+int(size):]
@@ -236,7 +236,7 @@ func rewriteData(secs []section, payload []byte) []byte {
 }
 
 // importsMemory reports whether an import section imports a memory (or is
-// malformed: guardModule reads it first and refuses that).
+// malformed: Guard reads it first and refuses that).
 func importsMemory(p []byte) bool {
 	found := false
 	err := eachImport(p, func(_ uint32, d importDesc) bool {

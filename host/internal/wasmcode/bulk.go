@@ -1,4 +1,4 @@
-package wasmrt
+package wasmcode
 
 import (
 	"encoding/binary"
@@ -19,7 +19,7 @@ import (
 // So the rewrite replaces each of them with a call of a function it
 // appends to the module, one per instruction and immediates (bulkHelper):
 // the function does the same work in steps of at most memStep bytes or
-// tableStep entries, and before each step charges its fuel and checks it as
+// TableStep entries, and before each step charges its fuel and checks it as
 // a loop header does (fuel.go). A step's fuel is its length over the bytes
 // (or entries) that take as long as one plain instruction; no step runs
 // longer than a small part of a fuel period, and a cancel or deadline stops
@@ -43,14 +43,14 @@ import (
 const (
 	// memStep is the most bytes one step of a memory instruction moves.
 	memStep = 1 << 16
-	// memFuelShift: a step of n bytes costs n>>memFuelShift fuel, one per
+	// MemFuelShift: a step of n bytes costs n>>MemFuelShift fuel, one per
 	// 4 bytes, about as long as an instruction takes (BenchmarkBulk).
-	memFuelShift = 2
-	// tableStep is the most entries one step of a table instruction sets.
-	tableStep = 1 << 12
-	// tableFuelShift: a step of n entries costs n<<tableFuelShift fuel
+	MemFuelShift = 2
+	// TableStep is the most entries one step of a table instruction sets.
+	TableStep = 1 << 12
+	// TableFuelShift: a step of n entries costs n<<TableFuelShift fuel
 	// (wazero sets table entries one at a time, in Go).
-	tableFuelShift = 2
+	TableFuelShift = 2
 )
 
 // Sub-opcodes of the 0xfc instructions the helpers replace.
@@ -159,9 +159,9 @@ func helperBody(h bulkHelper, fuel, check uint64) []byte {
 	}
 	// step: k = min(n, step); $fuel -= 1 + fuel of k; check.
 	step := func(out []byte) []byte {
-		size, shift, shr := int64(tableStep), byte(tableFuelShift), byte(0x74) // i32.shl
+		size, shift, shr := int64(TableStep), byte(TableFuelShift), byte(0x74) // i32.shl
 		if memory {
-			size, shift, shr = memStep, memFuelShift, 0x76 // i32.shr_u
+			size, shift, shr = memStep, MemFuelShift, 0x76 // i32.shr_u
 		}
 		out = get(out, n)
 		out = append(out, 0x41)

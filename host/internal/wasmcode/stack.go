@@ -1,4 +1,4 @@
-package wasmrt
+package wasmcode
 
 import (
 	"encoding/binary"
@@ -9,7 +9,7 @@ import (
 // The guest's call stack lives in host memory outside linear memory: the
 // compiler engine's native stack (a Go byte slice that doubles as it grows,
 // up to ~100 MB before wazero reports a stack overflow), the interpreter's
-// operand stack and frames (2000 frames of up to maxLocals locals each).
+// operand stack and frames (2000 frames of up to MaxLocals locals each).
 // So does a function reference made by ref.func in the compiler engine
 // (about 48 bytes, kept until the instance is closed, at every execution).
 //
@@ -34,7 +34,7 @@ import (
 //	end
 //	global.get $left  i64.const C  i64.add  global.set $left
 //
-// A ref.func is followed by a charge of refFuncBytes to both globals, never
+// A ref.func is followed by a charge of RefFuncBytes to both globals, never
 // given back, and the same check. A memory.grow is followed by a call of an
 // appended empty function: wazero's compiler caches global values between
 // calls and does not reload them after memory.grow, where the host changed
@@ -67,8 +67,8 @@ const (
 	interpreterFrameBytes = 3 * 4352
 	// slotBytes is charged per value (twice in modules that use v128).
 	slotBytes = 3 * 8
-	// refFuncBytes is charged, never given back, at each ref.func.
-	refFuncBytes = 64
+	// RefFuncBytes is charged, never given back, at each ref.func.
+	RefFuncBytes = 64
 	// maxFrameBytes bounds one function's frame cost; a function over it is
 	// refused at load.
 	maxFrameBytes = 64 << 20
@@ -147,7 +147,7 @@ func (m *moduleInfo) instrumentCode(secs []section, ix appended) ([]byte, error)
 		m.frameCosts = append(m.frameCosts, cost)
 		b := make([]byte, 0, len(f.localsDecl)+len(f.code)+64)
 		b = append(b, f.localsDecl...)
-		b = appendFuelCharge(b, ix.fuel, ix.check, int64(f.w.instrs))
+		b = appendFuelCharge(b, ix.fuel, ix.check, int64(min(f.w.instrs, m.perCheck)))
 		b = appendCharge(b, ix.left, ix.low, int64(cost))
 		b = append(b, 0x02) // block
 		b = appendBlockType(b, m, f.ft.results)
@@ -190,8 +190,8 @@ func (m *moduleInfo) walkBody(w *walker, ft funcType, body []byte, ix appended) 
 		if r.err != nil {
 			return nil, nil, errors.New("bad locals")
 		}
-		if c > maxLocals || locals+c > maxLocals {
-			return nil, nil, fmt.Errorf("declares more than %d locals", maxLocals)
+		if c > MaxLocals || locals+c > MaxLocals {
+			return nil, nil, fmt.Errorf("declares more than %d locals", MaxLocals)
 		}
 		if !validValType(t) {
 			return nil, nil, fmt.Errorf("unknown local type 0x%x", t)
@@ -250,8 +250,8 @@ func appendCharge(out []byte, left, low uint64, cost int64) []byte {
 
 // appendRefCharge appends the permanent charge of a function reference.
 func appendRefCharge(out []byte, left, low uint64) []byte {
-	out = appendGlobalAdd(out, left, -refFuncBytes)
-	out = appendGlobalAdd(out, low, -refFuncBytes)
+	out = appendGlobalAdd(out, left, -RefFuncBytes)
+	out = appendGlobalAdd(out, low, -RefFuncBytes)
 	return appendCheck(out, low)
 }
 
@@ -320,7 +320,7 @@ func hasV128(types []byte) bool {
 type walker struct {
 	m                 *moduleInfo
 	r                 reader
-	left, low, reload uint64 // indices of what guardModule appends
+	left, low, reload uint64 // indices of what Guard appends
 	fuel, check       uint64 // the fuel global and the check function (fuel.go)
 	spent             uint64 // the local that counts the loops' fuel (fuel.go)
 	loops             int    // loops in the function
@@ -514,7 +514,7 @@ func (w *walker) walk(ft funcType) ([]byte, error) {
 				return w.out, nil
 			}
 			if f.fuelAt != 0 {
-				patchFuelWeight(w.out, f.fuelAt, w.instrs-f.instrs)
+				patchFuelWeight(w.out, f.fuelAt, min(w.instrs-f.instrs, w.m.perCheck))
 			}
 			if f.wrapped {
 				w.out = appendWrappedEnd(w.out, w.fuel, w.check, w.spent)

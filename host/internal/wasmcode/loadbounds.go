@@ -1,4 +1,4 @@
-package wasmrt
+package wasmcode
 
 import (
 	"errors"
@@ -6,14 +6,14 @@ import (
 )
 
 // What a module makes the host allocate and compute while it is loaded is
-// bounded before the step that would spend it: guardModule checks the
+// bounded before the step that would spend it: Guard checks the
 // module's counts before it reads any section into memory, what one
 // instance takes before it instruments the code, and each function's
 // compile work as it walks it, so that neither the instrumentation nor
 // wazero's decoder, compiler or instantiation ever start on a module past
 // a bound. The bounds scale with what the operator allows: the module's
-// compile work with Config.MaxCodeMiB, what one instance takes with the
-// memory limit of its load (Load's lim).
+// compile work with Options.MaxWork (the operator's MaxCodeMiB), what one
+// instance takes with Options.MaxMemory (the memory limit of the load).
 //
 // Compile work is counted in bytes of code: one unit is what wazero's
 // compiler spends on one byte of dense instrumented code (about 0.1 µs and
@@ -40,7 +40,7 @@ import (
 //
 // One function may cost maxFunctionWork, and hold maxFunctionValues slots ×
 // joins (the memory of its compile: the block parameters of one function
-// took 460 bytes each); the module Config.MaxCodeMiB in all.
+// took 460 bytes each); the module Options.MaxWork in all.
 const (
 	typeWork        = 64
 	importWork      = 64
@@ -67,11 +67,11 @@ const (
 
 // loadBounds are the bounds of one load that the operator's numbers set.
 type loadBounds struct {
-	work   uint64 // compile work of the module (Config.MaxCodeMiB); 0: no bound
+	work   uint64 // compile work of the module (Options.MaxWork); 0: no bound
 	memory uint64 // memory limit of one instance, bytes; 0: no bound
 }
 
-// loadCost is what guardModule has counted of a module's load so far.
+// loadCost is what Guard has counted of a module's load so far.
 type loadCost struct {
 	bounds   loadBounds
 	work     uint64 // compile work so far
@@ -128,7 +128,7 @@ func (m *moduleInfo) checkCounts(secs []section) error {
 		c.work += n * weight
 		if c.bounds.work > 0 && c.work > c.bounds.work {
 			return fmt.Errorf("%s section: %w: its compile may cost as much as %s of code, more than the limit of %s",
-				sectionName(s.id), ErrTooLarge, sizeString(c.work), sizeString(c.bounds.work))
+				sectionName(s.id), ErrTooLarge, FormatSize(c.work), FormatSize(c.bounds.work))
 		}
 	}
 	return nil
@@ -153,10 +153,10 @@ func (m *moduleInfo) checkInstance(secs []section) error {
 		}
 	}
 	static := m.staticBytes()
-	linear := c.pages * pageSize
+	linear := c.pages * PageSize
 	if need := static + linear + minStackBytes; need > c.bounds.memory {
 		return fmt.Errorf("%w: one instance needs %s (%s of initial linear memory, %s for tables, globals and the instance, %s of stack), more than the memory limit of %s",
-			ErrTooLarge, sizeString(need), sizeString(linear), sizeString(static), sizeString(minStackBytes), sizeString(c.bounds.memory))
+			ErrTooLarge, FormatSize(need), FormatSize(linear), FormatSize(static), FormatSize(minStackBytes), FormatSize(c.bounds.memory))
 	}
 	return nil
 }
@@ -177,12 +177,12 @@ func (m *moduleInfo) chargeFunction(w *walker, size uint32) error {
 	work := uint64(size) + joins*joins/2 + slots*slots*joins/16
 	if work > maxFunctionWork {
 		return fmt.Errorf("%w: its compile may cost as much as %s of code (%d bytes, %d locals and parameters across %d blocks and loops), more than the %s one function may",
-			ErrTooLarge, sizeString(work), size, slots, joins, sizeString(maxFunctionWork))
+			ErrTooLarge, FormatSize(work), size, slots, joins, FormatSize(maxFunctionWork))
 	}
 	c.work += work
 	if c.bounds.work > 0 && c.work > c.bounds.work {
 		return fmt.Errorf("%w: with it the module's compile may cost as much as %s of code, more than the limit of %s",
-			ErrTooLarge, sizeString(c.work), sizeString(c.bounds.work))
+			ErrTooLarge, FormatSize(c.work), FormatSize(c.bounds.work))
 	}
 	return nil
 }
