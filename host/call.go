@@ -16,23 +16,22 @@ import (
 // guest in a fresh instance, for MCP's tools/call (plain or task) and for
 // Server.Call alike.
 
-// call runs tool name of catalog c, which the caller holds: the
+// call runs tool name of catalog c, which the caller holds, for from: the
 // admission controller admits it (tool, module, server slots and memory
 // budget, see admission), then the guest runs, parsing and validating the
-// arguments inside the slot and the call's deadline.
-func (s *Server) call(ctx context.Context, c *catalog, name string, args json.RawMessage, ev abi.Events) (res *abi.Result, err error) {
+// arguments inside the slot and the call's deadline. hit reports that the
+// result came from the result cache. The zero Caller is the library's own
+// direct call: one implicit tenant, without a share.
+func (s *Server) call(ctx context.Context, c *catalog, from mcpserver.Caller, name string, args json.RawMessage, ev abi.Events) (res *abi.Result, hit bool, err error) {
 	t, ok := c.tool(name)
 	if !ok {
-		return nil, fmt.Errorf("%w: %q", ErrUnknownTool, name)
+		return nil, false, fmt.Errorf("%w: %q", ErrUnknownTool, name)
 	}
 	start := time.Now()
-	var who caller
-	var user string
-	defer func() { s.metrics.observeCall(name, user, res, err, start) }()
-	if m := mcpserver.CallMetaFrom(ctx); m != nil {
-		user = m.User
-		slots, memory, strict := s.tenantShare(m.User)
-		who = caller{tenant: m.Tenant, slots: slots, memory: memory, strict: strict, queued: m.Queued}
+	defer func() { s.metrics.observeCall(name, from.User, res, err, start) }()
+	who := caller{tenant: from.Tenant, queued: from.Queued}
+	if from.User != "" {
+		who.slots, who.memory, who.strict = s.tenantShare(from.User)
 	}
 	run := func(ctx context.Context, ev abi.Events) (*abi.Result, error) {
 		entered := time.Now()
@@ -47,11 +46,12 @@ func (s *Server) call(ctx context.Context, c *catalog, name string, args json.Ra
 		return t.code.Call(ctx, name, args, t.lim, ev)
 	}
 	if t.cache.ttl > 0 {
-		if res, ok, err := s.cachedCall(ctx, t, name, args, ev, run); ok {
-			return res, err
+		if res, hit, ok, err := s.cachedCall(ctx, t, from.Tenant, name, args, ev, run); ok {
+			return res, hit, err
 		}
 	}
-	return run(ctx, ev)
+	res, err = run(ctx, ev)
+	return res, false, err
 }
 
 // failureOf classifies a call's error for the MCP layer, which words it.

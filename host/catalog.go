@@ -257,12 +257,12 @@ func (c *catalog) Tool(name string) (abi.Tool, bool) {
 
 // Call implements mcpserver.Catalog: the server's one call path, with its
 // errors classified for the MCP layer to word.
-func (c *catalog) Call(ctx context.Context, name string, args json.RawMessage, ev abi.Events) (*abi.Result, error) {
-	res, err := c.srv.call(ctx, c, name, args, ev)
+func (c *catalog) Call(ctx context.Context, who mcpserver.Caller, name string, args json.RawMessage, ev abi.Events) (*abi.Result, bool, error) {
+	res, hit, err := c.srv.call(ctx, c, who, name, args, ev)
 	if err != nil {
-		return nil, failureOf(err)
+		return nil, false, failureOf(err)
 	}
-	return res, nil
+	return res, hit, nil
 }
 
 // limitsOf turns an effective tool policy and its module's grants into

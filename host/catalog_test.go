@@ -13,6 +13,7 @@ import (
 
 	"github.com/wasmtask/wasmtask/abi"
 	"github.com/wasmtask/wasmtask/host/hosttest"
+	"github.com/wasmtask/wasmtask/host/internal/mcpserver"
 	"github.com/wasmtask/wasmtask/host/internal/wasmrt"
 	"github.com/wasmtask/wasmtask/plugins"
 )
@@ -124,7 +125,7 @@ func TestCatalogHeldByItsCalls(t *testing.T) {
 	if err := s.awaitCatalog(ctx, func(c *catalog) bool { return c != old }); err != nil {
 		t.Fatal(err)
 	}
-	res, err := s.call(ctx, old, "t", nil, nil)
+	res, _, err := s.call(ctx, old, mcpserver.Caller{}, "t", nil, nil)
 	if err != nil || res.Content[0].Text != "v1" {
 		t.Errorf("call through the retired catalog = %v, %v; want v1 from its own module", res, err)
 	}
@@ -194,7 +195,7 @@ func TestModuleKeptWhileLoadingStaysOpenForOlderHolders(t *testing.T) {
 	if err := s.awaitCatalog(ctx, func(c *catalog) bool { return c.tools["t"].code != v1 }); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := s.call(ctx, first, "t", nil, nil); err != nil || res.Content[0].Text != "v1" {
+	if res, _, err := s.call(ctx, first, mcpserver.Caller{}, "t", nil, nil); err != nil || res.Content[0].Text != "v1" {
 		t.Fatalf("call through the first catalog after v2 is served = %v, %v; want v1 from its own module", res, err)
 	}
 	release()

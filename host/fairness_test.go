@@ -65,8 +65,15 @@ func TestStartListsGoodModulesFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if first := <-began; first != "good" {
-		t.Errorf("first load %q, want good (named by the policy)", first)
+	// The loaders start plugins.DefaultLoadWorkers loads at once, so the
+	// order in which those report is the scheduler's: good must be among
+	// them.
+	var first []string
+	for range plugins.DefaultLoadWorkers {
+		first = append(first, <-began)
+	}
+	if !slices.Contains(first, "good") {
+		t.Errorf("first loads %q, want good among them (named by the policy)", first)
 	}
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wasmtask/wasmtask/abi"
 	"github.com/wasmtask/wasmtask/host"
 	"github.com/wasmtask/wasmtask/host/hosttest"
 )
@@ -72,6 +73,68 @@ func TestShutdownDrains(t *testing.T) {
 		t.Errorf("Shutdown = %v, want nil (everything finished)", err)
 	}
 	<-c.Done() // the session ended with the server
+}
+
+// gatedEvents answers a call's elicitation once the test opens answer,
+// after telling it the call asked.
+type gatedEvents struct {
+	asked, answer chan struct{}
+}
+
+func (gatedEvents) Progress(float64, float64, string) {}
+func (gatedEvents) Status(string)                     {}
+func (gatedEvents) Log(int32, string)                 {}
+func (g gatedEvents) Elicit(ctx context.Context, _ abi.ElicitRequest) (abi.ElicitReply, error) {
+	close(g.asked)
+	select {
+	case <-g.answer:
+		return abi.ElicitReply{Action: "accept", Content: json.RawMessage(`{"confirm":true}`)}, nil
+	case <-ctx.Done():
+		return abi.ElicitReply{}, ctx.Err()
+	}
+}
+
+// Shutdown waits for the library's own calls as for MCP's: a Server.Call in
+// flight finishes with its result, and only then does Shutdown close.
+func TestShutdownWaitsForDirectCalls(t *testing.T) {
+	s := newServer(t, host.Config{CacheDir: host.CompileCacheDir()})
+	ctx := context.Background()
+	ev := gatedEvents{asked: make(chan struct{}), answer: make(chan struct{})}
+	type answer struct {
+		res *abi.Result
+		err error
+	}
+	called := make(chan answer, 1)
+	go func() {
+		res, err := s.Call(ctx, "long_job", json.RawMessage(`{"steps":2,"delay_ms":1}`), ev)
+		called <- answer{res, err}
+	}()
+	<-ev.asked // the call runs, waiting for its user
+
+	shut := make(chan error, 1)
+	go func() { shut <- s.Shutdown(ctx) }()
+	// Once Shutdown has begun, new direct calls are refused.
+	for {
+		_, err := s.Call(ctx, "add", json.RawMessage(`{"a":1,"b":2}`), nil)
+		if errors.Is(err, host.ErrServerClosed) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("Call before the shutdown took hold = %v", err)
+		}
+	}
+	select {
+	case err := <-shut:
+		t.Fatalf("Shutdown returned (%v) while a direct call ran", err)
+	default:
+	}
+	close(ev.answer)
+	if a := <-called; a.err != nil || a.res == nil || a.res.IsError {
+		t.Errorf("the direct call in flight = %+v, %v; want its result", a.res, a.err)
+	}
+	if err := <-shut; err != nil {
+		t.Errorf("Shutdown = %v, want nil (everything finished)", err)
+	}
 }
 
 // Shutdown whose context ends first cancels the work left, tells its

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/wasmtask/wasmtask/abi"
-	"github.com/wasmtask/wasmtask/host/internal/mcpserver"
 	"github.com/wasmtask/wasmtask/host/internal/resultcache"
 	"github.com/wasmtask/wasmtask/host/internal/wasmrt"
 )
@@ -87,31 +86,25 @@ func grantsFingerprint(lim wasmrt.Limits) string {
 // for every concurrent identical call and stores a successful result. ok
 // is false when the call cannot be keyed (its arguments have no canonical
 // form, or no events: without a client to ask, an elicitation would fail
-// where a client's would not): the caller runs it uncached.
-func (s *Server) cachedCall(ctx context.Context, t *servedTool, name string, args json.RawMessage, ev abi.Events, run func(context.Context, abi.Events) (*abi.Result, error)) (res *abi.Result, ok bool, err error) {
+// where a client's would not): the caller runs it uncached. Results are
+// shared within tenant only; hit reports one taken from the cache.
+func (s *Server) cachedCall(ctx context.Context, t *servedTool, tenant, name string, args json.RawMessage, ev abi.Events, run func(context.Context, abi.Events) (*abi.Result, error)) (res *abi.Result, hit, ok bool, err error) {
 	if ev == nil {
-		return nil, false, nil
+		return nil, false, false, nil
 	}
 	canon, cerr := resultcache.Canonical(args)
 	if cerr != nil {
-		return nil, false, nil
+		return nil, false, false, nil
 	}
-	meta := mcpserver.CallMetaFrom(ctx)
-	key := resultcache.Key{Digest: t.module.Digest, Tool: name, Args: canon, Grants: t.cache.grants}
-	if meta != nil {
-		key.Tenant = meta.Tenant
-	}
+	key := resultcache.Key{Tenant: tenant, Digest: t.module.Digest, Tool: name, Args: canon, Grants: t.cache.grants}
 	out, hit := s.results.Do(ctx, key, func(ctx context.Context) resultcache.Outcome {
 		w := &elicitWatch{Events: ev}
 		res, err := run(ctx, w)
 		return resultcache.Outcome{Value: res, Size: resultSize(res), TTL: t.cache.ttl, Err: err,
 			Cacheable: err == nil && res != nil && !res.IsError && res.Error == nil && !w.elicited.Load()}
 	})
-	if hit && meta != nil {
-		meta.CacheHit = true
-	}
 	res, _ = out.Value.(*abi.Result)
-	return res, true, out.Err
+	return res, hit, true, out.Err
 }
 
 // resultSize is what a result holds, for the cache's byte bound.

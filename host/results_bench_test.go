@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"testing"
 	"time"
-
-	"github.com/wasmtask/wasmtask/host/internal/mcpserver"
 )
 
 // BenchmarkResultCache: a cacheable tool's call answered from the cache
@@ -32,13 +30,13 @@ func BenchmarkResultCache(b *testing.B) {
 			b.Fatal(err)
 		}
 		for _, c := range cases {
-			ctx := mcpserver.WithCallMeta(context.Background(), &mcpserver.CallMeta{Tenant: "t"})
-			if _, err := s.Call(ctx, c.tool, json.RawMessage(c.args), quiet{}); err != nil { // fills the cache
+			ctx, who := context.Background(), Caller{Tenant: "t"}
+			if _, _, err := s.CallAs(ctx, who, c.tool, json.RawMessage(c.args), quiet{}); err != nil { // fills the cache
 				b.Fatal(err)
 			}
 			b.Run(c.tool+"/"+mode.name, func(b *testing.B) {
 				for b.Loop() {
-					if _, err := s.Call(ctx, c.tool, json.RawMessage(c.args), quiet{}); err != nil {
+					if _, _, err := s.CallAs(ctx, who, c.tool, json.RawMessage(c.args), quiet{}); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -48,9 +46,8 @@ func BenchmarkResultCache(b *testing.B) {
 			b.Run("sha256/hit-64-callers", func(b *testing.B) {
 				b.SetParallelism(32) // 2 cores × 32 = 64 callers
 				b.RunParallel(func(pb *testing.PB) {
-					ctx := mcpserver.WithCallMeta(context.Background(), &mcpserver.CallMeta{Tenant: "t"})
 					for pb.Next() {
-						if _, err := s.Call(ctx, "sha256", json.RawMessage(cases[1].args), quiet{}); err != nil {
+						if _, _, err := s.CallAs(context.Background(), Caller{Tenant: "t"}, "sha256", json.RawMessage(cases[1].args), quiet{}); err != nil {
 							b.Error(err)
 							return
 						}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/wasmtask/wasmtask/abi"
 	"github.com/wasmtask/wasmtask/host/defaulttools"
-	"github.com/wasmtask/wasmtask/host/internal/mcpserver"
 	"github.com/wasmtask/wasmtask/host/internal/wasmrt"
 	"github.com/wasmtask/wasmtask/plugins"
 )
@@ -37,12 +36,11 @@ func addModule(t testing.TB) []byte {
 // whether the result cache answered.
 func callAs(t *testing.T, s *Server, tenant, tool, args string) (*abi.Result, bool) {
 	t.Helper()
-	meta := &mcpserver.CallMeta{Tenant: tenant}
-	res, err := s.Call(mcpserver.WithCallMeta(context.Background(), meta), tool, json.RawMessage(args), quiet{})
+	res, hit, err := s.CallAs(context.Background(), Caller{Tenant: tenant}, tool, json.RawMessage(args), quiet{})
 	if err != nil {
 		t.Fatalf("%s(%s) as %s: %v", tool, args, tenant, err)
 	}
-	return res, meta.CacheHit
+	return res, hit
 }
 
 func instantiations(s *Server, tool string) uint64 {

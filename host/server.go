@@ -194,6 +194,10 @@ type Server struct {
 
 	mu        sync.Mutex
 	closed    bool
+	// direct counts the library's calls in flight (CallAs); idle is made
+	// by Shutdown while some run, and closed when the last returns.
+	direct int
+	idle   chan struct{}
 	listeners map[*http.Server]net.Listener
 
 	startOnce  sync.Once
@@ -476,18 +480,38 @@ func (s *Server) Problems() []Problem {
 // also [ErrUnknownTool] and [ErrBusy]. A Result with IsError set is the
 // tool's own error answer.
 func (s *Server) Call(ctx context.Context, tool string, args json.RawMessage, ev abi.Events) (*abi.Result, error) {
+	res, _, err := s.CallAs(ctx, Caller{}, tool, args, ev)
+	return res, err
+}
+
+// Caller is who makes a direct call ([Server.CallAs]), as tools/call
+// names its caller from the request's authentication.
+type Caller struct {
+	// Tenant owns the call: results of a cacheable tool are shared within
+	// it only. "" is the tenant of [Server.Call].
+	Tenant string
+	// User names a tenant of Config.TenantsFile, whose share of the instances
+	// and the memory budget the call counts against; "" for none.
+	User string
+}
+
+// CallAs is [Server.Call] for who: its result cache and quotas are
+// who's. cacheHit reports that the result came from the result cache.
+func (s *Server) CallAs(ctx context.Context, who Caller, tool string, args json.RawMessage, ev abi.Events) (res *abi.Result, cacheHit bool, err error) {
 	s.mu.Lock()
-	closed := s.closed
-	s.mu.Unlock()
-	if closed {
-		return nil, ErrServerClosed
+	if s.closed {
+		s.mu.Unlock()
+		return nil, false, ErrServerClosed
 	}
+	s.direct++
+	s.mu.Unlock()
+	defer s.directDone()
 	if err := s.ready(ctx, tool); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	c, release := s.acquire()
 	defer release()
-	return s.call(ctx, c, tool, args, ev)
+	return s.call(ctx, c, mcpserver.Caller{Tenant: who.Tenant, User: who.User}, tool, args, ev)
 }
 
 // ready returns, when tool is "", once the start is over (startDone); when
@@ -641,12 +665,25 @@ func (s *Server) Serve(l net.Listener) error {
 	return err
 }
 
+// directDone counts a direct call out, and tells a waiting Shutdown when it
+// was the last.
+func (s *Server) directDone() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.direct--
+	if s.direct == 0 && s.idle != nil {
+		close(s.idle)
+		s.idle = nil
+	}
+}
+
 // Shutdown stops the server gracefully: it stops accepting connections and
-// new tool calls (they get a clear "shutting down" error), lets the calls
-// and tasks in flight finish, answers blocked tasks/result requests as
-// their tasks end, and then closes the server. When ctx ends first, the
-// work still running is cancelled (its clients are told the server shut
-// down) and Shutdown returns ctx's error after closing.
+// new tool calls (they get a clear "shutting down" error, and Server.Call
+// [ErrServerClosed]), lets the calls and tasks in flight finish — MCP's
+// and the library's own — answers blocked tasks/result requests as their
+// tasks end, and then closes the server. When ctx ends first, the work
+// still running is cancelled (its clients are told the server shut down)
+// and Shutdown returns ctx's error after closing.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mcp.BeginDrain()
 	s.mu.Lock()
@@ -654,9 +691,21 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	for _, l := range s.listeners {
 		l.Close() // stop accepting; connections already open keep being served
 	}
+	var idle <-chan struct{}
+	if s.direct > 0 {
+		s.idle = make(chan struct{})
+		idle = s.idle
+	}
 	s.mu.Unlock()
 	s.stop() // no more reloads
 	err := s.mcp.Drain(ctx)
+	if idle != nil && err == nil {
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+	}
 	return errors.Join(err, s.Close())
 }
 

@@ -35,8 +35,11 @@ func BenchmarkTenantFairness(b *testing.B) {
 	defer s.Close()
 	args := json.RawMessage(`{"ms":2}`)
 	call := func(ctx context.Context, tenant string) error {
-		meta := &mcpserver.CallMeta{Tenant: tenant, Queued: func(int) {}}
-		_, err := s.Call(mcpserver.WithCallMeta(ctx, meta), "ver", args, quiet{})
+		// As a task's call: it queues for an instance rather than be
+		// refused for being busy.
+		c, release := s.acquire()
+		defer release()
+		_, _, err := s.call(ctx, c, mcpserver.Caller{Tenant: tenant, Queued: func(int) {}}, "ver", args, quiet{})
 		return err
 	}
 	measure := func(n int, tenant string) []time.Duration {

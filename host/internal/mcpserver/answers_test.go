@@ -50,15 +50,15 @@ func (s surveyTools) Reach(tool string) abi.Reach {
 	return s.fakeTools.Reach(tool)
 }
 
-func (s surveyTools) Call(ctx context.Context, name string, args json.RawMessage, ev abi.Events) (*abi.Result, error) {
+func (s surveyTools) Call(ctx context.Context, who Caller, name string, args json.RawMessage, ev abi.Events) (*abi.Result, bool, error) {
 	if name != "survey" {
-		return s.fakeTools.Call(ctx, name, args, ev)
+		return s.fakeTools.Call(ctx, who, name, args, ev)
 	}
 	reply, err := ev.Elicit(ctx, surveyQuestion)
 	if err != nil {
-		return text("refused"), nil // the reason is the host's (a guest gets a code)
+		return text("refused"), false, nil // the reason is the host's (a guest gets a code)
 	}
-	return text(fmt.Sprintf("answer: %s %s", reply.Action, reply.Content)), nil
+	return text(fmt.Sprintf("answer: %s %s", reply.Action, reply.Content)), false, nil
 }
 
 // badAnswers break surveyQuestion's schema in every way a flat form can be

@@ -22,35 +22,6 @@ const (
 	auditDenied      = "request.denied"
 )
 
-// CallMeta travels with a tool call's context from the MCP layer to the
-// catalog and back: who called (the tenant its result may be shared
-// within) and whether the result came from the result cache.
-type CallMeta struct {
-	Tenant   string // the owner of the caller's tasks: its results and quotas are shared within it
-	User     string // the authenticated tenant's name, "" without authentication
-	CacheHit bool   // set by the catalog
-	// Queued is set for a task's call: the call waits for an instance
-	// however long the queue (an accepted task is never failed for being
-	// busy) and is told how many calls wait ahead of it as that changes,
-	// and ahead < 0 once it starts. Nil for a plain call, which may be
-	// refused for being busy instead.
-	Queued func(ahead int)
-}
-
-type callMetaKey struct{}
-
-// WithCallMeta returns ctx carrying m, as tools/call does for the catalog.
-func WithCallMeta(ctx context.Context, m *CallMeta) context.Context {
-	return context.WithValue(ctx, callMetaKey{}, m)
-}
-
-// CallMetaFrom returns the CallMeta of a call's context, nil outside
-// tools/call (the library's own Server.Call: one implicit tenant).
-func CallMetaFrom(ctx context.Context) *CallMeta {
-	m, _ := ctx.Value(callMetaKey{}).(*CallMeta)
-	return m
-}
-
 // ToolOrigin is implemented by a [Catalog] that can name the module a tool
 // comes from; the audit log then carries the module and its digest.
 type ToolOrigin interface {

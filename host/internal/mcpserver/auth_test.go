@@ -62,7 +62,7 @@ func TestVisiblePerUser(t *testing.T) {
 // The catalog learns the tenant of each call (the task owner: the auth
 // user here), and a result it marks as a cache hit carries the marker in
 // _meta, on a plain call and in tasks/result beside the related task.
-func TestCallMetaTenantAndCacheHit(t *testing.T) {
+func TestCallerTenantAndCacheHit(t *testing.T) {
 	c := authClients(t, newTestServer(t, taskengine.Config{}))("alice")
 	who := result(c.call(1, "tools/call", map[string]any{"name": "quick", "arguments": map[string]any{"name": "tenant?"}}))
 	if txt := who["content"].([]any)[0].(map[string]any)["text"]; txt != "tenant user:alice" {

@@ -99,7 +99,13 @@ func text(s string) *abi.Result {
 	return &abi.Result{Content: []abi.Content{{Type: "text", Text: s}}}
 }
 
-func (f *fakeTools) Call(ctx context.Context, name string, args json.RawMessage, ev abi.Events) (*abi.Result, error) {
+func (f *fakeTools) Call(ctx context.Context, who Caller, name string, args json.RawMessage, ev abi.Events) (*abi.Result, bool, error) {
+	res, err := f.call(ctx, who, name, args, ev)
+	hit := err == nil && name == "quick" && strings.Contains(string(args), `"from-cache"`) // as the host's catalog reports a result cache hit
+	return res, hit, err
+}
+
+func (f *fakeTools) call(ctx context.Context, who Caller, name string, args json.RawMessage, ev abi.Events) (*abi.Result, error) {
 	if _, ok := f.Tool(name); !ok {
 		return nil, fmt.Errorf("%w: %s", ErrUnknownTool, name)
 	}
@@ -116,11 +122,8 @@ func (f *fakeTools) Call(ctx context.Context, name string, args json.RawMessage,
 		case !ok:
 			return nil, &Failure{Kind: FailArguments, Detail: "/properties/name: want a string", Err: errors.New("fake: name not a string")}
 		}
-		if name == "from-cache" { // as the host's catalog marks a result cache hit
-			CallMetaFrom(ctx).CacheHit = true
-		}
 		if name == "tenant?" {
-			return text("tenant " + CallMetaFrom(ctx).Tenant), nil
+			return text("tenant " + who.Tenant), nil
 		}
 		return text("hello " + name), nil
 	case "plain":
@@ -158,9 +161,9 @@ func (f *fakeTools) Call(ctx context.Context, name string, args json.RawMessage,
 // panicky panics for tool "boom".
 type panicky struct{ *fakeTools }
 
-func (p panicky) Call(ctx context.Context, name string, args json.RawMessage, ev abi.Events) (*abi.Result, error) {
+func (p panicky) Call(ctx context.Context, who Caller, name string, args json.RawMessage, ev abi.Events) (*abi.Result, bool, error) {
 	if name == "boom" {
 		panic("boom")
 	}
-	return p.fakeTools.Call(ctx, name, args, ev)
+	return p.fakeTools.Call(ctx, who, name, args, ev)
 }

@@ -72,7 +72,12 @@ func (m *modernTools) Tool(name string) (abi.Tool, bool) {
 
 var nameQuestion = abi.ElicitRequest{Message: "Your name?", RequestedSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`)}
 
-func (m *modernTools) Call(ctx context.Context, name string, args json.RawMessage, ev abi.Events) (*abi.Result, error) {
+func (m *modernTools) Call(ctx context.Context, _ Caller, name string, args json.RawMessage, ev abi.Events) (*abi.Result, bool, error) {
+	res, err := m.call(ctx, name, args, ev)
+	return res, false, err
+}
+
+func (m *modernTools) call(ctx context.Context, name string, args json.RawMessage, ev abi.Events) (*abi.Result, error) {
 	switch name {
 	case "rpcerr":
 		return &abi.Result{Error: &abi.ProtocolError{Code: -32603, Message: "simulated protocol error"}}, nil
@@ -119,7 +124,7 @@ func (m *modernTools) Call(ctx context.Context, name string, args json.RawMessag
 		}
 		return text("hello " + in.Name + " (in a task)"), nil
 	}
-	return m.fakeTools.Call(ctx, name, args, ev)
+	return m.fakeTools.call(ctx, Caller{}, name, args, ev)
 }
 
 // modernServer is a test server over HTTP that also serves modernTools.

@@ -284,7 +284,7 @@ func (s *Server) callStaged(ctx context.Context, rq requestor, cat Catalog, rele
 					e = ending{err: rpcError(jsonrpc.CodeInternalError, "internal error")}
 				}
 			}()
-			e.res, e.err = s.execute(runCtx, &CallMeta{Tenant: owner, User: rq.user}, cat, tool, p.Arguments, c)
+			e.res, e.err = s.execute(runCtx, Caller{Tenant: owner, User: rq.user}, cat, tool, p.Arguments, c)
 		}()
 		outcome <- e
 		ended <- e

@@ -43,8 +43,23 @@ type Catalog interface {
 	// *[Failure], or [ErrUnknownTool] when name is not (or no longer)
 	// served. Call returns promptly once ctx is done. The questions a
 	// tool passes to ev.Elicit have the flat requestedSchema MCP allows
-	// (no references): their answers are checked against it.
-	Call(ctx context.Context, name string, args json.RawMessage, ev abi.Events) (*abi.Result, error)
+	// (no references): their answers are checked against it. who is the
+	// caller; cacheHit reports that the result came from the result cache.
+	Call(ctx context.Context, who Caller, name string, args json.RawMessage, ev abi.Events) (res *abi.Result, cacheHit bool, err error)
+}
+
+// Caller is who makes a tool call, as the catalog needs it: the tenant its
+// result may be shared within and its quotas counted against, and how a
+// task's call learns of its place in the queue.
+type Caller struct {
+	Tenant string // the owner of the caller's tasks
+	User   string // the authenticated tenant's name, "" without authentication
+	// Queued is set for a task's call: the call waits for an instance
+	// however long the queue (an accepted task is never failed for being
+	// busy) and is told how many calls wait ahead of it as that changes,
+	// and ahead < 0 once it starts. Nil for a plain call, which may be
+	// refused for being busy instead.
+	Queued func(ahead int)
 }
 
 // mcpTool is an MCP Tool as 2026-07-28 has it (task support is the
@@ -250,7 +265,7 @@ func (s *Server) callTool(ctx context.Context, rq requestor, p *mcp.CallToolPara
 		ctx, stop := withDone(ctx, rq.sess.ctx)
 		defer stop()
 		ev := &callEvents{s: s, rq: rq, ctx: ctx, token: token, tool: tool.Name}
-		res, err := s.execute(ctx, &CallMeta{Tenant: rq.owner(), User: rq.user}, cat, tool.Name, p.Arguments, ev)
+		res, err := s.execute(ctx, Caller{Tenant: rq.owner(), User: rq.user}, cat, tool.Name, p.Arguments, ev)
 		s.audit(auditCall, rq.owner(), append(toolAttrs(cat, tool.Name), outcomeAttr(res, err))...)
 		if res != nil && rq.modern {
 			res.ResultType = resultComplete
@@ -313,8 +328,8 @@ func parseTaskParams(v any) (time.Duration, error) {
 // execute runs one tool call to its CallToolResult, or a JSON-RPC error for
 // what tools/call itself answers with one. A failure is logged in full and
 // answered with the text errors.go decides.
-func (s *Server) execute(ctx context.Context, meta *CallMeta, cat Catalog, tool string, args json.RawMessage, ev abi.Events) (*callToolResult, error) {
-	res, err := cat.Call(WithCallMeta(ctx, meta), tool, args, ev)
+func (s *Server) execute(ctx context.Context, who Caller, cat Catalog, tool string, args json.RawMessage, ev abi.Events) (*callToolResult, error) {
+	res, hit, err := cat.Call(ctx, who, tool, args, ev)
 	switch {
 	case errors.Is(err, ErrUnknownTool):
 		return nil, rpcError(jsonrpc.CodeInvalidParams, "unknown tool %q", tool)
@@ -329,7 +344,7 @@ func (s *Server) execute(ctx context.Context, meta *CallMeta, cat Catalog, tool 
 		return nil, &jsonrpc.Error{Code: res.Error.Code, Message: res.Error.Message}
 	}
 	out := renderResult(res)
-	if meta.CacheHit {
+	if hit {
 		out.Meta = mcp.Meta{cacheMetaKey: map[string]any{"hit": true}}
 	}
 	return out, nil
@@ -350,14 +365,14 @@ func (s *Server) createTask(rq requestor, cat Catalog, release func(), tool stri
 		defer release()
 		id := run.ID()
 		ev := &taskEvents{s: s, rq: rq, run: run, id: id, token: token, tool: tool}
-		meta := &CallMeta{Tenant: owner, User: rq.user, Queued: func(ahead int) {
+		who := Caller{Tenant: owner, User: rq.user, Queued: func(ahead int) {
 			if ahead >= 0 {
 				run.SetStatusMessage(fmt.Sprintf("queued: %d calls waiting ahead of this task for an instance", ahead))
 			} else {
 				run.SetStatusMessage("running")
 			}
 		}}
-		res, err := s.execute(ctx, meta, cat, tool, args, ev)
+		res, err := s.execute(ctx, who, cat, tool, args, ev)
 		s.audit(auditTaskFinish, owner, append(append(slices.Clip(info.attrs), slog.String("task", id)), outcomeAttr(res, err))...)
 		if ctx.Err() != nil {
 			return taskengine.Outcome{Err: endedBy(ctx)}
