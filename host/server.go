@@ -192,12 +192,12 @@ type Server struct {
 	stop     context.CancelFunc
 	wg       sync.WaitGroup
 
-	mu        sync.Mutex
-	closed    bool
+	mu     sync.Mutex
+	closed bool
 	// direct counts the library's calls in flight (CallAs); idle is made
 	// by Shutdown while some run, and closed when the last returns.
-	direct int
-	idle   chan struct{}
+	direct    int
+	idle      chan struct{}
 	listeners map[*http.Server]net.Listener
 
 	startOnce  sync.Once
