@@ -99,7 +99,7 @@
 //     a load problem naming the bound (ErrLoadLimit, or ErrCompile for the
 //     malformed ones), refused before they are compiled: the process
 //     allocates little more than the module's bytes to refuse them.
-//   - TestSnapshotBounded (snapfill.wat): a snapshot of 60 MiB of
+//   - TestSnapshotBounded (snapfill.wat): a snapshot of 24 MiB of
 //     alternating bytes holds no more than the memory it copies; six such
 //     modules fill the snapshot budget and the rest are problems of the
 //     budget (ErrSnapshotBudget); under a limit too small for its memory

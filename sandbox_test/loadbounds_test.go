@@ -349,15 +349,17 @@ func totalAlloc() uint64 {
 
 // TestSnapshotBounded: what _initialize leaves is charged to the module's
 // memory and the server's snapshot budget. snapfill's _initialize fills
-// 60 MiB with alternating bytes (a segment per byte, as runs of bytes);
+// memory with alternating bytes (a segment per byte, as runs of bytes);
 // its snapshot holds no more than a plain copy of the memory. Under a
-// memory budget of 1 GiB (a snapshot budget of 256 MiB) four of six such
+// memory budget of 200 MiB (a snapshot budget of 50 MiB) four of six such
 // modules load, the other two are problems of the budget, and the
-// snapshots held stay within it; under a 32 MiB limit its _initialize runs
-// out of memory and the module is a load problem.
+// snapshots held stay within it; under a 16 MiB limit its _initialize runs
+// out of memory and the module is a load problem. The fills are 24 MiB
+// and less (snapfill's own is 60), so that every _initialize ends well
+// within its fixed 2 s also under the race detector on a busy machine.
 func TestSnapshotBounded(t *testing.T) {
-	snap := wasm(t, "snapfill")
-	const filled = 60 << 20
+	snap := resized(t, wasm(t, "snapfill"), 24)
+	const filled = 24 << 20
 	pol := &host.Policy{MemoryBudgetMiB: 1024}
 	onEngines(t, func(t *testing.T, e engine) {
 		t.Run("one", func(t *testing.T) {
@@ -376,7 +378,7 @@ func TestSnapshotBounded(t *testing.T) {
 				t.Fatalf("snapshot budget %d MiB, want 256", lim.SnapshotBudgetMiB)
 			}
 			if held := lim.SnapshotBytes; held > filled || held < filled-64<<10 {
-				t.Errorf("the snapshot of 60 MiB of alternating bytes holds %d bytes, want about %d and at most that", held, filled)
+				t.Errorf("the snapshot of 24 MiB of alternating bytes holds %d bytes, want about %d and at most that", held, filled)
 			}
 			for range 2 {
 				if got := text(t, s, "filled", "{}", nil); got != "ok" {
@@ -387,9 +389,7 @@ func TestSnapshotBounded(t *testing.T) {
 		})
 		t.Run("six", func(t *testing.T) {
 			// Six modules of 12 MiB against a snapshot budget of 50 MiB
-			// (a quarter of 200): four fit, two are refused. (Smaller than
-			// "one"'s 60 MiB so that six pre-initialisations stay within
-			// _initialize's fixed 2 s under the race detector too.)
+			// (a quarter of 200): four fit, two are refused.
 			const mib = 12
 			watchBaseline(t)
 			fsys := fstest.MapFS{"normal.wasm": {Data: wasm(t, "normal")}}
@@ -398,7 +398,7 @@ func TestSnapshotBounded(t *testing.T) {
 			// for the modules the policy names).
 			six := &host.Policy{MemoryBudgetMiB: 200, Modules: map[string]host.ModulePolicy{}}
 			for i := range 6 {
-				fsys[fmt.Sprintf("snap%d.wasm", i)] = &fstest.MapFile{Data: resized(t, renamed(t, snap, i), mib)}
+				fsys[fmt.Sprintf("snap%d.wasm", i)] = &fstest.MapFile{Data: resized(t, renamed(t, wasm(t, "snapfill"), i), mib)}
 				six.Modules[fmt.Sprintf("snap%d", i)] = host.ModulePolicy{}
 			}
 			s, err := host.New(context.Background(), host.Config{ToolsFS: fsys, Interpreter: e.interpreter, Policy: six})
@@ -430,7 +430,7 @@ func TestSnapshotBounded(t *testing.T) {
 			watchBaseline(t)
 			s, err := host.New(context.Background(), host.Config{Interpreter: e.interpreter,
 				ToolsFS: fstest.MapFS{"snap.wasm": {Data: snap}, "normal.wasm": {Data: wasm(t, "normal")}},
-				Policy:  &host.Policy{Defaults: host.ToolPolicy{MemoryMiB: 32}}})
+				Policy:  &host.Policy{Defaults: host.ToolPolicy{MemoryMiB: 16}}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -439,7 +439,7 @@ func TestSnapshotBounded(t *testing.T) {
 			if !errors.Is(p.Err, host.ErrLoadLimit) {
 				t.Errorf("problem %v is not a load limit", p)
 			}
-			guestErr(t, p.Err, host.KindOutOfMemory, "pre-initialisation failed", "memory limit of 32 MiB")
+			guestErr(t, p.Err, host.KindOutOfMemory, "pre-initialisation failed", "memory limit of 16 MiB")
 			if held := s.Limits().SnapshotBytes; held != 0 {
 				t.Errorf("a refused snapshot holds %d bytes", held)
 			}
