@@ -72,9 +72,9 @@ func TestLoadingIsBounded(t *testing.T) {
 		ps := problemsText(s) // waits for every named load
 		all := time.Since(start)
 		for _, want := range []string{
-			"hugecode.wasm: plugins: module failed to load: load \"hugecode\": code section: function 1: wasmrt: module too large to load: with it the module's compile may cost as much as",
+			"hugecode.wasm: plugins: module failed to load: load \"hugecode\": code section: function 1: module too large to load: with it the module's compile may cost as much as",
 			"more than the limit of 1 MiB",
-			"hugefunc.wasm: plugins: module failed to load: load \"hugefunc\": code section: function 0: wasmrt: module too large to load: its body is 1048592 bytes, more than 1048576",
+			"hugefunc.wasm: plugins: module failed to load: load \"hugefunc\": code section: function 0: module too large to load: its body is 1048592 bytes, more than 1048576",
 			"slowdescribe.wasm: plugins: module failed to load: load \"slowdescribe\": describe failed",
 			"bulkdescribe.wasm: plugins: module failed to load: load \"bulkdescribe\": describe failed",
 		} {

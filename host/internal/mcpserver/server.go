@@ -23,9 +23,9 @@ import (
 var (
 	// ErrUnknownTool is wrapped by Catalog.Call when name is not (or no
 	// longer) a tool; the client gets -32602.
-	ErrUnknownTool = errors.New("mcpserver: unknown tool")
+	ErrUnknownTool = errors.New("unknown tool")
 	// ErrClosed is returned by ServeStdio after Close.
-	ErrClosed = errors.New("mcpserver: server closed")
+	ErrClosed = errors.New("server closed")
 )
 
 // errElicitUnsupported is what Events.Elicit returns when the client did not
@@ -238,10 +238,10 @@ func (s *Server) Drain(ctx context.Context) error {
 // New returns a Server for cfg.
 func New(cfg Config) (*Server, error) {
 	if cfg.Catalog == nil {
-		return nil, errors.New("mcpserver: Config.Catalog is nil")
+		return nil, errors.New("Config.Catalog is nil")
 	}
 	if cfg.Engine == nil {
-		return nil, errors.New("mcpserver: Config.Engine is nil")
+		return nil, errors.New("Config.Engine is nil")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -253,7 +253,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Version = "dev"
 	}
 	if cfg.MaxMessageBytes < 0 || cfg.MaxArgumentBytes < 0 {
-		return nil, errors.New("mcpserver: negative Config.MaxMessageBytes or MaxArgumentBytes")
+		return nil, errors.New("negative Config.MaxMessageBytes or MaxArgumentBytes")
 	}
 	if cfg.MaxMessageBytes == 0 {
 		cfg.MaxMessageBytes = DefaultMaxMessageBytes
@@ -325,7 +325,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 	ss, err := s.mcp.Connect(ctx, lineTransport{conn}, nil)
 	if err != nil {
 		conn.Close()
-		return fmt.Errorf("mcpserver: connecting stdio session: %w", err)
+		return fmt.Errorf("connecting stdio session: %w", err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- ss.Wait() }()

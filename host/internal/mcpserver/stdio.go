@@ -192,7 +192,7 @@ func (c *lineConn) decode(data []byte) (jsonrpc.Message, error) {
 	return msg, nil
 }
 
-var errBadFrame = errors.New("mcpserver: bad frame")
+var errBadFrame = errors.New("bad frame")
 
 // rawID extracts a usable "id" from a message that failed to decode, or nil.
 func rawID(data []byte) json.RawMessage {
@@ -235,7 +235,7 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	}
 	b, err := jsonrpc.EncodeMessage(msg)
 	if err != nil {
-		return fmt.Errorf("mcpserver: encoding message: %w", err)
+		return fmt.Errorf("encoding message: %w", err)
 	}
 	err = c.writeLine(b)
 	if resp, ok := msg.(*jsonrpc.Response); ok {
@@ -380,7 +380,7 @@ func (c *lineConn) writeLine(b []byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	if _, err := c.out.Write(append(b, '\n')); err != nil {
-		return fmt.Errorf("mcpserver: writing: %w", err)
+		return fmt.Errorf("writing: %w", err)
 	}
 	return nil
 }
@@ -397,7 +397,7 @@ func (c *lineConn) notify(method string, params any) error {
 func (c *lineConn) sendNotification(method string, params any) error {
 	p, err := json.Marshal(params)
 	if err != nil {
-		return fmt.Errorf("mcpserver: encoding %s: %w", method, err)
+		return fmt.Errorf("encoding %s: %w", method, err)
 	}
 	return c.Write(context.Background(), &jsonrpc.Request{Method: method, Params: p})
 }

@@ -18,12 +18,12 @@ func startEmbedded(dir string) (embeddedServer, error) {
 		ServerName: "wasmtask-embedded",
 	})
 	if err != nil {
-		return nil, fmt.Errorf("natsstore: embedded server: %w", err)
+		return nil, fmt.Errorf("task store: embedded server: %w", err)
 	}
 	srv.Start()
 	if !srv.ReadyForConnections(30 * time.Second) {
 		srv.Shutdown()
-		return nil, errors.New("natsstore: embedded server did not start")
+		return nil, errors.New("task store: embedded server did not start")
 	}
 	return srv, nil
 }

@@ -81,7 +81,7 @@ const (
 // and takes this process's lease.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Keys == nil {
-		return nil, errors.New("natsstore: no keys")
+		return nil, errors.New("task store: no keys")
 	}
 	if cfg.Prefix == "" {
 		cfg.Prefix = "wasmtask"
@@ -100,7 +100,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	url := cfg.URL
 	if url == "" {
 		if cfg.Dir == "" {
-			return nil, errors.New("natsstore: neither a URL nor a directory")
+			return nil, errors.New("task store: neither a URL nor a directory")
 		}
 		srv, err := startEmbedded(cfg.Dir)
 		if err != nil {
@@ -112,7 +112,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		s.shutdownServer()
-		return nil, fmt.Errorf("natsstore: connect: %w", err)
+		return nil, fmt.Errorf("task store: connect: %w", err)
 	}
 	s.nc = nc
 	if err := s.setup(ctx); err != nil {
@@ -127,7 +127,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 func (s *Store) setup(ctx context.Context) error {
 	js, err := jetstream.New(s.nc)
 	if err != nil {
-		return fmt.Errorf("natsstore: %w", err)
+		return fmt.Errorf("task store: %w", err)
 	}
 	s.js = js
 	s.tasks, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
@@ -141,7 +141,7 @@ func (s *Store) setup(ctx context.Context) error {
 		Storage:        jetstream.FileStorage,
 	})
 	if err != nil {
-		return fmt.Errorf("natsstore: tasks bucket: %w", err)
+		return fmt.Errorf("task store: tasks bucket: %w", err)
 	}
 	s.leases, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      s.cfg.Prefix + "_leases",
@@ -154,10 +154,10 @@ func (s *Store) setup(ctx context.Context) error {
 		Storage: jetstream.FileStorage,
 	})
 	if err != nil {
-		return fmt.Errorf("natsstore: leases bucket: %w", err)
+		return fmt.Errorf("task store: leases bucket: %w", err)
 	}
 	if _, err := s.leases.Put(ctx, s.replica, nil); err != nil {
-		return fmt.Errorf("natsstore: lease: %w", err)
+		return fmt.Errorf("task store: lease: %w", err)
 	}
 	return nil
 }
@@ -456,7 +456,7 @@ func (s *Store) Watch(ctx context.Context, owner, id string) (<-chan *taskengine
 	case <-s.stop:
 		s.mu.Unlock()
 		w.Stop()
-		return nil, errors.New("natsstore: closed")
+		return nil, errors.New("task store: closed")
 	default:
 	}
 	s.wg.Add(1)

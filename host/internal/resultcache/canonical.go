@@ -16,7 +16,7 @@ import (
 // ErrNotCanonical marks arguments that have no canonical form a cache key
 // may use: invalid JSON or UTF-8, a surrogate escape, a duplicate member,
 // or nesting deeper than maxDepth. Such a call is not cached.
-var ErrNotCanonical = errors.New("resultcache: arguments have no canonical form")
+var ErrNotCanonical = errors.New("arguments have no canonical form")
 
 // maxDepth bounds the nesting Canonical walks.
 const maxDepth = 256

@@ -64,28 +64,28 @@ const entryPrefix = "m-"
 func openDiskCache(dir string, maxMiB int, keyFile string, log *slog.Logger) (*diskCache, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return nil, fmt.Errorf("wasmrt: compile cache %q: %w", dir, err)
+		return nil, fmt.Errorf("compile cache %q: %w", dir, err)
 	}
 	if err := os.MkdirAll(abs, 0o700); err != nil {
-		return nil, fmt.Errorf("wasmrt: compile cache: %w", err)
+		return nil, fmt.Errorf("compile cache: %w", err)
 	}
 	fi, err := os.Stat(abs)
 	if err != nil {
-		return nil, fmt.Errorf("wasmrt: compile cache: %w", err)
+		return nil, fmt.Errorf("compile cache: %w", err)
 	}
 	if !fi.IsDir() {
-		return nil, fmt.Errorf("wasmrt: compile cache %s is not a directory", abs)
+		return nil, fmt.Errorf("compile cache %s is not a directory", abs)
 	}
 	if err := ownedPrivately(fi); err != nil {
-		return nil, fmt.Errorf("wasmrt: compile cache %s: %w (it holds native code the server runs)", abs, err)
+		return nil, fmt.Errorf("compile cache %s: %w (it holds native code the server runs)", abs, err)
 	}
 	key, err := loadCacheKey(keyFile, abs, fi)
 	if err != nil {
-		return nil, fmt.Errorf("wasmrt: compile cache key %s: %w", keyFile, err)
+		return nil, fmt.Errorf("compile cache key %s: %w", keyFile, err)
 	}
 	stage := os.TempDir()
 	if err := safeStageDir(stage); err != nil {
-		return nil, fmt.Errorf("wasmrt: compile cache: the temporary directory %s: %w", stage, err)
+		return nil, fmt.Errorf("compile cache: the temporary directory %s: %w", stage, err)
 	}
 	return &diskCache{dir: abs, maxBytes: int64(maxMiB) << 20, key: key, stageDir: stage, log: log}, nil
 }

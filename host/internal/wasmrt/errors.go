@@ -11,26 +11,26 @@ import (
 var (
 	// ErrClosed is returned by Load and Call after Close of the Runtime, and
 	// by Call after Close of the Module.
-	ErrClosed = errors.New("wasmrt: closed")
+	ErrClosed = errors.New("runtime closed")
 	// ErrNotWasm means the bytes are not a WebAssembly binary module.
-	ErrNotWasm = errors.New("wasmrt: not a WebAssembly module")
+	ErrNotWasm = errors.New("not a WebAssembly module")
 	// ErrCompile means wazero refused to compile the module.
-	ErrCompile = errors.New("wasmrt: cannot compile module")
+	ErrCompile = errors.New("cannot compile module")
 	// ErrABI means the module does not follow the ABI: no _start export,
 	// unknown or mistyped imports, an import module of another ABI version.
 	// Manifest problems wrap abi.ErrManifest or abi.ErrVersion instead.
-	ErrABI = errors.New("wasmrt: module does not follow the wasmtask ABI")
+	ErrABI = errors.New("module does not follow the wasmtask ABI")
 	// ErrSchema means a tool's inputSchema or outputSchema is refused: it
 	// does not compile, or it passes a bound of the host (a reference
 	// cycle, nesting, size, cost; see schema.go).
-	ErrSchema = errors.New("wasmrt: invalid tool schema")
+	ErrSchema = errors.New("invalid tool schema")
 	// ErrTooLarge means that what the module would make the host allocate
 	// or compute while it is loaded passes a bound (wasmcode.ErrTooLarge):
 	// its code passes Config.MaxCodeMiB, one function body
 	// wasmcode.MaxFunctionBytes, its compile work or one function's, or
 	// what one instance of it takes passes its memory limit. It is refused
 	// before the expensive step. errors.Is(err, ErrLoadLimit) holds too.
-	ErrTooLarge error = &loadLimitSentinel{"wasmrt: module too large to load"}
+	ErrTooLarge error = &loadLimitSentinel{"module too large to load"}
 	// ErrLoadLimit is matched by the error of every load that passed one
 	// of its limits: ErrTooLarge, a describe or _initialize run that ended
 	// at its deadline, its memory limit or its output limit, a load whose
@@ -38,19 +38,19 @@ var (
 	// of Config.MaxSnapshotMiB. Such a load fails the same way again for
 	// the same bytes and limits: a loader need not retry it until the
 	// module's content (or the operator's limits) change.
-	ErrLoadLimit = errors.New("wasmrt: load limit reached")
+	ErrLoadLimit = errors.New("load limit reached")
 	// ErrSnapshotBudget means the module's snapshot does not fit in what
 	// is left of Config.MaxSnapshotMiB: the snapshots of other loaded
 	// modules hold the rest. It is not a fact about the module alone (it
 	// may fit once other modules are closed), so it does not match
 	// ErrLoadLimit; a snapshot larger than the whole budget does.
-	ErrSnapshotBudget = errors.New("wasmrt: the server's snapshot budget is spent")
+	ErrSnapshotBudget = errors.New("the server's snapshot budget is spent")
 	// ErrUnknownTool means Call named a tool the manifest does not declare.
-	ErrUnknownTool = errors.New("wasmrt: unknown tool")
+	ErrUnknownTool = errors.New("unknown tool")
 	// ErrAborted is wrapped by the error of a call ended by Module.Abort.
-	ErrAborted = errors.New("wasmrt: module aborted")
+	ErrAborted = errors.New("module aborted")
 	// ErrArguments is matched by an *ArgumentsError.
-	ErrArguments = errors.New("wasmrt: invalid arguments")
+	ErrArguments = errors.New("invalid arguments")
 )
 
 // loadLimitSentinel is a sentinel error that also matches ErrLoadLimit.

@@ -23,12 +23,12 @@ func openMounts(mounts []Mount) (wazero.FSConfig, []*os.Root, error) {
 	for _, m := range mounts {
 		if !path.IsAbs(m.GuestPath) {
 			closeRoots(roots)
-			return nil, nil, fmt.Errorf("wasmrt: mount %q: guest path is not absolute", m.GuestPath)
+			return nil, nil, fmt.Errorf("mount %q: guest path is not absolute", m.GuestPath)
 		}
 		root, err := os.OpenRoot(m.HostDir)
 		if err != nil {
 			closeRoots(roots)
-			return nil, nil, fmt.Errorf("wasmrt: mount %q: %w", m.HostDir, err)
+			return nil, nil, fmt.Errorf("mount %q: %w", m.HostDir, err)
 		}
 		roots = append(roots, root)
 		var fsys experimentalsys.FS = &sysfs.ReadFS{FS: &sysfs.AdaptFS{FS: root.FS()}}

@@ -45,7 +45,7 @@ type Mount struct {
 }
 
 // ErrLimits is wrapped by the error of a Limits value with a missing field.
-var ErrLimits = errors.New("wasmrt: incomplete limits")
+var ErrLimits = errors.New("incomplete limits")
 
 func (l Limits) validate() error {
 	switch {
@@ -164,7 +164,7 @@ func (m *limitedMemory) Reallocate(size uint64) []byte {
 		if m.grown {
 			return nil
 		}
-		panic(fmt.Errorf("wasmrt: cannot allocate %d bytes of linear memory", size))
+		panic(fmt.Errorf("cannot allocate %d bytes of linear memory", size))
 	}
 	a.take(held - a.charged)
 	return buf

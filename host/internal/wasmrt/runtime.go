@@ -70,19 +70,19 @@ type Config struct {
 
 func (c Config) validate() error {
 	if c.MaxMemoryMiB <= 0 || c.MaxMemoryMiB > maxWasm32MiB {
-		return fmt.Errorf("wasmrt: MaxMemoryMiB %d is outside 1..%d", c.MaxMemoryMiB, maxWasm32MiB)
+		return fmt.Errorf("MaxMemoryMiB %d is outside 1..%d", c.MaxMemoryMiB, maxWasm32MiB)
 	}
 	if c.CacheDir != "" && c.MaxCacheMiB <= 0 {
-		return fmt.Errorf("wasmrt: MaxCacheMiB %d must be positive with a CacheDir", c.MaxCacheMiB)
+		return fmt.Errorf("MaxCacheMiB %d must be positive with a CacheDir", c.MaxCacheMiB)
 	}
 	if c.CacheDir != "" && !c.Interpreter && c.CacheKeyFile == "" {
-		return errors.New("wasmrt: a CacheDir needs a CacheKeyFile")
+		return errors.New("a CacheDir needs a CacheKeyFile")
 	}
 	if c.MaxCodeMiB < 0 {
-		return fmt.Errorf("wasmrt: MaxCodeMiB %d is negative", c.MaxCodeMiB)
+		return fmt.Errorf("MaxCodeMiB %d is negative", c.MaxCodeMiB)
 	}
 	if c.MaxSnapshotMiB <= 0 {
-		return fmt.Errorf("wasmrt: MaxSnapshotMiB %d must be positive", c.MaxSnapshotMiB)
+		return fmt.Errorf("MaxSnapshotMiB %d must be positive", c.MaxSnapshotMiB)
 	}
 	return nil
 }
@@ -173,15 +173,15 @@ func (r *Runtime) engine(ctx context.Context, cache wazero.CompilationCache) (wa
 	rt := wazero.NewRuntimeWithConfig(ctx, r.rc.WithCompilationCache(cache))
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
 		_ = rt.Close(ctx)
-		return nil, fmt.Errorf("wasmrt: WASI: %w", err)
+		return nil, fmt.Errorf("WASI: %w", err)
 	}
 	if err := instantiateHost(ctx, rt); err != nil {
 		_ = rt.Close(ctx)
-		return nil, fmt.Errorf("wasmrt: host module: %w", err)
+		return nil, fmt.Errorf("host module: %w", err)
 	}
 	if err := instantiateFuel(ctx, rt); err != nil {
 		_ = rt.Close(ctx)
-		return nil, fmt.Errorf("wasmrt: fuel module: %w", err)
+		return nil, fmt.Errorf("fuel module: %w", err)
 	}
 	return rt, nil
 }
