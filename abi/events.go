@@ -36,13 +36,3 @@ type TaskBeginner interface {
 	// whether it now is one (true also when it already was).
 	BeginTask() bool
 }
-
-// Reach is which of the [Events] a module's calls can produce before their
-// result, read from the host functions the module imports: a module that
-// does not import progress never reports progress. Any call may log (a
-// line on stderr is a log message). The host uses it to answer a call
-// without a channel for messages that cannot come.
-type Reach struct {
-	Progress bool // imports progress
-	Elicit   bool // imports elicit or elicit_all
-}

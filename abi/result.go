@@ -13,41 +13,6 @@ import (
 // real structuredContent room and no parser trouble.
 const MaxResultDepth = 128
 
-// Depth returns the nesting depth of the JSON document b (objects and
-// arrays), or a depth past limit as soon as it passes limit. It scans
-// bytes only (strings skipped), so a document too deep is refused before
-// anything is decoded; b need not be valid JSON.
-func Depth(b []byte, limit int) int {
-	d, deepest := 0, 0
-	inString, escaped := false, false
-	for _, c := range b {
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == '{' || c == '[':
-			d++
-			if d > deepest {
-				deepest = d
-				if deepest > limit {
-					return deepest
-				}
-			}
-		case c == '}' || c == ']':
-			d--
-		}
-	}
-	return deepest
-}
-
 // checkContent validates one content block the way MCP clients do: a text
 // block is text (possibly empty), an image or audio block carries standard
 // base64 data and a media type of its own kind. When the data starts with

@@ -225,34 +225,16 @@ func (c *catalog) tool(name string) (*servedTool, bool) {
 // Tools implements mcpserver.Catalog.
 func (c *catalog) Tools() []abi.Tool { return c.list }
 
-// ToolModule implements mcpserver.ToolOrigin: the audit log names the
-// module file and digest a tool is served from.
-func (c *catalog) ToolModule(name string) (module, digest string, ok bool) {
-	t, ok := c.tool(name)
-	if !ok {
-		return "", "", false
-	}
-	return t.module.Name, t.module.Digest, true
-}
-
-// Reach implements mcpserver.ToolReach: a tool's calls report, log and
-// ask only through the host functions its module imports. An unknown tool
-// may do anything (its answer then keeps its stream).
-func (c *catalog) Reach(name string) abi.Reach {
-	t, ok := c.tool(name)
-	if !ok {
-		return abi.Reach{Progress: true, Elicit: true}
-	}
-	return t.code.Reach()
-}
-
-// Tool implements mcpserver.Catalog.
-func (c *catalog) Tool(name string) (abi.Tool, bool) {
+// Tool implements mcpserver.Catalog: a tool's calls report and ask only
+// through the host functions its module imports.
+func (c *catalog) Tool(name string) (mcpserver.ToolInfo, bool) {
 	t, ok := c.tools[name]
 	if !ok {
-		return abi.Tool{}, false
+		return mcpserver.ToolInfo{}, false
 	}
-	return t.decl, true
+	reach := t.code.Reach()
+	return mcpserver.ToolInfo{Decl: t.decl, Module: t.module.Name, Digest: t.module.Digest,
+		Progress: reach.Progress, Asks: reach.Elicit}, true
 }
 
 // Call implements mcpserver.Catalog: the server's one call path, with its
@@ -292,8 +274,4 @@ func limitsOf(tp ToolPolicy, g Grants, getenv func(string) (string, bool)) wasmr
 	return lim
 }
 
-var (
-	_ mcpserver.Catalog    = (*catalog)(nil)
-	_ mcpserver.ToolOrigin = (*catalog)(nil)
-	_ mcpserver.ToolReach  = (*catalog)(nil)
-)
+var _ mcpserver.Catalog = (*catalog)(nil)

@@ -34,20 +34,13 @@ func (s surveyTools) Tools() []abi.Tool {
 	return out
 }
 
-func (s surveyTools) Tool(name string) (abi.Tool, bool) {
+func (s surveyTools) Tool(name string) (ToolInfo, bool) {
 	for _, t := range s.Tools() {
 		if t.Name == name {
-			return t, true
+			return info(t), true
 		}
 	}
-	return abi.Tool{}, false
-}
-
-func (s surveyTools) Reach(tool string) abi.Reach {
-	if tool == "survey" {
-		return abi.Reach{Elicit: true}
-	}
-	return s.fakeTools.Reach(tool)
+	return ToolInfo{}, false
 }
 
 func (s surveyTools) Call(ctx context.Context, who Caller, name string, args json.RawMessage, ev abi.Events) (*abi.Result, bool, error) {

@@ -22,12 +22,6 @@ const (
 	auditDenied      = "request.denied"
 )
 
-// ToolOrigin is implemented by a [Catalog] that can name the module a tool
-// comes from; the audit log then carries the module and its digest.
-type ToolOrigin interface {
-	ToolModule(tool string) (module, digest string, ok bool)
-}
-
 // audit writes one line of the audit log.
 func (s *Server) audit(action, tenant string, attrs ...slog.Attr) {
 	all := make([]slog.Attr, 0, 2+len(attrs))
@@ -39,10 +33,8 @@ func (s *Server) audit(action, tenant string, attrs ...slog.Attr) {
 // toolAttrs names tool and, when cat knows it, its module and digest.
 func toolAttrs(cat Catalog, tool string) []slog.Attr {
 	attrs := []slog.Attr{slog.String("tool", tool)}
-	if o, ok := cat.(ToolOrigin); ok {
-		if m, d, ok := o.ToolModule(tool); ok {
-			attrs = append(attrs, slog.String("module", m), slog.String("digest", d))
-		}
+	if info, ok := cat.Tool(tool); ok && info.Module != "" {
+		attrs = append(attrs, slog.String("module", info.Module), slog.String("digest", info.Digest))
 	}
 	return attrs
 }

@@ -17,8 +17,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/wasmtask/wasmtask/abi"
 )
 
 // Requests the HTTP front answers itself. A POST of a 2025-11-25 session
@@ -62,7 +60,7 @@ type directRequest struct {
 // written as Go would write it back, no _meta (a request's _meta may name
 // another protocol version, or ask for progress).
 func parseDirect(body []byte) (directRequest, bool) {
-	if abi.Depth(body, maxSDKDepth) > maxSDKDepth {
+	if jsonDepth(body, maxSDKDepth) > maxSDKDepth {
 		return directRequest{}, false // go-sdk refuses it
 	}
 	msg, err := members(body, "jsonrpc", "id", "method", "params")
@@ -259,18 +257,12 @@ var errStreamNeeded = errors.New("the call may send messages before its result")
 // session anything before its result: a log message once the session set
 // a level (any call may log: a line on stderr is one), progress it asked
 // for, or a question the client can answer — the last two only when the
-// tool can (ToolReach; a catalog that cannot tell keeps every call on a
-// stream).
-func (s *Server) streamNeeded(rq requestor, cat Catalog, tool string, token any) bool {
+// tool can (ToolInfo).
+func (s *Server) streamNeeded(rq requestor, tool ToolInfo, token any) bool {
 	if rq.sess.logging.Load() {
 		return true
 	}
-	tr, ok := cat.(ToolReach)
-	if !ok {
-		return true
-	}
-	reach := tr.Reach(tool)
-	return reach.Progress && token != nil || reach.Elicit && rq.canElicit()
+	return tool.Progress && token != nil || tool.Asks && rq.canElicit()
 }
 
 // answerDirect answers a POST of session sid (see the top of this file)
@@ -519,3 +511,38 @@ func (d discardResponse) Header() http.Header         { return d.h }
 func (d discardResponse) Write(b []byte) (int, error) { return len(b), nil }
 func (d discardResponse) WriteHeader(int)             {}
 func (d discardResponse) Flush()                      {}
+
+// jsonDepth returns the nesting depth of the JSON document b (objects and
+// arrays), or a depth past limit as soon as it passes limit. It scans
+// bytes only (strings skipped), so a document too deep is refused before
+// anything is decoded; b need not be valid JSON.
+func jsonDepth(b []byte, limit int) int {
+	d, deepest := 0, 0
+	inString, escaped := false, false
+	for _, c := range b {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			d++
+			if d > deepest {
+				deepest = d
+				if deepest > limit {
+					return deepest
+				}
+			}
+		case c == '}' || c == ']':
+			d--
+		}
+	}
+	return deepest
+}

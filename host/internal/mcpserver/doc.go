@@ -120,7 +120,7 @@
 // a 2025-11-25 session holding exactly one tasks/get, tasks/cancel,
 // tasks/result of a task that has ended, or tools/call without _meta
 // that can send the session nothing before its result (the client set no
-// log level; no question it could answer, ToolReach) is answered by the
+// log level; no question it could answer, ToolInfo) is answered by the
 // front itself as one JSON body, through the same handlers (direct.go);
 // anything go-sdk might read or refuse differently, a session go-sdk may
 // have timed out (a 404 from go-sdk ends our record of it), a
@@ -211,7 +211,7 @@
 //   - go-sdk chooses JSON or SSE answers per handler: a third handler, with
 //     JSONResponse, serves 2026-07-28 POSTs that can receive nothing before
 //     their answer (no progress token, or a call of a tool that cannot
-//     report progress, ToolReach); 2025-11-25 sessions keep streams.
+//     report progress, ToolInfo); 2025-11-25 sessions keep streams.
 //     Retired by a per-request choice of the response mode.
 //   - A request through go-sdk's HTTP handler decodes its body several
 //     times with a fresh 32 KiB buffer each and answers on an SSE stream

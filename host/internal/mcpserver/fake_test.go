@@ -29,16 +29,10 @@ type fakeTools struct {
 	started   chan struct{} // slow reports it started
 }
 
-// Reach implements ToolReach: slow reports progress, ask asks; the others
-// send nothing before their result but logs.
-func (f *fakeTools) Reach(tool string) abi.Reach {
-	switch tool {
-	case "slow":
-		return abi.Reach{Progress: true}
-	case "ask":
-		return abi.Reach{Elicit: true}
-	}
-	return abi.Reach{}
+// info is what the fakes tell of decl: slow reports progress, ask asks;
+// the others send nothing before their result but logs.
+func info(decl abi.Tool) ToolInfo {
+	return ToolInfo{Decl: decl, Progress: decl.Name == "slow", Asks: decl.Name == "ask" || decl.Name == "survey"}
 }
 
 func newFakeTools() *fakeTools {
@@ -80,13 +74,13 @@ func (f *fakeTools) Tools() []abi.Tool {
 }
 
 // Tool implements Catalog.
-func (f *fakeTools) Tool(name string) (abi.Tool, bool) {
+func (f *fakeTools) Tool(name string) (ToolInfo, bool) {
 	for _, t := range f.Tools() {
 		if t.Name == name {
-			return t, true
+			return info(t), true
 		}
 	}
-	return abi.Tool{}, false
+	return ToolInfo{}, false
 }
 
 func (f *fakeTools) set(tools []abi.Tool) {

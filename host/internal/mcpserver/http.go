@@ -17,8 +17,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/wasmtask/wasmtask/abi"
 )
 
 // HTTPPath is where HTTPHandler serves MCP.
@@ -208,13 +206,6 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 // needs a stream (any occurrence, escaped or not, keeps the stream).
 var progressTokenMember = []byte("progressToken")
 
-// ToolReach is implemented by a Catalog that knows what each tool's calls
-// can send before their result (progress, logs, questions): a call that
-// can send nothing the client would receive is answered as one JSON body.
-type ToolReach interface {
-	Reach(tool string) abi.Reach
-}
-
 // mayReportProgress reports whether a 2026-07-28 POST that asks for
 // progress could receive any before its answer: anything but a tools/call
 // of a tool that cannot report it. The method and tool come from the
@@ -232,8 +223,8 @@ func (s *Server) mayReportProgress(r *http.Request) bool {
 		return true
 	}
 	defer release()
-	tr, ok := cat.(ToolReach)
-	return !ok || tr.Reach(name).Progress
+	info, ok := cat.Tool(name)
+	return !ok || info.Progress
 }
 
 const (

@@ -61,13 +61,13 @@ func (m *modernTools) Tools() []abi.Tool {
 	return out
 }
 
-func (m *modernTools) Tool(name string) (abi.Tool, bool) {
+func (m *modernTools) Tool(name string) (ToolInfo, bool) {
 	for _, t := range m.Tools() {
 		if t.Name == name {
-			return t, true
+			return info(t), true
 		}
 	}
-	return abi.Tool{}, false
+	return ToolInfo{}, false
 }
 
 var nameQuestion = abi.ElicitRequest{Message: "Your name?", RequestedSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`)}

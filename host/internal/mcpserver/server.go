@@ -61,7 +61,7 @@ type Config struct {
 	Logger *slog.Logger
 	// Visible says whether the requestor authenticated as user ("" when
 	// the transport carried no auth) may see and call tool, served from
-	// module (the module file's name, when the catalog is a ToolOrigin).
+	// module (the module file's name, ToolInfo.Module).
 	// A tool it may not see is absent from its tools/list and unknown to
 	// its tools/call, with the same error as a tool nobody serves. Nil:
 	// every tool is visible to everyone.

@@ -35,8 +35,8 @@ type Catalog interface {
 	// declarations normalised (abi.DecodeManifest). The slice is shared:
 	// do not modify it.
 	Tools() []abi.Tool
-	// Tool returns the declaration of the tool called name.
-	Tool(name string) (abi.Tool, bool)
+	// Tool returns what the MCP layer knows of the tool called name.
+	Tool(name string) (ToolInfo, bool)
 	// Call runs tool name with args (raw JSON from the request; parsed and
 	// validated by the catalog, once, inside the call's admission and
 	// deadline), reporting to ev. A failure is an error wrapping a
@@ -46,6 +46,19 @@ type Catalog interface {
 	// (no references): their answers are checked against it. who is the
 	// caller; cacheHit reports that the result came from the result cache.
 	Call(ctx context.Context, who Caller, name string, args json.RawMessage, ev abi.Events) (res *abi.Result, cacheHit bool, err error)
+}
+
+// ToolInfo is what the MCP layer knows of one served tool: its
+// declaration, where it comes from (for the audit log and Config.Visible)
+// and which messages its calls can send before their result (the HTTP
+// front answers a call that can send none without a stream).
+type ToolInfo struct {
+	Decl   abi.Tool
+	Module string // the module file's name; "" when the catalog cannot tell
+	Digest string // the module's digest; "" when the catalog cannot tell
+	// Progress and Asks report that the tool's calls may report progress
+	// and ask the client questions. Any call may log.
+	Progress, Asks bool
 }
 
 // Caller is who makes a tool call, as the catalog needs it: the tenant its
@@ -214,7 +227,8 @@ func (s *Server) callTool(ctx context.Context, rq requestor, p *mcp.CallToolPara
 			release()
 		}
 	}()
-	tool, ok := cat.Tool(p.Name)
+	info, ok := cat.Tool(p.Name)
+	tool := info.Decl
 	if !ok || !s.visible(rq.user, cat)(p.Name) {
 		return nil, rpcError(jsonrpc.CodeInvalidParams, "unknown tool %q", p.Name)
 	}
@@ -248,7 +262,7 @@ func (s *Server) callTool(ctx context.Context, rq requestor, p *mcp.CallToolPara
 		}
 	}
 	token := p.GetProgressToken()
-	if rq.direct && !isTask && s.streamNeeded(rq, cat, tool.Name, token) {
+	if rq.direct && !isTask && s.streamNeeded(rq, info, token) {
 		return nil, errStreamNeeded
 	}
 	if err := s.beginWork(); err != nil {
@@ -441,12 +455,8 @@ func (s *Server) visible(user string, cat Catalog) func(tool string) bool {
 	if s.cfg.Visible == nil {
 		return func(string) bool { return true }
 	}
-	origin, _ := cat.(ToolOrigin)
 	return func(tool string) bool {
-		var module string
-		if origin != nil {
-			module, _, _ = origin.ToolModule(tool)
-		}
-		return s.cfg.Visible(user, tool, module)
+		info, _ := cat.Tool(tool)
+		return s.cfg.Visible(user, tool, info.Module)
 	}
 }

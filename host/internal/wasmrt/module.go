@@ -41,7 +41,7 @@ type Module struct {
 	static   uint64                 // host bytes of an instance outside linear memory and stack
 	hasStart bool                   // the module's start function is exported as wasmcode.StartExport
 	abi11    bool                   // imports an ABI 1.1 function, so knows elicit's -3
-	reach    abi.Reach              // what its calls can report before their result
+	reach    Reach                  // what its calls can report before their result
 	// initEach: the module exports abi.ExportInitialize and is not
 	// pre-initialised, so every instance runs it before _start.
 	initEach bool
@@ -73,9 +73,18 @@ func (m *Module) Instantiations() uint64 { return m.instances.Load() }
 // callCtl lets Abort end one call in flight.
 type callCtl struct{ cancel context.CancelCauseFunc }
 
+// Reach is which events a module's calls can produce before their result,
+// read from the host functions the module imports: a module that does not
+// import progress never reports progress. Any call may log (a line on
+// stderr is a log message).
+type Reach struct {
+	Progress bool // imports progress
+	Elicit   bool // imports elicit or elicit_all
+}
+
 // Reach reports which events a call of one of the module's tools can
-// produce before its result (from the host functions it imports).
-func (m *Module) Reach() abi.Reach { return m.reach }
+// produce before its result.
+func (m *Module) Reach() Reach { return m.reach }
 
 // Name returns the name given to Load.
 func (m *Module) Name() string { return m.name }

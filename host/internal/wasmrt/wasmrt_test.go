@@ -439,7 +439,7 @@ func TestInterpreter(t *testing.T) {
 // imports the host functions for them.
 func TestReach(t *testing.T) {
 	r := newRuntime(t, Config{})
-	for name, want := range map[string]abi.Reach{
+	for name, want := range map[string]Reach{
 		"ok":      {Progress: true, Elicit: true},
 		"hostile": {Progress: false, Elicit: true},
 		"fsguest": {},
