@@ -32,7 +32,11 @@ func newServer(t *testing.T, modules map[string][]byte) *host.Server {
 	for name, wasm := range modules {
 		tools[name] = &fstest.MapFile{Data: wasm}
 	}
-	srv, err := host.New(context.Background(), host.Config{ToolsFS: tools, CacheDir: compileCache})
+	// The examples are compiled cold under -race beside every other test
+	// package: the load bound is not what these tests are about, so it is
+	// five times the operator's default.
+	policy := &host.Policy{LoadTimeout: 5 * host.DefaultLoadTimeout}
+	srv, err := host.New(context.Background(), host.Config{ToolsFS: tools, CacheDir: compileCache, Policy: policy})
 	if err != nil {
 		t.Fatalf("host.New: %v", err)
 	}
