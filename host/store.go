@@ -52,6 +52,6 @@ func openStore(ctx context.Context, cfg StoreConfig, tasks *taskengine.Config) (
 	if err != nil {
 		return nil, fmt.Errorf("host: task store: %w", err)
 	}
-	tasks.Shared, tasks.Codec, tasks.SharedKey = st, mcpserver.Codec(), keys.Index
+	tasks.Shared, tasks.Peers, tasks.Codec, tasks.SharedKey = st, st, mcpserver.Codec(), keys.Index
 	return st, nil
 }

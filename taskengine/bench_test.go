@@ -14,7 +14,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		tk, err := e.Submit("alice", SubmitOptions{}, work)
+		tk, err := e.Submit(context.Background(), "alice", SubmitOptions{}, work)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -31,7 +31,7 @@ func BenchmarkGetParallel(b *testing.B) {
 	ids := make([]string, n)
 	for i := range ids {
 		owner := "owner" + strconv.Itoa(i%10)
-		tk, err := e.Submit(owner, SubmitOptions{}, returning(Outcome{}))
+		tk, err := e.Submit(context.Background(), owner, SubmitOptions{}, returning(Outcome{}))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -43,7 +43,7 @@ func BenchmarkGetParallel(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		i := 0
 		for pb.Next() {
-			if _, err := e.Get("owner"+strconv.Itoa(i%10), ids[i]); err != nil {
+			if _, err := e.Get(context.Background(), "owner"+strconv.Itoa(i%10), ids[i]); err != nil {
 				b.Fatal(err)
 			}
 			i = (i + 1) % n
@@ -68,7 +68,7 @@ func BenchmarkRetainedTaskMemory(b *testing.B) {
 		}
 		for i := range n {
 			owner := "owner" + strconv.Itoa(i%100)
-			tk, err := e.Submit(owner, SubmitOptions{}, work)
+			tk, err := e.Submit(context.Background(), owner, SubmitOptions{}, work)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -35,15 +35,18 @@ type Config struct {
 	// Shared, if set, is a store of task records this engine shares with
 	// the other replicas of the server: every task is recorded there, and
 	// the engine answers for the tasks of other replicas from it (see
-	// "Replicas" in the package documentation). Codec and SharedKey are
-	// then required.
-	Shared Shared
+	// "Replicas" in the package documentation). Peers, Codec and
+	// SharedKey are then required.
+	Shared SharedStore
+	// Peers is the control channel to the other replicas sharing Shared.
+	Peers Peers
 	// Codec encodes the opaque values of tasks for Shared.
 	Codec Codec
 	// SharedKey (at least 32 bytes, the same on every replica) keys List
 	// cursors, so that a cursor from one replica pages on another.
 	SharedKey []byte
-	// SharedTimeout bounds each call into Shared; default 10s.
+	// SharedTimeout caps each call into Shared and Peers (a caller's
+	// context may end it sooner); default 10s.
 	SharedTimeout time.Duration
 	// LivenessCheck is how often a waiter on another replica's task checks
 	// that the replica still holds its lease; default 2s.
@@ -138,11 +141,16 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Shared != nil {
 		switch {
+		case c.Peers == nil:
+			return c, fmt.Errorf("taskengine: Config.Shared needs Peers")
 		case c.Codec == nil:
 			return c, fmt.Errorf("taskengine: Config.Shared needs a Codec")
 		case len(c.SharedKey) < 32:
 			return c, fmt.Errorf("taskengine: Config.SharedKey has %d bytes, want at least 32", len(c.SharedKey))
 		}
+	}
+	if c.Peers != nil && c.Shared == nil {
+		return c, fmt.Errorf("taskengine: Config.Peers needs a Shared store")
 	}
 	if c.SharedTimeout <= 0 {
 		c.SharedTimeout = DefaultSharedTimeout

@@ -1,6 +1,7 @@
 package taskengine
 
 import (
+	"context"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/hmac"
@@ -109,8 +110,9 @@ const (
 // evicted simply drop out, and no task appears twice. A cursor that this
 // engine did not issue for this owner gives ErrBadCursor. limit <= 0 means
 // DefaultListLimit; it is clamped to MaxListLimit. List does not count as a
-// use of the tasks for LRU retention.
-func (e *Engine) List(owner, cursor string, limit int) ([]Task, string, error) {
+// use of the tasks for LRU retention. ctx bounds the read of the shared
+// store.
+func (e *Engine) List(ctx context.Context, owner, cursor string, limit int) ([]Task, string, error) {
 	if limit <= 0 {
 		limit = DefaultListLimit
 	}
@@ -122,7 +124,8 @@ func (e *Engine) List(owner, cursor string, limit int) ([]Task, string, error) {
 		if closed {
 			return nil, "", ErrClosed
 		}
-		return e.listShared(owner, cursor, limit)
+		ts, next, err := e.listShared(ctx, owner, cursor, limit)
+		return ts, next, callerErr(ctx, err)
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -132,4 +132,40 @@
 // [Engine.Close] cancels all running work, wakes every waiter with
 // [ErrClosed], closes every subscription, and returns only when all of
 // these goroutines have exited.
+//
+// # Replicas
+//
+// Several engines (replicas of one server) answer for each other's tasks
+// when they share a [SharedStore] of task records and a [Peers] control
+// channel (Config.Shared and Config.Peers; the server's are NATS JetStream,
+// tests use memory). Each interface is small and declared here, where it
+// is consumed. Every task is recorded in the store; a lookup that misses
+// locally reads it there. The runner is the only writer of a task's record
+// while the task runs (its engine owns the state machine); any replica may
+// write it once, to fail a task whose runner lost its lease. Writes are
+// compare-and-set on the record's revision, so that second writer and the
+// runner never overwrite each other: whichever comes second sees the
+// other's record.
+//
+//   - Submit creates the record before it returns (a handle the client
+//     holds always resolves), then every change is written by one of a few
+//     writer goroutines, coalesced: a task's record is written with its
+//     latest state, at most one write per task in flight.
+//   - A task that is not terminal and whose runner no longer holds its
+//     lease (Peers.Alive) is failed with [ErrReplicaLost], in the store, by
+//     whoever notices first.
+//   - Cancel and Answer for another replica's task are control requests to
+//     its runner (Peers.Ask), which applies them to its own engine and
+//     writes the record before it replies: the caller's next read sees it.
+//   - Wait and Watch on another replica's task follow the record
+//     (SharedStore.Watch) and check the runner's lease every LivenessCheck.
+//
+// Every method that may reach the store or a peer (Submit, Get, Wait,
+// Cancel, List, PendingInput, Answer, Watch) takes the caller's context
+// first: the call ends when it does, with that context's error, and
+// Config.SharedTimeout caps each call into the store when the caller's
+// context has no nearer deadline. The engine's own writes (a task's
+// changes, the outcome) use the engine's context, bounded the same way
+// and, once Close begins, by its drain. A store that fails makes the
+// engine fail closed: [ErrShared], never a guess.
 package taskengine

@@ -206,7 +206,10 @@ func New(cfg Config) (*Engine, error) {
 // goroutine. It returns at once with the new task, whose status is working.
 // To make room it may evict owner's own least recently used finished tasks,
 // never another owner's. It fails with ErrOwnerLimit, ErrFull or ErrClosed.
-func (e *Engine) Submit(owner string, opts SubmitOptions, work Work) (Task, error) {
+// With Config.Shared the task's record is written before Submit returns,
+// within ctx (capped by SharedTimeout); the work itself never sees ctx: it
+// runs from the engine's own context.
+func (e *Engine) Submit(ctx context.Context, owner string, opts SubmitOptions, work Work) (Task, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
@@ -242,17 +245,17 @@ func (e *Engine) Submit(owner string, opts SubmitOptions, work Work) (Task, erro
 		e.expiry.push(t)
 	}
 	base, cancel := context.WithCancelCause(context.Background())
-	ctx, release := base, context.CancelFunc(func() {})
+	runCtx, release := base, context.CancelFunc(func() {})
 	if d := e.cfg.runTime(ttl); d > 0 {
-		ctx, release = context.WithDeadline(base, now.Add(d))
+		runCtx, release = context.WithDeadline(base, now.Add(d))
 	}
-	t.ctx, t.cancel = ctx, cancel
+	t.ctx, t.cancel = runCtx, cancel
 	e.running[t.key] = t
 	oi.running++
 	oi.tasks = append(oi.tasks, t) // seq grows, so the slice stays sorted
 	snap := e.snapshotLocked(t)
 	if e.cfg.Shared == nil {
-		e.startLocked(t, ctx, work, release, cancel)
+		e.startLocked(t, runCtx, work, release, cancel)
 		return snap, nil
 	}
 	// Shared: the record exists before Submit returns, so any replica
@@ -261,7 +264,7 @@ func (e *Engine) Submit(owner string, opts SubmitOptions, work Work) (Task, erro
 	e.wg.Add(1)
 	defer e.wg.Done()
 	e.mu.Unlock()
-	err := e.createRecord(t)
+	err := callerErr(ctx, e.createRecord(ctx, t))
 	e.mu.Lock()
 	if err != nil {
 		release()
@@ -269,7 +272,7 @@ func (e *Engine) Submit(owner string, opts SubmitOptions, work Work) (Task, erro
 		e.abandonLocked(t)
 		return Task{}, err
 	}
-	e.startLocked(t, ctx, work, release, cancel)
+	e.startLocked(t, runCtx, work, release, cancel)
 	return snap, nil
 }
 
@@ -455,14 +458,16 @@ func (e *Engine) lookupLocked(owner, id string, now time.Time) (*task, error) {
 	return t, nil
 }
 
-// Get returns a snapshot of owner's task id, or ErrNotFound.
-func (e *Engine) Get(owner, id string) (Task, error) {
+// Get returns a snapshot of owner's task id, or ErrNotFound. ctx bounds
+// the read of another replica's task.
+func (e *Engine) Get(ctx context.Context, owner, id string) (Task, error) {
 	e.mu.Lock()
 	t, err := e.lookupLocked(owner, id, time.Now())
 	if err != nil {
 		e.mu.Unlock()
 		if e.isRemote(err) {
-			return e.getRemote(owner, id)
+			t, err := e.getRemote(ctx, owner, id)
+			return t, callerErr(ctx, err)
 		}
 		return Task{}, err
 	}
@@ -487,7 +492,8 @@ func (e *Engine) Wait(ctx context.Context, owner, id string) (Task, Outcome, err
 	t, err := e.lookupLocked(owner, id, time.Now())
 	e.mu.Unlock()
 	if e.isRemote(err) {
-		return e.waitRemote(ctx, owner, id)
+		t, out, err := e.waitRemote(ctx, owner, id)
+		return t, out, callerErr(ctx, err)
 	}
 	if err != nil {
 		return Task{}, Outcome{}, err
@@ -515,14 +521,16 @@ func (e *Engine) Wait(ctx context.Context, owner, id string) (Task, Outcome, err
 // Cancel moves owner's live task id to cancelled, then cancels its work's
 // context (with cause ErrCancelled), and returns the cancelled snapshot.
 // Whatever the work returns afterwards is discarded. On a terminal task it
-// returns the current snapshot and ErrTerminal.
-func (e *Engine) Cancel(owner, id string) (Task, error) {
+// returns the current snapshot and ErrTerminal. ctx bounds the request to
+// the replica running another replica's task.
+func (e *Engine) Cancel(ctx context.Context, owner, id string) (Task, error) {
 	e.mu.Lock()
 	t, err := e.lookupLocked(owner, id, time.Now())
 	if err != nil {
 		e.mu.Unlock()
 		if e.isRemote(err) {
-			return e.askRunner(owner, id, Control{Op: ControlCancel, Owner: owner, ID: id})
+			t, err := e.askRunner(ctx, owner, id, Control{Op: ControlCancel, Owner: owner, ID: id})
+			return t, callerErr(ctx, err)
 		}
 		return Task{}, err
 	}

@@ -111,8 +111,10 @@ func TestConfig(t *testing.T) {
 		{name: "default above max", cfg: Config{DefaultTTL: 2 * time.Hour, MaxTTL: time.Hour}, wantErr: "exceeds MaxTTL"},
 		{name: "negative PollInterval", cfg: Config{PollInterval: -1}, wantErr: "PollInterval"},
 		{name: "negative MaxPendingInputs", cfg: Config{MaxPendingInputs: -1}, wantErr: "MaxPendingInputs"},
-		{name: "shared without codec", cfg: Config{Shared: newMemShared(newMemStore(), "r"), SharedKey: make([]byte, 32)}, wantErr: "Codec"},
-		{name: "shared with a short key", cfg: Config{Shared: newMemShared(newMemStore(), "r"), Codec: jsonCodec{}, SharedKey: make([]byte, 31)}, wantErr: "SharedKey"},
+		{name: "shared without codec", cfg: Config{Shared: newMemShared(newMemStore(), "r"), Peers: newMemShared(newMemStore(), "r"), SharedKey: make([]byte, 32)}, wantErr: "Codec"},
+		{name: "shared without peers", cfg: Config{Shared: newMemShared(newMemStore(), "r"), Codec: jsonCodec{}, SharedKey: make([]byte, 32)}, wantErr: "Peers"},
+		{name: "peers without a store", cfg: Config{Peers: newMemShared(newMemStore(), "r"), Codec: jsonCodec{}, SharedKey: make([]byte, 32)}, wantErr: "Shared"},
+		{name: "shared with a short key", cfg: Config{Shared: newMemShared(newMemStore(), "r"), Peers: newMemShared(newMemStore(), "r"), Codec: jsonCodec{}, SharedKey: make([]byte, 31)}, wantErr: "SharedKey"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -228,7 +230,7 @@ func TestOutcomes(t *testing.T) {
 			if s := e.Stats(); s.ResultBytes != tt.wantBytes || s.Tasks != 1 || s.Running != 0 {
 				t.Errorf("stats: got %+v, want 1 task, 0 running, %d bytes", s, tt.wantBytes)
 			}
-			again, err := e.Get("alice", sub.ID)
+			again, err := e.Get(context.Background(), "alice", sub.ID)
 			if err != nil || again.Status != tt.wantStatus {
 				t.Errorf("Get after Wait: got %s, %v; want %s", again.Status, err, tt.wantStatus)
 			}
@@ -272,7 +274,7 @@ func TestErrors(t *testing.T) {
 		_, err := r.RequestInput(ctx, "q1")
 		return Outcome{Err: err}
 	})
-	sub, _ := e.Watch("alice", waiting.ID)
+	sub, _ := e.Watch(context.Background(), "alice", waiting.ID)
 	for s := range sub.C() {
 		if s.Status == StatusInputRequired {
 			break
@@ -280,7 +282,7 @@ func TestErrors(t *testing.T) {
 	}
 	ownCursor := ""
 	for i := range 3 { // the third page needs a cursor
-		_, next, err := e.List("alice", ownCursor, 1)
+		_, next, err := e.List(context.Background(), "alice", ownCursor, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -294,29 +296,29 @@ func TestErrors(t *testing.T) {
 		call func() error
 		want error
 	}{
-		{"get unknown", func() error { _, err := e.Get("alice", "nope"); return err }, ErrNotFound},
-		{"get other owner", func() error { _, err := e.Get("bob", done.ID); return err }, ErrNotFound},
-		{"get empty owner", func() error { _, err := e.Get("", done.ID); return err }, ErrNotFound},
+		{"get unknown", func() error { _, err := e.Get(context.Background(), "alice", "nope"); return err }, ErrNotFound},
+		{"get other owner", func() error { _, err := e.Get(context.Background(), "bob", done.ID); return err }, ErrNotFound},
+		{"get empty owner", func() error { _, err := e.Get(context.Background(), "", done.ID); return err }, ErrNotFound},
 		{"wait unknown", func() error { _, _, err := e.Wait(ctx, "alice", "nope"); return err }, ErrNotFound},
 		{"wait other owner", func() error { _, _, err := e.Wait(ctx, "bob", waiting.ID); return err }, ErrNotFound},
-		{"cancel other owner", func() error { _, err := e.Cancel("bob", waiting.ID); return err }, ErrNotFound},
-		{"cancel terminal", func() error { _, err := e.Cancel("alice", done.ID); return err }, ErrTerminal},
-		{"watch other owner", func() error { _, err := e.Watch("bob", waiting.ID); return err }, ErrNotFound},
-		{"watch limit", func() error { _, err := e.Watch("alice", waiting.ID); return err }, ErrTooManyWatchers},
-		{"pending other owner", func() error { _, err := e.PendingInput("bob", waiting.ID); return err }, ErrNotFound},
-		{"answer other owner", func() error { return e.Answer("bob", waiting.ID, "1", "x") }, ErrNotFound},
-		{"answer unknown request", func() error { return e.Answer("alice", waiting.ID, "99", "x") }, ErrNoSuchInput},
-		{"answer terminal", func() error { return e.Answer("alice", done.ID, "1", "x") }, ErrNoSuchInput},
-		{"list garbage cursor", func() error { _, _, err := e.List("alice", "garbage", 1); return err }, ErrBadCursor},
-		{"list other owner's cursor", func() error { _, _, err := e.List("bob", ownCursor, 1); return err }, ErrBadCursor},
+		{"cancel other owner", func() error { _, err := e.Cancel(context.Background(), "bob", waiting.ID); return err }, ErrNotFound},
+		{"cancel terminal", func() error { _, err := e.Cancel(context.Background(), "alice", done.ID); return err }, ErrTerminal},
+		{"watch other owner", func() error { _, err := e.Watch(context.Background(), "bob", waiting.ID); return err }, ErrNotFound},
+		{"watch limit", func() error { _, err := e.Watch(context.Background(), "alice", waiting.ID); return err }, ErrTooManyWatchers},
+		{"pending other owner", func() error { _, err := e.PendingInput(context.Background(), "bob", waiting.ID); return err }, ErrNotFound},
+		{"answer other owner", func() error { return e.Answer(context.Background(), "bob", waiting.ID, "1", "x") }, ErrNotFound},
+		{"answer unknown request", func() error { return e.Answer(context.Background(), "alice", waiting.ID, "99", "x") }, ErrNoSuchInput},
+		{"answer terminal", func() error { return e.Answer(context.Background(), "alice", done.ID, "1", "x") }, ErrNoSuchInput},
+		{"list garbage cursor", func() error { _, _, err := e.List(context.Background(), "alice", "garbage", 1); return err }, ErrBadCursor},
+		{"list other owner's cursor", func() error { _, _, err := e.List(context.Background(), "bob", ownCursor, 1); return err }, ErrBadCursor},
 		{"owner limit", func() error {
 			mustSubmit(t, e, "alice", SubmitOptions{}, gated(release, Outcome{}))
-			_, err := e.Submit("alice", SubmitOptions{}, gated(release, Outcome{}))
+			_, err := e.Submit(context.Background(), "alice", SubmitOptions{}, gated(release, Outcome{}))
 			return err
 		}, ErrOwnerLimit},
 		{"full, and only other owners' tasks finished", func() error {
 			mustSubmit(t, e, "bob", SubmitOptions{}, gated(release, Outcome{})) // the last free slot
-			_, err := e.Submit("carol", SubmitOptions{}, gated(release, Outcome{}))
+			_, err := e.Submit(context.Background(), "carol", SubmitOptions{}, gated(release, Outcome{}))
 			return err
 		}, ErrFull},
 	}
@@ -326,7 +328,7 @@ func TestErrors(t *testing.T) {
 		})
 	}
 	// carol's Submit could not take alice's finished task's slot.
-	if _, err := e.Get("alice", done.ID); err != nil {
+	if _, err := e.Get(context.Background(), "alice", done.ID); err != nil {
 		t.Errorf("another owner's finished task after ErrFull: got %v, want it kept", err)
 	}
 }
@@ -338,7 +340,7 @@ func TestTooManyInputs(t *testing.T) {
 		go func() {
 			// Wait until the first request is pending, then ask again.
 			for {
-				if p, _ := e.PendingInput("alice", r.ID()); len(p) == 1 {
+				if p, _ := e.PendingInput(context.Background(), "alice", r.ID()); len(p) == 1 {
 					break
 				}
 				runtime.Gosched()
@@ -350,7 +352,7 @@ func TestTooManyInputs(t *testing.T) {
 		return Outcome{Value: v, Err: err}
 	})
 	wantErr(t, "second RequestInput", <-errs, ErrTooManyInputs)
-	if err := e.Answer("alice", tk.ID, "1", "yes"); err != nil {
+	if err := e.Answer(context.Background(), "alice", tk.ID, "1", "yes"); err != nil {
 		t.Fatal(err)
 	}
 	_, out := mustWait(t, e, "alice", tk.ID)
@@ -367,7 +369,7 @@ func TestCancel(t *testing.T) {
 		causes <- context.Cause(ctx)
 		return Outcome{Value: "finished anyway", Size: 100}
 	})
-	got, err := e.Cancel("alice", tk.ID)
+	got, err := e.Cancel(context.Background(), "alice", tk.ID)
 	if err != nil || got.Status != StatusCancelled {
 		t.Fatalf("Cancel: got %s, %v; want cancelled, nil", got.Status, err)
 	}
@@ -379,7 +381,7 @@ func TestCancel(t *testing.T) {
 	if s := e.Stats(); s.ResultBytes != 0 {
 		t.Errorf("late value counted: %d result bytes, want 0", s.ResultBytes)
 	}
-	again, err := e.Cancel("alice", tk.ID)
+	again, err := e.Cancel(context.Background(), "alice", tk.ID)
 	if !errors.Is(err, ErrTerminal) || again.Status != StatusCancelled {
 		t.Errorf("second Cancel: got %s, %v; want cancelled, ErrTerminal", again.Status, err)
 	}
@@ -394,7 +396,7 @@ func TestInputRequests(t *testing.T) {
 		}
 		return Outcome{Value: fmt.Sprint("hello ", name)}
 	})
-	sub, err := e.Watch("alice", tk.ID)
+	sub, err := e.Watch(context.Background(), "alice", tk.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,14 +409,14 @@ func TestInputRequests(t *testing.T) {
 		if s.Status != StatusInputRequired {
 			continue
 		}
-		reqs, err := e.PendingInput("alice", tk.ID)
+		reqs, err := e.PendingInput(context.Background(), "alice", tk.ID)
 		if err != nil || len(reqs) != 1 || reqs[0].Payload != "name?" {
 			t.Fatalf("PendingInput: got %+v, %v; want one request name?", reqs, err)
 		}
-		if err := e.Answer("alice", tk.ID, reqs[0].ID, "world"); err != nil {
+		if err := e.Answer(context.Background(), "alice", tk.ID, reqs[0].ID, "world"); err != nil {
 			t.Fatal(err)
 		}
-		wantErr(t, "second Answer", e.Answer("alice", tk.ID, reqs[0].ID, "again"), ErrNoSuchInput)
+		wantErr(t, "second Answer", e.Answer(context.Background(), "alice", tk.ID, reqs[0].ID, "again"), ErrNoSuchInput)
 	}
 	_, out := mustWait(t, e, "alice", tk.ID)
 	if out.Value != "hello world" {
@@ -437,11 +439,11 @@ func TestInputUnblockedByCancelAndContext(t *testing.T) {
 			return Outcome{}
 		})
 		waitStatus(t, e, "alice", tk.ID, StatusInputRequired)
-		if _, err := e.Cancel("alice", tk.ID); err != nil {
+		if _, err := e.Cancel(context.Background(), "alice", tk.ID); err != nil {
 			t.Fatal(err)
 		}
 		wantErr(t, "RequestInput", <-errs, ErrCancelled)
-		if p, err := e.PendingInput("alice", tk.ID); err != nil || len(p) != 0 {
+		if p, err := e.PendingInput(context.Background(), "alice", tk.ID); err != nil || len(p) != 0 {
 			t.Errorf("PendingInput after cancel: got %v, %v; want none", p, err)
 		}
 	})
@@ -464,7 +466,7 @@ func TestInputUnblockedByCancelAndContext(t *testing.T) {
 
 // waitStatus blocks until owner's task id has status want.
 func waitStatus(t testing.TB, e *Engine, owner, id string, want Status) {
-	sub, err := e.Watch(owner, id)
+	sub, err := e.Watch(context.Background(), owner, id)
 	if err != nil {
 		t.Errorf("Watch: %v", err)
 		return
@@ -491,7 +493,7 @@ func TestWatchCoalesces(t *testing.T) {
 		<-release
 		return Outcome{Value: "ok"}
 	})
-	sub, err := e.Watch("alice", tk.ID)
+	sub, err := e.Watch(context.Background(), "alice", tk.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -517,7 +519,7 @@ func TestWatchCoalesces(t *testing.T) {
 	sub.Stop() // after close: no effect, no panic
 
 	// Watching a terminal task yields its snapshot and a closed channel.
-	s2, err := e.Watch("alice", tk.ID)
+	s2, err := e.Watch(context.Background(), "alice", tk.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -531,7 +533,7 @@ func TestWatchCoalesces(t *testing.T) {
 	// Stop closes the channel and frees the watcher slot.
 	tk2 := mustSubmit(t, e, "alice", SubmitOptions{}, untilCancelled)
 	for range DefaultMaxWatchersPerTask + 2 {
-		s, err := e.Watch("alice", tk2.ID)
+		s, err := e.Watch(context.Background(), "alice", tk2.ID)
 		if err != nil {
 			t.Fatalf("Watch after Stops: %v", err)
 		}
@@ -594,7 +596,7 @@ func TestOnChange(t *testing.T) {
 		}
 		stop()
 	}
-	if _, err := e.Cancel("alice", tk2.ID); err != nil {
+	if _, err := e.Cancel(context.Background(), "alice", tk2.ID); err != nil {
 		t.Fatal(err)
 	}
 	mustWait(t, e, "alice", tk2.ID)
@@ -637,7 +639,7 @@ func TestEviction(t *testing.T) {
 		return ids
 	}
 	a, b, c := submit(10), submit(10), submit(10)
-	if _, err := e.Get("alice", a); err != nil { // a becomes the most recently used
+	if _, err := e.Get(context.Background(), "alice", a); err != nil { // a becomes the most recently used
 		t.Fatal(err)
 	}
 	d := submit(10) // the count bound evicts b, the least recently used
@@ -653,7 +655,7 @@ func TestEviction(t *testing.T) {
 	if s := e.Stats(); s.ResultBytes != 95 || s.Tasks != 2 {
 		t.Errorf("stats: got %+v, want 2 tasks, 95 bytes", s)
 	}
-	if _, err := e.Get("alice", b); !errors.Is(err, ErrNotFound) {
+	if _, err := e.Get(context.Background(), "alice", b); !errors.Is(err, ErrNotFound) {
 		t.Errorf("evicted task: got %v, want ErrNotFound", err)
 	}
 }
@@ -672,7 +674,7 @@ func TestList(t *testing.T) {
 	var got []string
 	cursor, pages := "", 0
 	for {
-		page, next, err := e.List("alice", cursor, 10)
+		page, next, err := e.List(context.Background(), "alice", cursor, 10)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -687,7 +689,7 @@ func TestList(t *testing.T) {
 			break
 		}
 		// A cursor can be reused by its owner and gives the same page.
-		again, _, err := e.List("alice", next, 10)
+		again, _, err := e.List(context.Background(), "alice", next, 10)
 		if err != nil || len(again) == 0 {
 			t.Errorf("reusing cursor: got %d tasks, %v", len(again), err)
 		}
@@ -696,21 +698,21 @@ func TestList(t *testing.T) {
 	if pages != 3 || !slices.Equal(got, want) {
 		t.Errorf("got %d pages %v, want 3 pages %v (oldest first)", pages, got, want)
 	}
-	if page, next, err := e.List("nobody", "", 10); err != nil || len(page) != 0 || next != "" || page == nil {
+	if page, next, err := e.List(context.Background(), "nobody", "", 10); err != nil || len(page) != 0 || next != "" || page == nil {
 		t.Errorf("unknown owner: got %v, %q, %v; want empty non-nil page", page, next, err)
 	}
 	// Removing the task a cursor points at does not break paging.
-	_, next, _ := e.List("alice", "", 1)
+	_, next, _ := e.List(context.Background(), "alice", "", 1)
 	e.mu.Lock()
 	tk, _ := e.owners["alice"].finished.Peek(want[0])
 	e.dropLocked(tk)
 	e.mu.Unlock()
-	page, _, err := e.List("alice", next, 1)
+	page, _, err := e.List(context.Background(), "alice", next, 1)
 	if err != nil || len(page) != 1 || page[0].ID != want[1] {
 		t.Errorf("after removal: got %v, %v; want %s", page, err, want[1])
 	}
 	// Limits.
-	if page, _, _ := e.List("alice", "", 0); len(page) != 24 {
+	if page, _, _ := e.List(context.Background(), "alice", "", 0); len(page) != 24 {
 		t.Errorf("limit 0: got %d, want all 24", len(page))
 	}
 }
@@ -724,7 +726,7 @@ func TestClose(t *testing.T) {
 	for i := range ids {
 		ids[i] = mustSubmit(t, e, "alice", SubmitOptions{}, untilCancelled).ID
 	}
-	sub, _ := e.Watch("alice", ids[0])
+	sub, _ := e.Watch(context.Background(), "alice", ids[0])
 	waitErrs := make(chan error, len(ids))
 	for _, id := range ids {
 		go func() {
@@ -746,14 +748,14 @@ func TestClose(t *testing.T) {
 		t.Errorf("watched task at Close: got %s, want cancelled", last.Status)
 	}
 	calls := map[string]error{}
-	_, calls["Submit"] = e.Submit("alice", SubmitOptions{}, untilCancelled)
-	_, calls["Get"] = e.Get("alice", ids[0])
+	_, calls["Submit"] = e.Submit(context.Background(), "alice", SubmitOptions{}, untilCancelled)
+	_, calls["Get"] = e.Get(context.Background(), "alice", ids[0])
 	_, _, calls["Wait"] = e.Wait(context.Background(), "alice", ids[0])
-	_, calls["Cancel"] = e.Cancel("alice", ids[0])
-	_, _, calls["List"] = e.List("alice", "", 1)
-	_, calls["Watch"] = e.Watch("alice", ids[0])
-	_, calls["PendingInput"] = e.PendingInput("alice", ids[0])
-	calls["Answer"] = e.Answer("alice", ids[0], "1", nil)
+	_, calls["Cancel"] = e.Cancel(context.Background(), "alice", ids[0])
+	_, _, calls["List"] = e.List(context.Background(), "alice", "", 1)
+	_, calls["Watch"] = e.Watch(context.Background(), "alice", ids[0])
+	_, calls["PendingInput"] = e.PendingInput(context.Background(), "alice", ids[0])
+	calls["Answer"] = e.Answer(context.Background(), "alice", ids[0], "1", nil)
 	for name, err := range calls {
 		wantErr(t, name+" after Close", err, ErrClosed)
 	}
@@ -774,7 +776,7 @@ func TestWaitContext(t *testing.T) {
 		t.Errorf("got %v, want context.Canceled", err)
 	}
 	// A terminal task is returned even to a done context.
-	e.Cancel("alice", tk.ID)
+	e.Cancel(context.Background(), "alice", tk.ID)
 	if got, _, err := e.Wait(ctx, "alice", tk.ID); err != nil || got.Status != StatusCancelled {
 		t.Errorf("terminal: got %s, %v; want cancelled, nil", got.Status, err)
 	}

@@ -16,7 +16,7 @@ func Example() {
 	defer e.Close()
 
 	// Submit returns at once; the work runs on its own context.
-	task, err := e.Submit("alice", taskengine.SubmitOptions{TTL: 2 * time.Hour}, func(ctx context.Context, run *taskengine.Run) taskengine.Outcome {
+	task, err := e.Submit(context.Background(), "alice", taskengine.SubmitOptions{TTL: 2 * time.Hour}, func(ctx context.Context, run *taskengine.Run) taskengine.Outcome {
 		run.SetProgress(1, 2, "asking")
 		name, err := run.RequestInput(ctx, "What is your name?")
 		if err != nil {
@@ -30,20 +30,20 @@ func Example() {
 	fmt.Println("submitted:", task.Status, "ttl:", task.TTL)
 
 	// Another owner cannot see the task.
-	_, err = e.Get("mallory", task.ID)
+	_, err = e.Get(context.Background(), "mallory", task.ID)
 	fmt.Println("mallory:", err)
 
 	// Watch reports every status change, including input_required.
-	sub, err := e.Watch("alice", task.ID)
+	sub, err := e.Watch(context.Background(), "alice", task.ID)
 	if err != nil {
 		panic(err)
 	}
 	defer sub.Stop()
 	for s := range sub.C() {
 		if s.Status == taskengine.StatusInputRequired {
-			reqs, _ := e.PendingInput("alice", task.ID)
+			reqs, _ := e.PendingInput(context.Background(), "alice", task.ID)
 			fmt.Println("input required:", reqs[0].Payload)
-			e.Answer("alice", task.ID, reqs[0].ID, "Alice")
+			e.Answer(context.Background(), "alice", task.ID, reqs[0].ID, "Alice")
 			break
 		}
 	}

@@ -85,19 +85,19 @@ func TestHammer(t *testing.T) {
 				case op <= 1 || len(ids) == 0:
 					var tk Task
 					ttl := time.Duration(rand.IntN(40)) * time.Millisecond
-					if tk, err = e.Submit(owner, SubmitOptions{TTL: ttl}, work); err == nil {
+					if tk, err = e.Submit(context.Background(), owner, SubmitOptions{TTL: ttl}, work); err == nil {
 						ids = append(ids, tk.ID)
 					}
 					op = 0
 				case op == 2:
-					_, err = e.Cancel(owner, ids[rand.IntN(len(ids))])
+					_, err = e.Cancel(context.Background(), owner, ids[rand.IntN(len(ids))])
 				case op == 3:
 					_, _, err = e.Wait(ctx, owner, ids[rand.IntN(len(ids))])
 				case op == 4:
 					cursor := ""
 					for range 3 {
 						var page []Task
-						if page, cursor, err = e.List(owner, cursor, 5); err != nil || cursor == "" {
+						if page, cursor, err = e.List(context.Background(), owner, cursor, 5); err != nil || cursor == "" {
 							break
 						}
 						for _, tk := range page {
@@ -110,13 +110,13 @@ func TestHammer(t *testing.T) {
 					id := ids[rand.IntN(len(ids))]
 					var reqs []InputRequest
 					op = -1 // counted only when an answer is given
-					if reqs, err = e.PendingInput(owner, id); err == nil && len(reqs) > 0 {
+					if reqs, err = e.PendingInput(context.Background(), owner, id); err == nil && len(reqs) > 0 {
 						op = 5
-						err = e.Answer(owner, id, reqs[0].ID, "answer")
+						err = e.Answer(context.Background(), owner, id, reqs[0].ID, "answer")
 					}
 				case op == 6:
 					var s *Subscription
-					if s, err = e.Watch(owner, ids[rand.IntN(len(ids))]); err == nil {
+					if s, err = e.Watch(context.Background(), owner, ids[rand.IntN(len(ids))]); err == nil {
 						select {
 						case <-s.C():
 						case <-ctx.Done():
@@ -126,7 +126,7 @@ func TestHammer(t *testing.T) {
 				default:
 					// Another owner's task must look unknown.
 					other := owners[(w+1)%len(owners)]
-					if _, err = e.Get(other, ids[rand.IntN(len(ids))]); !errors.Is(err, ErrNotFound) {
+					if _, err = e.Get(context.Background(), other, ids[rand.IntN(len(ids))]); !errors.Is(err, ErrNotFound) {
 						err = fmt.Errorf("Get by %q of a task of %q: got %v, want ErrNotFound", other, owner, err)
 					}
 				}

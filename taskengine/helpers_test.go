@@ -143,7 +143,7 @@ func gated(release <-chan struct{}, out Outcome) Work {
 
 func mustSubmit(t testing.TB, e *Engine, owner string, opts SubmitOptions, w Work) Task {
 	t.Helper()
-	task, err := e.Submit(owner, opts, w)
+	task, err := e.Submit(context.Background(), owner, opts, w)
 	if err != nil {
 		t.Fatalf("Submit(%q): %v", owner, err)
 	}

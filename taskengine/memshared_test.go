@@ -8,8 +8,8 @@ import (
 	"sync"
 )
 
-// memStore is a Shared store in memory that several engines of one test
-// use as replicas: the contract of Shared, with records deep-copied through
+// memStore is a SharedStore and Peers in memory that several engines of one test
+// use as replicas: their contracts, with records deep-copied through
 // JSON (so nothing crosses that a real store could not carry).
 type memStore struct {
 	mu       sync.Mutex

@@ -9,37 +9,16 @@ import (
 	"time"
 )
 
-// Replicas: with Config.Shared the engine records every task it runs in the
-// shared store and answers for other replicas' tasks from it. The runner is
-// the only writer of a task's record while the task runs (its engine owns
-// the state machine); any replica may write it once, to fail a task whose
-// runner lost its lease. Writes are compare-and-set on the record's
-// revision, so that second writer and the runner never overwrite each
-// other: whichever comes second sees the other's record.
-//
-//   - Submit creates the record before it returns (a handle the client
-//     holds always resolves), then every change is written by one of
-//     writerCount writer goroutines, coalesced: a task's record is written
-//     with its latest state, at most one write per task in flight (wmu).
-//   - A lookup that misses locally loads the record. A task that is not
-//     terminal and whose runner no longer holds its lease is failed with
-//     ErrReplicaLost, in the store, by whoever notices first.
-//   - Cancel and Answer for another replica's task are control requests to
-//     its runner (Shared.Ask), which applies them to its own engine and
-//     writes the record before it replies: the caller's next read sees it.
-//   - Wait and Watch on another replica's task follow the record
-//     (Shared.Watch) and check the runner's lease every LivenessCheck.
-
 // writerCount is how many goroutines write records: enough that one slow
 // write does not hold up every task's, few enough to bound the store's load.
 const writerCount = 4
 
 func (e *Engine) startShared() error {
-	e.replica = e.cfg.Shared.Replica()
+	e.replica = e.cfg.Peers.Replica()
 	e.cursors = sharedCursorCodec(e.cfg.SharedKey)
 	e.wake = make(chan struct{}, 1)
 	e.writersStop = make(chan struct{})
-	if err := e.cfg.Shared.Serve(e.serveControl); err != nil {
+	if err := e.cfg.Peers.Serve(e.serveControl); err != nil {
 		return sharedErr("serve", err)
 	}
 	for range writerCount {
@@ -48,9 +27,19 @@ func (e *Engine) startShared() error {
 	return nil
 }
 
-// sharedCtx bounds one call into the shared store.
-func (e *Engine) sharedCtx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), e.cfg.SharedTimeout)
+// sharedCtx bounds one call into the shared store or to a peer made for a
+// caller: its ctx, capped by SharedTimeout.
+func (e *Engine) sharedCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, e.cfg.SharedTimeout)
+}
+
+// callerErr is err, or the caller's own context error when ctx ended: a
+// caller that gave up learns that, not a store failure.
+func callerErr(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
 }
 
 // queueWriteLocked queues t's record for writing, once: a task whose
@@ -146,7 +135,7 @@ func (e *Engine) writeCtx() (context.Context, context.CancelFunc) {
 	case <-e.writersStop:
 		return context.WithTimeout(e.drain, e.cfg.SharedTimeout)
 	default:
-		return e.sharedCtx()
+		return e.sharedCtx(context.Background())
 	}
 }
 
@@ -264,7 +253,7 @@ func (e *Engine) persistOutcome(t *task, out Outcome) {
 	}
 	t.wmu.Lock()
 	defer t.wmu.Unlock()
-	ctx, cancel := e.sharedCtx()
+	ctx, cancel := e.sharedCtx(context.Background())
 	defer cancel()
 	rev, err := e.cfg.Shared.Update(ctx, r, t.rev)
 	if err != nil {
@@ -276,12 +265,12 @@ func (e *Engine) persistOutcome(t *task, out Outcome) {
 	e.mu.Unlock()
 }
 
-// createRecord writes a new task's first record.
-func (e *Engine) createRecord(t *task) error {
+// createRecord writes a new task's first record, within ctx.
+func (e *Engine) createRecord(ctx context.Context, t *task) error {
 	e.mu.Lock()
 	r := e.recordLocked(t)
 	e.mu.Unlock()
-	ctx, cancel := e.sharedCtx()
+	ctx, cancel := e.sharedCtx(ctx)
 	defer cancel()
 	meta, err := e.cfg.Codec.Encode(KindMeta, t.meta)
 	if err != nil {
@@ -380,7 +369,7 @@ func (e *Engine) checkRunner(ctx context.Context, rt remote) (remote, error) {
 		return rt, nil
 	}
 	if rt.r.Runner != e.replica {
-		alive, err := e.cfg.Shared.Alive(ctx, rt.r.Runner)
+		alive, err := e.cfg.Peers.Alive(ctx, rt.r.Runner)
 		if err != nil {
 			return remote{}, sharedErr("lease", err)
 		}
@@ -417,7 +406,7 @@ func (e *Engine) markLost(ctx context.Context, rt remote) (remote, error) {
 		}
 		rt = remote{r, rev}
 		if !rt.r.Status.Terminal() && rt.r.Runner != e.replica {
-			if alive, err := e.cfg.Shared.Alive(ctx, rt.r.Runner); err != nil || alive {
+			if alive, err := e.cfg.Peers.Alive(ctx, rt.r.Runner); err != nil || alive {
 				return rt, sharedErrOrNil("lease", err)
 			}
 		}
@@ -469,8 +458,8 @@ func (e *Engine) taskOf(r *Record) (Task, Outcome, error) {
 }
 
 // getRemote is Get for a task the engine does not hold.
-func (e *Engine) getRemote(owner, id string) (Task, error) {
-	ctx, cancel := e.sharedCtx()
+func (e *Engine) getRemote(ctx context.Context, owner, id string) (Task, error) {
+	ctx, cancel := e.sharedCtx(ctx)
 	defer cancel()
 	rt, err := e.loadRemote(ctx, owner, id, false)
 	if err != nil {
@@ -482,7 +471,7 @@ func (e *Engine) getRemote(owner, id string) (Task, error) {
 
 // waitRemote is Wait for a task the engine does not hold.
 func (e *Engine) waitRemote(ctx context.Context, owner, id string) (Task, Outcome, error) {
-	lctx, cancel := e.sharedCtx()
+	lctx, cancel := e.sharedCtx(ctx)
 	rt, err := e.loadRemote(lctx, owner, id, false)
 	cancel()
 	if err != nil {
@@ -492,7 +481,7 @@ func (e *Engine) waitRemote(ctx context.Context, owner, id string) (Task, Outcom
 		return Task{}, Outcome{}, err
 	}
 	if rt.r.OutcomeOmitted { // a large outcome: read only now, once
-		lctx, cancel := e.sharedCtx()
+		lctx, cancel := e.sharedCtx(ctx)
 		rt, err = e.loadRemote(lctx, owner, id, true)
 		cancel()
 		if err != nil {
@@ -531,7 +520,7 @@ func (e *Engine) follow(ctx context.Context, rt remote, each func(*Record)) (rem
 			}
 			rt.r = r
 		case <-tick.C:
-			lctx, cancel := e.sharedCtx()
+			lctx, cancel := e.sharedCtx(ctx)
 			rt, err = e.loadRemote(lctx, rt.r.Owner, rt.r.ID, false)
 			cancel()
 			if err != nil {
@@ -552,8 +541,8 @@ func (e *Engine) follow(ctx context.Context, rt remote, each func(*Record)) (rem
 // watchRemote is Watch for a task the engine does not hold: a goroutine
 // (counted in wg, so Close waits for it) follows the record and offers
 // each version to the subscription.
-func (e *Engine) watchRemote(owner, id string) (*Subscription, error) {
-	ctx, cancel := e.sharedCtx()
+func (e *Engine) watchRemote(ctx context.Context, owner, id string) (*Subscription, error) {
+	ctx, cancel := e.sharedCtx(ctx)
 	rt, err := e.loadRemote(ctx, owner, id, false)
 	cancel()
 	if err != nil {
@@ -620,8 +609,8 @@ func (e *Engine) watchRemote(owner, id string) (*Subscription, error) {
 // askRunner sends a control request for a live remote task to its runner.
 // A runner that does not answer and no longer holds its lease lost the
 // task: it is failed, and the request meets a terminal task.
-func (e *Engine) askRunner(owner, id string, c Control) (Task, error) {
-	ctx, cancel := e.sharedCtx()
+func (e *Engine) askRunner(ctx context.Context, owner, id string, c Control) (Task, error) {
+	ctx, cancel := e.sharedCtx(ctx)
 	defer cancel()
 	rt, err := e.loadRemote(ctx, owner, id, false)
 	if err != nil {
@@ -634,7 +623,7 @@ func (e *Engine) askRunner(owner, id string, c Control) (Task, error) {
 		}
 		return t, ErrTerminal
 	}
-	reply, err := e.cfg.Shared.Ask(ctx, rt.r.Runner, c)
+	reply, err := e.cfg.Peers.Ask(ctx, rt.r.Runner, c)
 	if err != nil {
 		if rt, lerr := e.checkRunner(ctx, rt); lerr == nil && rt.r.Status.Terminal() {
 			t, _, err := e.taskOf(rt.r)
@@ -724,11 +713,11 @@ func (e *Engine) serveControl(ctx context.Context, c Control) Reply {
 	}
 	switch c.Op {
 	case ControlCancel:
-		_, err = e.Cancel(c.Owner, c.ID)
+		_, err = e.Cancel(ctx, c.Owner, c.ID)
 	case ControlAnswer:
 		var v any
 		if v, err = e.cfg.Codec.Decode(KindAnswer, c.Answer); err == nil {
-			err = e.Answer(c.Owner, c.ID, c.RequestID, v)
+			err = e.Answer(ctx, c.Owner, c.ID, c.RequestID, v)
 		} else {
 			err = fmt.Errorf("%w: decode answer: %w", ErrShared, err)
 		}
@@ -750,8 +739,8 @@ func (e *Engine) serveControl(ctx context.Context, c Control) Reply {
 }
 
 // pendingRemote is PendingInput for a task the engine does not hold.
-func (e *Engine) pendingRemote(owner, id string) ([]InputRequest, error) {
-	ctx, cancel := e.sharedCtx()
+func (e *Engine) pendingRemote(ctx context.Context, owner, id string) ([]InputRequest, error) {
+	ctx, cancel := e.sharedCtx(ctx)
 	defer cancel()
 	rt, err := e.loadRemote(ctx, owner, id, false)
 	if err != nil {
@@ -769,12 +758,12 @@ func (e *Engine) pendingRemote(owner, id string) ([]InputRequest, error) {
 }
 
 // answerRemote is Answer for a task the engine does not hold.
-func (e *Engine) answerRemote(owner, id, requestID string, answer any) error {
+func (e *Engine) answerRemote(ctx context.Context, owner, id, requestID string, answer any) error {
 	b, err := e.cfg.Codec.Encode(KindAnswer, answer)
 	if err != nil {
 		return fmt.Errorf("%w: encode answer: %w", ErrShared, err)
 	}
-	_, err = e.askRunner(owner, id, Control{Op: ControlAnswer, Owner: owner, ID: id, RequestID: requestID, Answer: b})
+	_, err = e.askRunner(ctx, owner, id, Control{Op: ControlAnswer, Owner: owner, ID: id, RequestID: requestID, Answer: b})
 	if errors.Is(err, ErrTerminal) {
 		return ErrNoSuchInput
 	}
@@ -785,7 +774,7 @@ func (e *Engine) answerRemote(owner, id, requestID string, answer any) error {
 // owner, oldest first by creation time (then ID). The cursor holds the
 // creation time of the last task returned; a page never ends inside a run
 // of tasks created in the same nanosecond, so none is skipped.
-func (e *Engine) listShared(owner, cursor string, limit int) ([]Task, string, error) {
+func (e *Engine) listShared(ctx context.Context, owner, cursor string, limit int) ([]Task, string, error) {
 	var after uint64
 	if cursor != "" {
 		var err error
@@ -793,7 +782,7 @@ func (e *Engine) listShared(owner, cursor string, limit int) ([]Task, string, er
 			return nil, "", err
 		}
 	}
-	ctx, cancel := e.sharedCtx()
+	ctx, cancel := e.sharedCtx(ctx)
 	defer cancel()
 	recs, err := e.cfg.Shared.List(ctx, owner, e.cfg.ownerLimits(owner).MaxTasks*replicaSpread)
 	if err != nil {
@@ -831,7 +820,7 @@ func (e *Engine) listShared(owner, cursor string, limit int) ([]Task, string, er
 		} else if !r.Status.Terminal() {
 			ok, seen := alive[r.Runner]
 			if !seen {
-				if ok, err = e.cfg.Shared.Alive(ctx, r.Runner); err != nil {
+				if ok, err = e.cfg.Peers.Alive(ctx, r.Runner); err != nil {
 					return nil, "", sharedErr("lease", err)
 				}
 				alive[r.Runner] = ok

@@ -17,9 +17,8 @@ func replicas(t *testing.T, m *memStore, n int) []*Engine {
 	t.Helper()
 	es := make([]*Engine, n)
 	for i := range es {
-		es[i] = newTestEngine(t, Config{
-			Shared: newMemShared(m, string(rune('A'+i))), Codec: jsonCodec{}, SharedKey: sharedKey,
-		})
+		s := newMemShared(m, string(rune('A'+i)))
+		es[i] = newTestEngine(t, Config{Shared: s, Peers: s, Codec: jsonCodec{}, SharedKey: sharedKey})
 	}
 	return es
 }
@@ -43,24 +42,24 @@ func TestReplicasAnswerForEachOther(t *testing.T) {
 		es := replicas(t, newMemStore(), 3)
 		a, b, c := es[0], es[1], es[2]
 		ended := make(chan error, 1)
-		task, err := a.Submit("alice", SubmitOptions{Meta: "tool-x"}, blocking(make(chan struct{}), ended))
+		task, err := a.Submit(context.Background(), "alice", SubmitOptions{Meta: "tool-x"}, blocking(make(chan struct{}), ended))
 		if err != nil {
 			t.Fatal(err)
 		}
 
-		got, err := b.Get("alice", task.ID)
+		got, err := b.Get(context.Background(), "alice", task.ID)
 		if err != nil || got.Status != StatusWorking || got.Meta != "tool-x" || got.ID != task.ID {
 			t.Fatalf("B: Get = %+v, %v; want working with meta tool-x", got, err)
 		}
-		if _, err := b.Get("mallory", task.ID); !errors.Is(err, ErrNotFound) {
+		if _, err := b.Get(context.Background(), "mallory", task.ID); !errors.Is(err, ErrNotFound) {
 			t.Errorf("B: another owner's Get = %v, want ErrNotFound", err)
 		}
-		if _, err := b.Cancel("mallory", task.ID); !errors.Is(err, ErrNotFound) {
+		if _, err := b.Cancel(context.Background(), "mallory", task.ID); !errors.Is(err, ErrNotFound) {
 			t.Errorf("B: another owner's Cancel = %v, want ErrNotFound", err)
 		}
 
 		// Cancel on C stops the work on A, and answers cancelled.
-		got, err = c.Cancel("alice", task.ID)
+		got, err = c.Cancel(context.Background(), "alice", task.ID)
 		if err != nil || got.Status != StatusCancelled {
 			t.Fatalf("C: Cancel = %+v, %v; want cancelled", got, err)
 		}
@@ -71,7 +70,7 @@ func TestReplicasAnswerForEachOther(t *testing.T) {
 		if err != nil || got.Status != StatusCancelled || !errors.Is(out.Err, ErrCancelled) || !errors.Is(got.Err, ErrCancelled) {
 			t.Errorf("B: Wait = %+v, %+v, %v; want cancelled with ErrCancelled", got, out, err)
 		}
-		if _, err := c.Cancel("alice", task.ID); !errors.Is(err, ErrTerminal) {
+		if _, err := c.Cancel(context.Background(), "alice", task.ID); !errors.Is(err, ErrTerminal) {
 			t.Errorf("C: second Cancel = %v, want ErrTerminal", err)
 		}
 	})
@@ -82,7 +81,7 @@ func TestReplicaWaitWakesWhenRunnerFinishes(t *testing.T) {
 		es := replicas(t, newMemStore(), 2)
 		a, b := es[0], es[1]
 		release := make(chan struct{})
-		task, err := a.Submit("alice", SubmitOptions{}, blocking(release, make(chan error, 1)))
+		task, err := a.Submit(context.Background(), "alice", SubmitOptions{}, blocking(release, make(chan error, 1)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,7 +115,7 @@ func TestReplicaLossFailsItsTasks(t *testing.T) {
 		es := replicas(t, m, 3)
 		a, b, c := es[0], es[1], es[2]
 		ended := make(chan error, 1)
-		task, err := a.Submit("alice", SubmitOptions{}, blocking(make(chan struct{}), ended))
+		task, err := a.Submit(context.Background(), "alice", SubmitOptions{}, blocking(make(chan struct{}), ended))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,14 +130,14 @@ func TestReplicaLossFailsItsTasks(t *testing.T) {
 		synctest.Wait()
 
 		m.kill("A")
-		got, err := b.Get("alice", task.ID)
+		got, err := b.Get(context.Background(), "alice", task.ID)
 		if err != nil || got.Status != StatusFailed || !errors.Is(got.Err, ErrReplicaLost) {
 			t.Fatalf("B: Get after A died = %+v, %v; want failed with ErrReplicaLost", got, err)
 		}
 		if err := <-waited; err != nil { // at its next liveness check
 			t.Fatal(err)
 		}
-		if _, err := b.Cancel("alice", task.ID); !errors.Is(err, ErrTerminal) {
+		if _, err := b.Cancel(context.Background(), "alice", task.ID); !errors.Is(err, ErrTerminal) {
 			t.Errorf("B: Cancel of a lost task = %v, want ErrTerminal", err)
 		}
 
@@ -150,7 +149,7 @@ func TestReplicaLossFailsItsTasks(t *testing.T) {
 			t.Errorf("A: the work's context ended with %v, want ErrReplicaLost", cause)
 		}
 		synctest.Wait()
-		got, err = c.Get("alice", task.ID)
+		got, err = c.Get(context.Background(), "alice", task.ID)
 		if err != nil || got.StatusMessage == "still here" || !errors.Is(got.Err, ErrReplicaLost) {
 			t.Errorf("C: Get = %+v, %v; want the lost record unchanged", got, err)
 		}
@@ -161,7 +160,7 @@ func TestReplicaAnswersInput(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		es := replicas(t, newMemStore(), 2)
 		a, b := es[0], es[1]
-		task, err := a.Submit("alice", SubmitOptions{}, func(ctx context.Context, run *Run) Outcome {
+		task, err := a.Submit(context.Background(), "alice", SubmitOptions{}, func(ctx context.Context, run *Run) Outcome {
 			v, err := run.RequestInput(ctx, "proceed?")
 			if err != nil {
 				return Outcome{Err: err}
@@ -171,7 +170,7 @@ func TestReplicaAnswersInput(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sub, err := b.Watch("alice", task.ID)
+		sub, err := b.Watch(context.Background(), "alice", task.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -181,14 +180,14 @@ func TestReplicaAnswersInput(t *testing.T) {
 				break
 			}
 		}
-		reqs, err := b.PendingInput("alice", task.ID)
+		reqs, err := b.PendingInput(context.Background(), "alice", task.ID)
 		if err != nil || len(reqs) != 1 || reqs[0].Payload != "proceed?" {
 			t.Fatalf("B: PendingInput = %+v, %v; want the one question", reqs, err)
 		}
-		if err := b.Answer("alice", task.ID, "nope", "x"); !errors.Is(err, ErrNoSuchInput) {
+		if err := b.Answer(context.Background(), "alice", task.ID, "nope", "x"); !errors.Is(err, ErrNoSuchInput) {
 			t.Errorf("B: Answer to an unknown request = %v, want ErrNoSuchInput", err)
 		}
-		if err := b.Answer("alice", task.ID, reqs[0].ID, "yes"); err != nil {
+		if err := b.Answer(context.Background(), "alice", task.ID, reqs[0].ID, "yes"); err != nil {
 			t.Fatal(err)
 		}
 		var last Task
@@ -211,21 +210,21 @@ func TestReplicaListPagesAcrossReplicas(t *testing.T) {
 		done := func(context.Context, *Run) Outcome { return Outcome{Value: "ok"} }
 		var want []string
 		for i := range 5 {
-			task, err := es[i%2].Submit("alice", SubmitOptions{}, done)
+			task, err := es[i%2].Submit(context.Background(), "alice", SubmitOptions{}, done)
 			if err != nil {
 				t.Fatal(err)
 			}
 			want = append(want, task.ID)
 			time.Sleep(time.Millisecond) // fake clock: distinct creation times
 		}
-		if _, err := es[0].Submit("bob", SubmitOptions{}, done); err != nil {
+		if _, err := es[0].Submit(context.Background(), "bob", SubmitOptions{}, done); err != nil {
 			t.Fatal(err)
 		}
 		synctest.Wait()
 		var got []string
 		cursor := ""
 		for page := 0; ; page++ {
-			ts, next, err := es[page%3].List("alice", cursor, 2)
+			ts, next, err := es[page%3].List(context.Background(), "alice", cursor, 2)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -235,7 +234,7 @@ func TestReplicaListPagesAcrossReplicas(t *testing.T) {
 			if next == "" {
 				break
 			}
-			if _, _, err := es[2].List("bob", next, 2); !errors.Is(err, ErrBadCursor) {
+			if _, _, err := es[2].List(context.Background(), "bob", next, 2); !errors.Is(err, ErrBadCursor) {
 				t.Errorf("another owner's use of a cursor = %v, want ErrBadCursor", err)
 			}
 			cursor = next
@@ -249,11 +248,11 @@ func TestReplicaListPagesAcrossReplicas(t *testing.T) {
 func TestReplicaRestartKeepsFinishedResults(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := newMemStore()
-		a, err := New(Config{Shared: newMemShared(m, "A"), Codec: jsonCodec{}, SharedKey: sharedKey})
+		a, err := New(Config{Shared: newMemShared(m, "A"), Peers: newMemShared(m, "A"), Codec: jsonCodec{}, SharedKey: sharedKey})
 		if err != nil {
 			t.Fatal(err)
 		}
-		finished, _ := a.Submit("alice", SubmitOptions{}, func(context.Context, *Run) Outcome { return Outcome{Value: "kept"} })
+		finished, _ := a.Submit(context.Background(), "alice", SubmitOptions{}, func(context.Context, *Run) Outcome { return Outcome{Value: "kept"} })
 		if _, _, err := a.Wait(t.Context(), "alice", finished.ID); err != nil {
 			t.Fatal(err)
 		}
@@ -261,20 +260,89 @@ func TestReplicaRestartKeepsFinishedResults(t *testing.T) {
 		if r, _, err := newMemShared(m, "probe").Load(t.Context(), "alice", finished.ID, true); err != nil || r.Status != StatusCompleted {
 			t.Fatalf("the record when Wait returned: %+v, %v; want completed", r, err)
 		}
-		running, _ := a.Submit("alice", SubmitOptions{}, blocking(make(chan struct{}), make(chan error, 1)))
+		running, _ := a.Submit(context.Background(), "alice", SubmitOptions{}, blocking(make(chan struct{}), make(chan error, 1)))
 		a.Close() // every record is written before Close returns
 		m.kill("A")
 
-		a2 := newTestEngine(t, Config{Shared: newMemShared(m, "A2"), Codec: jsonCodec{}, SharedKey: sharedKey})
+		a2 := newTestEngine(t, Config{Shared: newMemShared(m, "A2"), Peers: newMemShared(m, "A2"), Codec: jsonCodec{}, SharedKey: sharedKey})
 		got, out, err := a2.Wait(t.Context(), "alice", finished.ID)
 		if err != nil || got.Status != StatusCompleted || out.Value != "kept" {
 			t.Errorf("after restart: Wait(finished) = %+v, %+v, %v; want completed, \"kept\"", got, out, err)
 		}
-		got, err = a2.Get("alice", running.ID)
+		got, err = a2.Get(context.Background(), "alice", running.ID)
 		if err != nil || got.Status != StatusCancelled || !errors.Is(got.Err, ErrClosed) {
 			t.Errorf("after restart: Get(running at shutdown) = %+v, %v; want cancelled by ErrClosed", got, err)
 		}
 	})
+}
+
+// stalledShared is a store that answers nothing: every call waits for its
+// context to end.
+type stalledShared struct {
+	*memShared
+	calls chan string // each call's method, as it starts waiting
+}
+
+func (s stalledShared) stall(ctx context.Context, op string) error {
+	s.calls <- op
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func (s stalledShared) Create(ctx context.Context, _ *Record) (uint64, error) {
+	return 0, s.stall(ctx, "create")
+}
+
+func (s stalledShared) Load(ctx context.Context, _, _ string, _ bool) (*Record, uint64, error) {
+	return nil, 0, s.stall(ctx, "load")
+}
+
+func (s stalledShared) List(ctx context.Context, _ string, _ int) ([]*Record, error) {
+	return nil, s.stall(ctx, "list")
+}
+
+// TestRemotePathsTakeTheCallersContext: every engine method that may reach
+// the shared store ends with its caller's context, returning that
+// context's error (not a store failure) and keeping nothing; without a
+// caller's deadline, SharedTimeout caps the call and the error is
+// ErrShared.
+func TestRemotePathsTakeTheCallersContext(t *testing.T) {
+	m := newMemStore()
+	peer := newMemShared(m, "A")
+	st := stalledShared{memShared: peer, calls: make(chan string, 1)}
+	e := newTestEngine(t, Config{Shared: st, Peers: peer, Codec: jsonCodec{}, SharedKey: sharedKey})
+	calls := map[string]func(ctx context.Context) error{
+		"Submit": func(ctx context.Context) error {
+			_, err := e.Submit(ctx, "alice", SubmitOptions{}, func(context.Context, *Run) Outcome { return Outcome{} })
+			return err
+		},
+		"Get":          func(ctx context.Context) error { _, err := e.Get(ctx, "alice", "elsewhere"); return err },
+		"Cancel":       func(ctx context.Context) error { _, err := e.Cancel(ctx, "alice", "elsewhere"); return err },
+		"PendingInput": func(ctx context.Context) error { _, err := e.PendingInput(ctx, "alice", "elsewhere"); return err },
+		"Answer":       func(ctx context.Context) error { return e.Answer(ctx, "alice", "elsewhere", "q", "a") },
+		"Watch":        func(ctx context.Context) error { _, err := e.Watch(ctx, "alice", "elsewhere"); return err },
+		"List":         func(ctx context.Context) error { _, _, err := e.List(ctx, "alice", "", 0); return err },
+		"Wait":         func(ctx context.Context) error { _, _, err := e.Wait(ctx, "alice", "elsewhere"); return err },
+	}
+	for name, call := range calls {
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- call(ctx) }()
+		<-st.calls // the call is waiting on the store
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) || errors.Is(err, ErrShared) {
+			t.Errorf("%s with its context cancelled = %v, want context.Canceled", name, err)
+		}
+	}
+	if s := e.Stats(); s.Tasks != 0 || s.Running != 0 {
+		t.Errorf("after a Submit whose caller left: %+v, want nothing kept", s)
+	}
+
+	capped := newTestEngine(t, Config{Shared: st, Peers: peer, Codec: jsonCodec{}, SharedKey: sharedKey, SharedTimeout: time.Millisecond})
+	go func() { <-st.calls }()
+	if _, err := capped.Get(t.Context(), "alice", "elsewhere"); !errors.Is(err, ErrShared) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Get past SharedTimeout = %v, want ErrShared wrapping the deadline", err)
+	}
 }
 
 // failingShared refuses every write.
@@ -285,9 +353,10 @@ func (failingShared) Create(context.Context, *Record) (uint64, error) {
 }
 
 func TestReplicaSubmitFailsClosedWhenTheStoreFails(t *testing.T) {
-	e := newTestEngine(t, Config{Shared: failingShared{newMemShared(newMemStore(), "A")}, Codec: jsonCodec{}, SharedKey: sharedKey})
+	a := newMemShared(newMemStore(), "A")
+	e := newTestEngine(t, Config{Shared: failingShared{a}, Peers: a, Codec: jsonCodec{}, SharedKey: sharedKey})
 	started := false
-	_, err := e.Submit("alice", SubmitOptions{}, func(context.Context, *Run) Outcome { started = true; return Outcome{} })
+	_, err := e.Submit(context.Background(), "alice", SubmitOptions{}, func(context.Context, *Run) Outcome { started = true; return Outcome{} })
 	if !errors.Is(err, ErrShared) {
 		t.Fatalf("Submit = %v, want ErrShared", err)
 	}
@@ -312,7 +381,7 @@ func TestReplicaWriteWhoseAnswerIsLost(t *testing.T) {
 			return nil, nil
 		}
 		release := make(chan struct{})
-		task, err := es[0].Submit("alice", SubmitOptions{}, func(ctx context.Context, run *Run) Outcome {
+		task, err := es[0].Submit(context.Background(), "alice", SubmitOptions{}, func(ctx context.Context, run *Run) Outcome {
 			run.SetStatusMessage("halfway")
 			<-release
 			return Outcome{Value: "v"}
@@ -349,7 +418,7 @@ func TestReplicaFinalWriteIsRetried(t *testing.T) {
 			}
 			return nil, nil
 		}
-		task, err := es[0].Submit("alice", SubmitOptions{}, func(context.Context, *Run) Outcome { return Outcome{Value: "v"} })
+		task, err := es[0].Submit(context.Background(), "alice", SubmitOptions{}, func(context.Context, *Run) Outcome { return Outcome{Value: "v"} })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -377,14 +446,14 @@ func TestReplicaTaskItsRunnerNoLongerHolds(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		got, err := es[1].Cancel("alice", "ORPHANAAAAAAAAAAAAAAAAAAAA")
+		got, err := es[1].Cancel(context.Background(), "alice", "ORPHANAAAAAAAAAAAAAAAAAAAA")
 		if !errors.Is(err, ErrTerminal) || got.Status != StatusFailed || !errors.Is(got.Err, ErrReplicaLost) {
 			t.Errorf("B: Cancel = %+v, %v; want ErrTerminal on a task failed as lost", got, err)
 		}
-		if err := es[1].Answer("alice", "ORPHANBBBBBBBBBBBBBBBBBBBB", "1", "x"); !errors.Is(err, ErrNoSuchInput) {
+		if err := es[1].Answer(context.Background(), "alice", "ORPHANBBBBBBBBBBBBBBBBBBBB", "1", "x"); !errors.Is(err, ErrNoSuchInput) {
 			t.Errorf("B: Answer = %v, want ErrNoSuchInput", err)
 		}
-		got, err = es[0].Get("alice", "ORPHANBBBBBBBBBBBBBBBBBBBB") // the runner itself
+		got, err = es[0].Get(context.Background(), "alice", "ORPHANBBBBBBBBBBBBBBBBBBBB") // the runner itself
 		if err != nil || got.Status != StatusFailed {
 			t.Errorf("A: Get of its own orphan = %+v, %v; want failed", got, err)
 		}
@@ -396,16 +465,16 @@ func TestReplicaTaskItsRunnerNoLongerHolds(t *testing.T) {
 func TestReplicaEvictionDeletesTheRecord(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := newMemStore()
-		a := newTestEngine(t, Config{Shared: newMemShared(m, "A"), Codec: jsonCodec{}, SharedKey: sharedKey, MaxTasksPerOwner: 1})
-		b := newTestEngine(t, Config{Shared: newMemShared(m, "B"), Codec: jsonCodec{}, SharedKey: sharedKey})
+		a := newTestEngine(t, Config{Shared: newMemShared(m, "A"), Peers: newMemShared(m, "A"), Codec: jsonCodec{}, SharedKey: sharedKey, MaxTasksPerOwner: 1})
+		b := newTestEngine(t, Config{Shared: newMemShared(m, "B"), Peers: newMemShared(m, "B"), Codec: jsonCodec{}, SharedKey: sharedKey})
 		done := func(context.Context, *Run) Outcome { return Outcome{Value: "v"} }
-		first, _ := a.Submit("alice", SubmitOptions{}, done)
+		first, _ := a.Submit(context.Background(), "alice", SubmitOptions{}, done)
 		synctest.Wait()
-		if _, err := a.Submit("alice", SubmitOptions{}, done); err != nil {
+		if _, err := a.Submit(context.Background(), "alice", SubmitOptions{}, done); err != nil {
 			t.Fatal(err)
 		}
 		synctest.Wait()
-		if _, err := b.Get("alice", first.ID); !errors.Is(err, ErrNotFound) {
+		if _, err := b.Get(context.Background(), "alice", first.ID); !errors.Is(err, ErrNotFound) {
 			t.Errorf("B: Get of the evicted task = %v, want ErrNotFound", err)
 		}
 		if m.deletes != 1 {
@@ -419,20 +488,20 @@ func TestReplicaEvictionDeletesTheRecord(t *testing.T) {
 func TestReplicaWatchesAreBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := newMemStore()
-		a := newTestEngine(t, Config{Shared: newMemShared(m, "A"), Codec: jsonCodec{}, SharedKey: sharedKey})
-		b := newTestEngine(t, Config{Shared: newMemShared(m, "B"), Codec: jsonCodec{}, SharedKey: sharedKey, MaxWatchersPerTask: 2})
-		task, _ := a.Submit("alice", SubmitOptions{}, blocking(make(chan struct{}), make(chan error, 1)))
-		s1, err1 := b.Watch("alice", task.ID)
-		_, err2 := b.Watch("alice", task.ID)
+		a := newTestEngine(t, Config{Shared: newMemShared(m, "A"), Peers: newMemShared(m, "A"), Codec: jsonCodec{}, SharedKey: sharedKey})
+		b := newTestEngine(t, Config{Shared: newMemShared(m, "B"), Peers: newMemShared(m, "B"), Codec: jsonCodec{}, SharedKey: sharedKey, MaxWatchersPerTask: 2})
+		task, _ := a.Submit(context.Background(), "alice", SubmitOptions{}, blocking(make(chan struct{}), make(chan error, 1)))
+		s1, err1 := b.Watch(context.Background(), "alice", task.ID)
+		_, err2 := b.Watch(context.Background(), "alice", task.ID)
 		if err1 != nil || err2 != nil {
 			t.Fatalf("two watches: %v, %v", err1, err2)
 		}
-		if _, err := b.Watch("alice", task.ID); !errors.Is(err, ErrTooManyWatchers) {
+		if _, err := b.Watch(context.Background(), "alice", task.ID); !errors.Is(err, ErrTooManyWatchers) {
 			t.Errorf("third watch = %v, want ErrTooManyWatchers", err)
 		}
 		s1.Stop()
 		synctest.Wait() // its goroutine has ended
-		if s, err := b.Watch("alice", task.ID); err != nil {
+		if s, err := b.Watch(context.Background(), "alice", task.ID); err != nil {
 			t.Errorf("a watch after one stopped = %v, want room", err)
 		} else {
 			s.Stop()
@@ -446,9 +515,9 @@ func TestReplicaLargeOutcome(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		es := replicas(t, newMemStore(), 2)
 		big := strings.Repeat("x", 10*memInline)
-		task, _ := es[0].Submit("alice", SubmitOptions{}, func(context.Context, *Run) Outcome { return Outcome{Value: big, Size: int64(len(big))} })
+		task, _ := es[0].Submit(context.Background(), "alice", SubmitOptions{}, func(context.Context, *Run) Outcome { return Outcome{Value: big, Size: int64(len(big))} })
 		synctest.Wait()
-		if got, err := es[1].Get("alice", task.ID); err != nil || got.Status != StatusCompleted {
+		if got, err := es[1].Get(context.Background(), "alice", task.ID); err != nil || got.Status != StatusCompleted {
 			t.Errorf("B: Get = %+v, %v", got, err)
 		}
 		if _, out, err := es[1].Wait(t.Context(), "alice", task.ID); err != nil || out.Value != big {

@@ -36,14 +36,14 @@ func finishedLRU(e *Engine, owner string) []string {
 
 func mustGet(t *testing.T, e *Engine, owner, id, what string) {
 	t.Helper()
-	if _, err := e.Get(owner, id); err != nil {
+	if _, err := e.Get(context.Background(), owner, id); err != nil {
 		t.Errorf("%s: Get(%q, %s): %v, want the task", what, owner, id, err)
 	}
 }
 
 func mustBeGone(t *testing.T, e *Engine, owner, id, what string) {
 	t.Helper()
-	if _, err := e.Get(owner, id); !errors.Is(err, ErrNotFound) {
+	if _, err := e.Get(context.Background(), owner, id); !errors.Is(err, ErrNotFound) {
 		t.Errorf("%s: Get(%q, %s): %v, want ErrNotFound", what, owner, id, err)
 	}
 }
@@ -89,7 +89,7 @@ func TestOwnerMaxTasksEvictsOwnLRU(t *testing.T) {
 	bob := finish(t, e, "bob", 0)
 	a, b, c := finish(t, e, "alice", 0), finish(t, e, "alice", 0), finish(t, e, "alice", 0)
 	mustGet(t, e, "alice", a, "touch a") // a becomes alice's most recently used
-	if _, _, err := e.List("alice", "", 10); err != nil {
+	if _, _, err := e.List(context.Background(), "alice", "", 10); err != nil {
 		t.Fatal(err)
 	}
 	d := finish(t, e, "alice", 0) // evicts b, alice's least recently used
@@ -106,7 +106,7 @@ func TestOwnerMaxTasksEvictsOwnLRU(t *testing.T) {
 			t.Errorf("running task %d: alice keeps %v, want %s evicted", i+1, got, gone)
 		}
 	}
-	_, err := e.Submit("alice", SubmitOptions{}, gated(release, Outcome{}))
+	_, err := e.Submit(context.Background(), "alice", SubmitOptions{}, gated(release, Outcome{}))
 	wantErr(t, "Submit with all of alice's tasks running", err, ErrOwnerLimit)
 	mustGet(t, e, "bob", bob, "after alice's evictions")
 	if s := e.Stats(); s.Tasks != 4 || s.Running != 3 {
@@ -124,7 +124,7 @@ func TestFullOfOtherOwnersTasks(t *testing.T) {
 	}
 	carol := finish(t, e, "carol", 0)
 
-	_, err := e.Submit("alice", SubmitOptions{}, returning(Outcome{}))
+	_, err := e.Submit(context.Background(), "alice", SubmitOptions{}, returning(Outcome{}))
 	wantErr(t, "alice's Submit into a store full of others' finished tasks", err, ErrFull)
 
 	// carol has a finished task of her own to give up: her Submit replaces it.
@@ -133,7 +133,7 @@ func TestFullOfOtherOwnersTasks(t *testing.T) {
 	mustSubmit(t, e, "carol", SubmitOptions{}, gated(release, Outcome{}))
 	mustBeGone(t, e, "carol", carol, "carol's own finished task")
 	// Now carol's only task is running: she cannot make room either.
-	_, err = e.Submit("carol", SubmitOptions{}, returning(Outcome{}))
+	_, err = e.Submit(context.Background(), "carol", SubmitOptions{}, returning(Outcome{}))
 	wantErr(t, "carol's second Submit", err, ErrFull)
 	for _, id := range bobs {
 		mustGet(t, e, "bob", id, "after the others' Submits")
@@ -218,7 +218,7 @@ func TestLimitsHook(t *testing.T) {
 			for range want {
 				running = append(running, mustSubmit(t, e, owner, SubmitOptions{}, gated(release, Outcome{})))
 			}
-			_, err := e.Submit(owner, SubmitOptions{}, gated(release, Outcome{}))
+			_, err := e.Submit(context.Background(), owner, SubmitOptions{}, gated(release, Outcome{}))
 			wantErr(t, owner+"'s Submit past its MaxRunning", err, ErrOwnerLimit)
 		}
 		close(release)
@@ -249,7 +249,7 @@ func TestLimitsHook(t *testing.T) {
 			for range 10 {
 				finish(t, e, owner, 0)
 			}
-			page, _, err := e.List(owner, "", 100)
+			page, _, err := e.List(context.Background(), owner, "", 100)
 			if err != nil || len(page) != want {
 				t.Errorf("%s keeps %d tasks (%v), want %d", owner, len(page), err, want)
 			}
@@ -302,7 +302,7 @@ func TestStatusCounts(t *testing.T) {
 	}
 	defer e.Close()
 	release := make(chan struct{})
-	if _, err := e.Submit("a", SubmitOptions{}, func(ctx context.Context, _ *Run) Outcome {
+	if _, err := e.Submit(context.Background(), "a", SubmitOptions{}, func(ctx context.Context, _ *Run) Outcome {
 		select {
 		case <-release:
 		case <-ctx.Done():
@@ -311,7 +311,7 @@ func TestStatusCounts(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	done, err := e.Submit("b", SubmitOptions{}, func(context.Context, *Run) Outcome { return Outcome{Failed: true} })
+	done, err := e.Submit(context.Background(), "b", SubmitOptions{}, func(context.Context, *Run) Outcome { return Outcome{Failed: true} })
 	if err != nil {
 		t.Fatal(err)
 	}

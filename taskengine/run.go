@@ -165,14 +165,16 @@ func (e *Engine) resumeLocked(t *task, now time.Time) {
 }
 
 // PendingInput returns the input requests of owner's task id that await an
-// answer, oldest first (none once the task is terminal).
-func (e *Engine) PendingInput(owner, id string) ([]InputRequest, error) {
+// answer, oldest first (none once the task is terminal). ctx bounds the
+// read of another replica's task.
+func (e *Engine) PendingInput(ctx context.Context, owner, id string) ([]InputRequest, error) {
 	e.mu.Lock()
 	t, err := e.lookupLocked(owner, id, time.Now())
 	if err != nil {
 		e.mu.Unlock()
 		if e.isRemote(err) {
-			return e.pendingRemote(owner, id)
+			reqs, err := e.pendingRemote(ctx, owner, id)
+			return reqs, callerErr(ctx, err)
 		}
 		return nil, err
 	}
@@ -187,14 +189,15 @@ func (e *Engine) PendingInput(owner, id string) ([]InputRequest, error) {
 // Answer delivers answer to the pending input request requestID of owner's
 // task id, unblocking the work's RequestInput. It returns ErrNotFound for an
 // unknown task and ErrNoSuchInput when no such request is pending (already
-// answered, withdrawn, or the task is terminal).
-func (e *Engine) Answer(owner, id, requestID string, answer any) error {
+// answered, withdrawn, or the task is terminal). ctx bounds the request to
+// the replica running another replica's task.
+func (e *Engine) Answer(ctx context.Context, owner, id, requestID string, answer any) error {
 	e.mu.Lock()
 	t, err := e.lookupLocked(owner, id, time.Now())
 	if err != nil {
 		e.mu.Unlock()
 		if e.isRemote(err) {
-			return e.answerRemote(owner, id, requestID, answer)
+			return callerErr(ctx, e.answerRemote(ctx, owner, id, requestID, answer))
 		}
 		return err
 	}

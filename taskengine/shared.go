@@ -7,22 +7,17 @@ import (
 	"time"
 )
 
-// Shared is a store of task records that several engines (replicas of one
-// server) use together, so that any of them answers for any task of the same
-// owner. The engine that runs a task writes its record, every other engine
-// only reads it, and asks the runner to act on it (cancel, answer). An
-// implementation persists records outside the process (the server's NATS
-// JetStream store) or in memory (tests).
+// SharedStore is a store of task records that several engines (replicas of
+// one server) use together, so that any of them answers for any task of
+// the same owner. The engine that runs a task writes its record; every
+// other engine only reads it, and asks the runner to act on it through
+// [Peers]. An implementation persists records outside the process (the
+// server's NATS JetStream store) or in memory (tests).
 //
 // Every method must honour ctx and be safe for concurrent use. Records are
 // addressed by owner and ID together, like the engine's own lookups: a
 // record of another owner is ErrNotFound.
-type Shared interface {
-	// Replica names this engine's replica among those sharing the store. It
-	// must be unique per process start, so that a restarted replica is not
-	// mistaken for the one that died.
-	Replica() string
-
+type SharedStore interface {
 	// Create stores a new record and returns its revision.
 	Create(ctx context.Context, r *Record) (rev uint64, err error)
 	// Update replaces the record if its latest revision is still rev, and
@@ -41,7 +36,16 @@ type Shared interface {
 	// outcomes left out, until ctx ends; the channel is closed then (or
 	// when the record is deleted or the store fails).
 	Watch(ctx context.Context, owner, id string) (<-chan *Record, error)
+}
 
+// Peers is the control channel between the engines sharing a
+// [SharedStore]: who is alive, and requests to the engine running a task.
+// Every method must honour ctx and be safe for concurrent use.
+type Peers interface {
+	// Replica names this engine's replica among those sharing the store. It
+	// must be unique per process start, so that a restarted replica is not
+	// mistaken for the one that died.
+	Replica() string
 	// Alive reports whether replica holds its lease: it is running and
 	// reachable. A task whose runner is not alive never finishes.
 	Alive(ctx context.Context, replica string) (bool, error)
@@ -50,7 +54,7 @@ type Shared interface {
 	// An error means the request may not have reached the runner.
 	Ask(ctx context.Context, replica string, c Control) (Reply, error)
 	// Serve hands control requests addressed to this replica to h until the
-	// store is closed; the engine calls it once, from New.
+	// channel is closed; the engine calls it once, from New.
 	Serve(h func(ctx context.Context, c Control) Reply) error
 }
 

@@ -20,7 +20,7 @@ func TestEngineEndedTaskErr(t *testing.T) {
 		wantErr    error
 	}{
 		{"cancelled", false, func(e *Engine, id string) error {
-			_, err := e.Cancel("o", id)
+			_, err := e.Cancel(context.Background(), "o", id)
 			return err
 		}, StatusCancelled, ErrCancelled},
 		// The deadline alone ends the task: the work has not noticed.
@@ -46,7 +46,7 @@ func TestEngineEndedTaskErr(t *testing.T) {
 					return Outcome{Value: "late"}
 				})
 				synctest.Wait() // the work has set its message
-				sub, err := e.Watch("o", tk.ID)
+				sub, err := e.Watch(context.Background(), "o", tk.ID)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -60,7 +60,7 @@ func TestEngineEndedTaskErr(t *testing.T) {
 				views := map[string]Task{"watcher": last}
 				var out Outcome
 				if tt.wantErr != ErrClosed { // after Close, Get and Wait say ErrClosed
-					if views["Get"], err = e.Get("o", tk.ID); err != nil {
+					if views["Get"], err = e.Get(context.Background(), "o", tk.ID); err != nil {
 						t.Fatalf("Get: %v", err)
 					}
 					if views["Wait"], out, err = e.Wait(t.Context(), "o", tk.ID); err != nil {

@@ -19,20 +19,20 @@ func TestTTLExpiryOfFinishedTask(t *testing.T) {
 		mustWait(t, e, "alice", tk.ID)
 
 		time.Sleep(time.Minute - time.Nanosecond)
-		if _, err := e.Get("alice", tk.ID); err != nil {
+		if _, err := e.Get(context.Background(), "alice", tk.ID); err != nil {
 			t.Fatalf("just before TTL: got %v, want the task", err)
 		}
 		if s := e.Stats(); s.Tasks != 1 || s.ResultBytes != 7 {
 			t.Errorf("before TTL: stats %+v, want 1 task of 7 bytes", s)
 		}
 		time.Sleep(time.Nanosecond)
-		if _, err := e.Get("alice", tk.ID); !errors.Is(err, ErrNotFound) {
+		if _, err := e.Get(context.Background(), "alice", tk.ID); !errors.Is(err, ErrNotFound) {
 			t.Errorf("at TTL: Get got %v, want ErrNotFound", err)
 		}
 		if _, _, err := e.Wait(t.Context(), "alice", tk.ID); !errors.Is(err, ErrNotFound) {
 			t.Errorf("at TTL: Wait got %v, want ErrNotFound", err)
 		}
-		if page, _, _ := e.List("alice", "", 10); len(page) != 0 {
+		if page, _, _ := e.List(context.Background(), "alice", "", 10); len(page) != 0 {
 			t.Errorf("at TTL: List got %d tasks, want 0", len(page))
 		}
 		if s := e.Stats(); s.Tasks != 0 || s.ResultBytes != 0 {
@@ -50,7 +50,7 @@ func TestUnlimitedTTL(t *testing.T) {
 		}
 		mustWait(t, e, "alice", tk.ID)
 		time.Sleep(10000 * time.Hour)
-		if _, err := e.Get("alice", tk.ID); err != nil {
+		if _, err := e.Get(context.Background(), "alice", tk.ID); err != nil {
 			t.Errorf("after 10000h: got %v, want the task", err)
 		}
 	})
@@ -77,10 +77,10 @@ func TestTTLPassesWhileRunning(t *testing.T) {
 		if got.Status != StatusFailed || !errors.Is(out.Err, ErrDeadline) || !errors.Is(got.Err, ErrDeadline) {
 			t.Errorf("got %s, Outcome.Err %v, Task.Err %v; want failed with ErrDeadline", got.Status, out.Err, got.Err)
 		}
-		if _, err := e.Get("alice", tk.ID); !errors.Is(err, ErrNotFound) {
+		if _, err := e.Get(context.Background(), "alice", tk.ID); !errors.Is(err, ErrNotFound) {
 			t.Errorf("after TTL: got %v, want ErrNotFound", err)
 		}
-		if _, err := e.Submit("alice", SubmitOptions{}, returning(Outcome{})); !errors.Is(err, ErrOwnerLimit) {
+		if _, err := e.Submit(context.Background(), "alice", SubmitOptions{}, returning(Outcome{})); !errors.Is(err, ErrOwnerLimit) {
 			t.Errorf("while the expired task's work still runs: got %v, want ErrOwnerLimit", err)
 		}
 		time.Sleep(time.Hour)
@@ -105,14 +105,14 @@ func TestMaxRunTime(t *testing.T) {
 		if err := <-causes; !errors.Is(err, ErrDeadline) {
 			t.Errorf("RequestInput at deadline: got %v, want ErrDeadline", err)
 		}
-		got, err := e.Get("alice", tk.ID)
+		got, err := e.Get(context.Background(), "alice", tk.ID)
 		if err != nil || got.Status != StatusFailed {
 			t.Fatalf("after MaxRunTime: got %s, %v; want failed (kept for its TTL)", got.Status, err)
 		}
 		if want := tk.CreatedAt.Add(time.Minute); !got.LastUpdatedAt.Equal(want) {
 			t.Errorf("LastUpdatedAt %v, want %v", got.LastUpdatedAt, want)
 		}
-		if p, _ := e.PendingInput("alice", tk.ID); len(p) != 0 {
+		if p, _ := e.PendingInput(context.Background(), "alice", tk.ID); len(p) != 0 {
 			t.Errorf("pending inputs after deadline: %v", p)
 		}
 	})
@@ -131,7 +131,7 @@ func TestTimestamps(t *testing.T) {
 		time.Sleep(3 * time.Second)
 		step <- struct{}{}
 		synctest.Wait()
-		got, _ := e.Get("alice", tk.ID)
+		got, _ := e.Get(context.Background(), "alice", tk.ID)
 		if want := tk.CreatedAt.Add(3 * time.Second); !got.LastUpdatedAt.Equal(want) || !got.CreatedAt.Equal(tk.CreatedAt) {
 			t.Errorf("after progress: created %v updated %v, want %v and %v", got.CreatedAt, got.LastUpdatedAt, tk.CreatedAt, want)
 		}
@@ -165,7 +165,7 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 			go e.Wait(context.Background(), "alice", tk.ID)
 			if i%2 == 0 {
 				go func() {
-					s, err := e.Watch("alice", tk.ID)
+					s, err := e.Watch(context.Background(), "alice", tk.ID)
 					if err == nil {
 						for range s.C() {
 						}

@@ -1,6 +1,7 @@
 package taskengine
 
 import (
+	"context"
 	"slices"
 	"time"
 )
@@ -28,14 +29,17 @@ type Subscription struct {
 // that must act when a task needs input or ends reads C until it sees
 // StatusInputRequired or a terminal status. Callers must Stop a
 // subscription they abandon before the task ends; at most
-// MaxWatchersPerTask may be open per task ([ErrTooManyWatchers]).
-func (e *Engine) Watch(owner, id string) (*Subscription, error) {
+// MaxWatchersPerTask may be open per task ([ErrTooManyWatchers]). ctx
+// bounds the first read of another replica's task; the subscription
+// itself lasts until Stop or the task's end.
+func (e *Engine) Watch(ctx context.Context, owner, id string) (*Subscription, error) {
 	e.mu.Lock()
 	t, err := e.lookupLocked(owner, id, time.Now())
 	if err != nil {
 		e.mu.Unlock()
 		if e.isRemote(err) {
-			return e.watchRemote(owner, id)
+			s, err := e.watchRemote(ctx, owner, id)
+			return s, callerErr(ctx, err)
 		}
 		return nil, err
 	}

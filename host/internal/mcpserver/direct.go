@@ -285,7 +285,7 @@ func (s *Server) answerDirect(w http.ResponseWriter, r *http.Request, sid string
 	if d.method == methodTasksResult {
 		// Only a task that has ended: a waiting tasks/result delivers the
 		// task's input requests and progress on go-sdk's stream.
-		t, err := s.cfg.Engine.Get(rq.owner(), d.taskID)
+		t, err := s.cfg.Engine.Get(r.Context(), rq.owner(), d.taskID)
 		if err != nil || !t.Status.Terminal() {
 			return false
 		}

@@ -28,7 +28,7 @@ type elicitAnswer struct {
 // and answers the task with the client's reply. Delivery goroutines belong
 // to the calling waitTask (wg), and end with ctx.
 func (s *Server) deliverInputs(ctx context.Context, rq requestor, owner, id string, wg *sync.WaitGroup) {
-	reqs, err := s.cfg.Engine.PendingInput(owner, id)
+	reqs, err := s.cfg.Engine.PendingInput(ctx, owner, id)
 	if err != nil {
 		return
 	}
@@ -52,7 +52,9 @@ func (s *Server) deliverInputs(ctx context.Context, rq requestor, owner, id stri
 			if ans.err != nil && ctx.Err() != nil {
 				return // the waiter left; the next tasks/result delivers it again
 			}
-			_ = s.cfg.Engine.Answer(owner, id, r.ID, ans)
+			// An answer received is delivered even if the waiter leaves now
+			// (the engine's SharedTimeout still caps it).
+			_ = s.cfg.Engine.Answer(context.WithoutCancel(ctx), owner, id, r.ID, ans)
 		})
 	}
 }

@@ -150,7 +150,7 @@ func (s *Server) renderModernTask(ctx context.Context, owner string, t taskengin
 	e := s.cfg.Engine
 	switch {
 	case t.Status == taskengine.StatusInputRequired:
-		reqs, err := e.PendingInput(owner, t.ID)
+		reqs, err := e.PendingInput(ctx, owner, t.ID)
 		if err != nil {
 			return nil, engineError(err, t.ID)
 		}
@@ -213,7 +213,7 @@ func (s *Server) modernTaskMethod(ctx context.Context, rq requestor, method stri
 		if err != nil {
 			return nil, err
 		}
-		t, err := s.cfg.Engine.Get(owner, id)
+		t, err := s.cfg.Engine.Get(ctx, owner, id)
 		if err != nil {
 			return nil, engineError(err, id)
 		}
@@ -224,7 +224,7 @@ func (s *Server) modernTaskMethod(ctx context.Context, rq requestor, method stri
 		if err != nil {
 			return nil, err
 		}
-		t, err := s.cfg.Engine.Cancel(owner, id)
+		t, err := s.cfg.Engine.Cancel(ctx, owner, id)
 		switch {
 		case errors.Is(err, taskengine.ErrTerminal):
 			// The extension's cancel is idempotent: a task already
@@ -244,7 +244,7 @@ func (s *Server) modernTaskMethod(ctx context.Context, rq requestor, method stri
 		if id == "" {
 			return nil, rpcError(jsonrpc.CodeInvalidParams, "%s: missing params.taskId", method)
 		}
-		if err := s.answerInputs(owner, id, p.InputResponses); err != nil {
+		if err := s.answerInputs(ctx, owner, id, p.InputResponses); err != nil {
 			return nil, err
 		}
 		return &ackResult{ResultType: resultComplete}, nil
@@ -265,8 +265,8 @@ type taskUpdateParams struct {
 // checkAnswer: a refused answer refuses the update (-32602) and no question
 // is answered. Keys that answer nothing (never asked, already answered,
 // withdrawn) are ignored without being decoded.
-func (s *Server) answerInputs(owner, id string, responses map[string]json.RawMessage) error {
-	pending, err := s.cfg.Engine.PendingInput(owner, id)
+func (s *Server) answerInputs(ctx context.Context, owner, id string, responses map[string]json.RawMessage) error {
+	pending, err := s.cfg.Engine.PendingInput(ctx, owner, id)
 	if err != nil {
 		return engineError(err, id)
 	}
@@ -292,7 +292,7 @@ func (s *Server) answerInputs(owner, id string, responses map[string]json.RawMes
 	}
 	for _, a := range answers {
 		// A request withdrawn in the meantime answers nothing: ignored.
-		_ = s.cfg.Engine.Answer(owner, id, a.key, elicitAnswer{reply: a.reply})
+		_ = s.cfg.Engine.Answer(ctx, owner, id, a.key, elicitAnswer{reply: a.reply})
 	}
 	return nil
 }

@@ -165,7 +165,7 @@ func keys(m map[string]any) []string {
 func pollStatus(t *testing.T, ts *testServer, c *hosttest.ModernClient, id, want string) map[string]any {
 	t.Helper()
 	for {
-		sub, err := ts.engine.Watch(anonymousOwner, id)
+		sub, err := ts.engine.Watch(context.Background(), anonymousOwner, id)
 		if err != nil {
 			t.Fatalf("watching task %s: %v", id, err)
 		}

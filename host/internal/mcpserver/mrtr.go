@@ -258,7 +258,7 @@ func (s *Server) callStaged(ctx context.Context, rq requestor, cat Catalog, rele
 			}
 			return taskengine.Outcome{Value: e.res, Failed: e.res.IsError, Size: e.res.size()}
 		}
-		t, err := s.cfg.Engine.Submit(owner, taskengine.SubmitOptions{Meta: info}, work)
+		t, err := s.cfg.Engine.Submit(ctx, owner, taskengine.SubmitOptions{Meta: info}, work)
 		if err != nil {
 			s.audit(auditTaskCreate, owner, append(slices.Clip(info.attrs), slog.String("outcome", "refused"), slog.String("reason", err.Error()))...)
 			return taskengine.Task{}, err

@@ -124,7 +124,7 @@ func (s *Server) tasksGet(ctx context.Context, _ *mcp.ServerSession, p *taskIDPa
 	if err != nil {
 		return nil, err
 	}
-	t, err := s.cfg.Engine.Get(rq.owner(), id)
+	t, err := s.cfg.Engine.Get(ctx, rq.owner(), id)
 	if err != nil {
 		return nil, engineError(err, id)
 	}
@@ -140,7 +140,7 @@ func (s *Server) tasksList(ctx context.Context, _ *mcp.ServerSession, p *listTas
 	if p != nil {
 		cursor = p.Cursor
 	}
-	ts, next, err := s.cfg.Engine.List(rq.owner(), cursor, listPageSize)
+	ts, next, err := s.cfg.Engine.List(ctx, rq.owner(), cursor, listPageSize)
 	if err != nil {
 		return nil, engineError(err, "")
 	}
@@ -156,7 +156,7 @@ func (s *Server) tasksCancel(ctx context.Context, _ *mcp.ServerSession, p *taskI
 	if err != nil {
 		return nil, err
 	}
-	t, err := s.cfg.Engine.Cancel(rq.owner(), id)
+	t, err := s.cfg.Engine.Cancel(ctx, rq.owner(), id)
 	if errors.Is(err, taskengine.ErrTerminal) {
 		return nil, rpcError(jsonrpc.CodeInvalidParams, "cannot cancel task: already in terminal status '%s'", t.Status)
 	}
@@ -218,7 +218,7 @@ func (s *Server) tasksResult(ctx context.Context, _ *mcp.ServerSession, p *taskI
 // waits.
 func (s *Server) waitTask(ctx context.Context, rq requestor, owner, id string) (taskengine.Task, taskengine.Outcome, error) {
 	e := s.cfg.Engine
-	sub, err := e.Watch(owner, id)
+	sub, err := e.Watch(ctx, owner, id)
 	switch {
 	case errors.Is(err, taskengine.ErrTooManyWatchers):
 		return e.Wait(ctx, owner, id) // no input delivery from this waiter

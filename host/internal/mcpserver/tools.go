@@ -294,7 +294,7 @@ func (s *Server) callTool(ctx context.Context, rq requestor, p *mcp.CallToolPara
 			return nil, err
 		}
 	}
-	res, err := s.createTask(rq, cat, release, tool.Name, p.Arguments, token, ttl, reqID)
+	res, err := s.createTask(ctx, rq, cat, release, tool.Name, p.Arguments, token, ttl, reqID)
 	handedOver = err == nil
 	return res, err
 }
@@ -371,7 +371,7 @@ const cacheMetaKey = "io.wasmtask/cache"
 // reqID is the request's JSON-RPC ID where the connection gave it (stdio):
 // the connection announces the task when it writes that response.
 // The caller counted the task in (beginWork); its work counts it out.
-func (s *Server) createTask(rq requestor, cat Catalog, release func(), tool string, args json.RawMessage, token any, ttl time.Duration, reqID any) (mcp.Result, error) {
+func (s *Server) createTask(ctx context.Context, rq requestor, cat Catalog, release func(), tool string, args json.RawMessage, token any, ttl time.Duration, reqID any) (mcp.Result, error) {
 	owner := rq.owner()
 	info := &taskInfo{tool: tool, attrs: toolAttrs(cat, tool)}
 	work := func(ctx context.Context, run *taskengine.Run) taskengine.Outcome {
@@ -399,7 +399,7 @@ func (s *Server) createTask(rq requestor, cat Catalog, release func(), tool stri
 		}
 		return taskengine.Outcome{Value: res, Failed: res.IsError, Size: res.size()}
 	}
-	t, err := s.cfg.Engine.Submit(owner, taskengine.SubmitOptions{TTL: ttl, Meta: info}, work)
+	t, err := s.cfg.Engine.Submit(ctx, owner, taskengine.SubmitOptions{TTL: ttl, Meta: info}, work)
 	if err != nil {
 		s.endWork()
 		s.audit(auditTaskCreate, owner, append(slices.Clip(info.attrs), slog.String("outcome", "refused"), slog.String("reason", err.Error()))...)

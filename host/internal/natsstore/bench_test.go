@@ -24,7 +24,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
-				t, err := submit.Submit("alice", taskengine.SubmitOptions{}, work)
+				t, err := submit.Submit(context.Background(), "alice", taskengine.SubmitOptions{}, work)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -55,13 +55,13 @@ func BenchmarkCancelAcrossReplicas(b *testing.B) {
 	started, ended := make(chan struct{}, 1), make(chan error, 1)
 	lat := make([]time.Duration, 0, b.N)
 	for b.Loop() {
-		t, err := x.e.Submit("alice", taskengine.SubmitOptions{}, blockingWork(started, ended))
+		t, err := x.e.Submit(context.Background(), "alice", taskengine.SubmitOptions{}, blockingWork(started, ended))
 		if err != nil {
 			b.Fatal(err)
 		}
 		<-started
 		begin := time.Now()
-		if _, err := y.e.Cancel("alice", t.ID); err != nil {
+		if _, err := y.e.Cancel(context.Background(), "alice", t.ID); err != nil {
 			b.Fatal(err)
 		}
 		<-ended

@@ -1,5 +1,5 @@
 // Package natsstore keeps the task records that replicas of one server
-// share in NATS JetStream, for the task engine's Shared interface: a
+// share in NATS JetStream, for the task engine's SharedStore and Peers: a
 // key-value bucket of records ("<prefix>_tasks", one key per task, each
 // with its task's TTL as a per-key TTL), a bucket of replica leases
 // ("<prefix>_leases", on disk, bucket TTL = the lease TTL, renewed by every

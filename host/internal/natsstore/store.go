@@ -41,7 +41,8 @@ type Config struct {
 	MaxBytes int64
 }
 
-// Store is a taskengine.Shared on NATS JetStream. Open it, hand it to the
+// Store is a taskengine.SharedStore and taskengine.Peers on NATS JetStream.
+// Open it, hand it to the
 // engine, and Close it after the engine.
 // embeddedServer is the NATS server a store on a directory runs in
 // process (embedded.go); a build with the tag wasmtask_noembed has none.
@@ -209,7 +210,7 @@ func (s *Store) shutdownServer() {
 	}
 }
 
-// Replica implements taskengine.Shared.
+// Replica implements taskengine.Peers.
 func (s *Store) Replica() string { return s.replica }
 
 func (s *Store) recordKey(owner, id string) string {
@@ -337,7 +338,7 @@ func (s *Store) publishRev(ctx context.Context, key string, v []byte, ttl time.D
 	return ack.Sequence, nil
 }
 
-// Create implements taskengine.Shared.
+// Create implements taskengine.SharedStore.
 func (s *Store) Create(ctx context.Context, r *taskengine.Record) (uint64, error) {
 	key := s.recordKey(r.Owner, r.ID)
 	ttl := ttlOf(r)
@@ -349,7 +350,7 @@ func (s *Store) Create(ctx context.Context, r *taskengine.Record) (uint64, error
 	return s.publishRev(ctx, key, v, ttl, &zero)
 }
 
-// Update implements taskengine.Shared.
+// Update implements taskengine.SharedStore.
 func (s *Store) Update(ctx context.Context, r *taskengine.Record, rev uint64) (uint64, error) {
 	key := s.recordKey(r.Owner, r.ID)
 	ttl := ttlOf(r)
@@ -360,7 +361,7 @@ func (s *Store) Update(ctx context.Context, r *taskengine.Record, rev uint64) (u
 	return s.publishRev(ctx, key, v, ttl, &rev)
 }
 
-// Load implements taskengine.Shared.
+// Load implements taskengine.SharedStore.
 func (s *Store) Load(ctx context.Context, owner, id string, outcome bool) (*taskengine.Record, uint64, error) {
 	if !validTaskID(id) {
 		return nil, 0, taskengine.ErrNotFound
@@ -380,7 +381,7 @@ func (s *Store) Load(ctx context.Context, owner, id string, outcome bool) (*task
 	return r, e.Revision(), nil
 }
 
-// Delete implements taskengine.Shared: the record and its chunks.
+// Delete implements taskengine.SharedStore: the record and its chunks.
 func (s *Store) Delete(ctx context.Context, owner, id string) error {
 	if !validTaskID(id) {
 		return taskengine.ErrNotFound
@@ -409,7 +410,7 @@ func (s *Store) Delete(ctx context.Context, owner, id string) error {
 	return nil
 }
 
-// List implements taskengine.Shared.
+// List implements taskengine.SharedStore.
 func (s *Store) List(ctx context.Context, owner string, limit int) ([]*taskengine.Record, error) {
 	lister, err := s.tasks.ListKeysFiltered(ctx, "t."+s.cfg.Keys.ownerTag(owner)+".*")
 	if errors.Is(err, jetstream.ErrNoKeysFound) {
@@ -440,7 +441,7 @@ func (s *Store) List(ctx context.Context, owner string, limit int) ([]*taskengin
 	return out, ctx.Err()
 }
 
-// Watch implements taskengine.Shared.
+// Watch implements taskengine.SharedStore.
 func (s *Store) Watch(ctx context.Context, owner, id string) (<-chan *taskengine.Record, error) {
 	if !validTaskID(id) {
 		return nil, taskengine.ErrNotFound
@@ -496,7 +497,7 @@ func (s *Store) Watch(ctx context.Context, owner, id string) (<-chan *taskengine
 	return out, nil
 }
 
-// Alive implements taskengine.Shared.
+// Alive implements taskengine.Peers.
 func (s *Store) Alive(ctx context.Context, replica string) (bool, error) {
 	if !validTaskID(replica) {
 		return false, nil
@@ -515,7 +516,7 @@ func (s *Store) controlSubject(replica string) string {
 	return s.cfg.Prefix + ".control." + replica
 }
 
-// Ask implements taskengine.Shared: a NATS request to the runner's control
+// Ask implements taskengine.Peers: a NATS request to the runner's control
 // subject, encrypted both ways.
 func (s *Store) Ask(ctx context.Context, replica string, c taskengine.Control) (taskengine.Reply, error) {
 	if !validTaskID(replica) {
@@ -541,7 +542,7 @@ func (s *Store) Ask(ctx context.Context, replica string, c taskengine.Control) (
 	return reply, nil
 }
 
-// Serve implements taskengine.Shared: control requests run on their own
+// Serve implements taskengine.Peers: control requests run on their own
 // goroutines, at most maxControls at once; more wait in NATS's buffer.
 func (s *Store) Serve(h func(context.Context, taskengine.Control) taskengine.Reply) error {
 	subj := s.controlSubject(s.replica)
@@ -590,4 +591,7 @@ func (s *Store) Serve(h func(context.Context, taskengine.Control) taskengine.Rep
 	return nil
 }
 
-var _ taskengine.Shared = (*Store)(nil)
+var (
+	_ taskengine.SharedStore = (*Store)(nil)
+	_ taskengine.Peers       = (*Store)(nil)
+)

@@ -67,7 +67,7 @@ func openReplicaB(t testing.TB, cfg Config) replica {
 	}
 	e, err := taskengine.New(taskengine.Config{
 		MaxTasks: 1 << 20, MaxTasksPerOwner: 1 << 20,
-		Shared: s, Codec: textCodec{}, SharedKey: cfg.Keys.Index, LivenessCheck: 100 * time.Millisecond,
+		Shared: s, Peers: s, Codec: textCodec{}, SharedKey: cfg.Keys.Index, LivenessCheck: 100 * time.Millisecond,
 	})
 	if err != nil {
 		s.Close()
@@ -140,32 +140,32 @@ func TestThreeReplicas(t *testing.T) {
 
 	// Create on A, get and cancel on B.
 	started, ended := make(chan struct{}, 1), make(chan error, 1)
-	task, err := a.e.Submit("alice", taskengine.SubmitOptions{Meta: "slow", TTL: time.Hour}, blockingWork(started, ended))
+	task, err := a.e.Submit(context.Background(), "alice", taskengine.SubmitOptions{Meta: "slow", TTL: time.Hour}, blockingWork(started, ended))
 	if err != nil {
 		t.Fatal(err)
 	}
 	<-started
-	got, err := b.e.Get("alice", task.ID)
+	got, err := b.e.Get(context.Background(), "alice", task.ID)
 	if err != nil || got.Status != taskengine.StatusWorking || got.Meta != "slow" {
 		t.Fatalf("B: Get = %+v, %v; want working, meta \"slow\"", got, err)
 	}
-	if _, err := b.e.Get("bob", task.ID); !errors.Is(err, taskengine.ErrNotFound) {
+	if _, err := b.e.Get(context.Background(), "bob", task.ID); !errors.Is(err, taskengine.ErrNotFound) {
 		t.Errorf("B: Get by another owner = %v, want ErrNotFound", err)
 	}
-	got, err = b.e.Cancel("alice", task.ID)
+	got, err = b.e.Cancel(context.Background(), "alice", task.ID)
 	if err != nil || got.Status != taskengine.StatusCancelled {
 		t.Fatalf("B: Cancel = %+v, %v; want cancelled", got, err)
 	}
 	if cause := <-ended; !errors.Is(cause, taskengine.ErrCancelled) {
 		t.Errorf("A: work ended by %v, want ErrCancelled", cause)
 	}
-	if got, err := c.e.Get("alice", task.ID); err != nil || got.Status != taskengine.StatusCancelled {
+	if got, err := c.e.Get(context.Background(), "alice", task.ID); err != nil || got.Status != taskengine.StatusCancelled {
 		t.Errorf("C: Get after B's cancel = %+v, %v; want cancelled", got, err)
 	}
 
 	// A blocking wait on C wakes when B's task finishes.
 	release := make(chan struct{})
-	done, err := b.e.Submit("alice", taskengine.SubmitOptions{TTL: time.Hour}, func(ctx context.Context, run *taskengine.Run) taskengine.Outcome {
+	done, err := b.e.Submit(context.Background(), "alice", taskengine.SubmitOptions{TTL: time.Hour}, func(ctx context.Context, run *taskengine.Run) taskengine.Outcome {
 		<-release
 		return taskengine.Outcome{Value: "result of B", Size: 11}
 	})
@@ -186,7 +186,7 @@ func TestThreeReplicas(t *testing.T) {
 	}
 
 	// Kill A mid-task: its lease lapses and its task is failed.
-	lost, err := a.e.Submit("alice", taskengine.SubmitOptions{TTL: time.Hour}, blockingWork(started, ended))
+	lost, err := a.e.Submit(context.Background(), "alice", taskengine.SubmitOptions{TTL: time.Hour}, blockingWork(started, ended))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +226,7 @@ func TestWrongKeyFailsClosed(t *testing.T) {
 	url := startServer(t)
 	index, k1 := secret(), secret()
 	a := openReplica(t, Config{URL: url, Keys: testKeys(t, "index "+index+"\nkey k1 "+k1)})
-	task, err := a.e.Submit("alice", taskengine.SubmitOptions{}, func(context.Context, *taskengine.Run) taskengine.Outcome {
+	task, err := a.e.Submit(context.Background(), "alice", taskengine.SubmitOptions{}, func(context.Context, *taskengine.Run) taskengine.Outcome {
 		return taskengine.Outcome{Value: "secret"}
 	})
 	if err != nil {
@@ -239,10 +239,10 @@ func TestWrongKeyFailsClosed(t *testing.T) {
 	// Same index key (records are found), another encryption key: it
 	// neither reads nor writes them.
 	b := openReplica(t, Config{URL: url, Keys: testKeys(t, "index "+index+"\nkey k9 "+secret())})
-	if _, err := b.e.Get("alice", task.ID); !errors.Is(err, taskengine.ErrShared) || errors.Is(err, taskengine.ErrNotFound) {
+	if _, err := b.e.Get(context.Background(), "alice", task.ID); !errors.Is(err, taskengine.ErrShared) || errors.Is(err, taskengine.ErrNotFound) {
 		t.Errorf("wrong key: Get = %v; want a store error, not a miss", err)
 	}
-	if _, err := b.e.Cancel("alice", task.ID); !errors.Is(err, taskengine.ErrShared) {
+	if _, err := b.e.Cancel(context.Background(), "alice", task.ID); !errors.Is(err, taskengine.ErrShared) {
 		t.Errorf("wrong key: Cancel = %v; want a store error", err)
 	}
 	if _, out, err := a.e.Wait(t.Context(), "alice", task.ID); err != nil || out.Value != "secret" {
@@ -262,7 +262,7 @@ func TestLargeOutcomeIsChunked(t *testing.T) {
 	cfg := Config{URL: url, Keys: testKeys(t, NewKeyFile())}
 	a, b := openReplica(t, cfg), openReplica(t, cfg)
 	big := strings.Repeat("0123456789abcdef", 3<<16) // 3 MiB
-	task, err := a.e.Submit("alice", taskengine.SubmitOptions{}, func(context.Context, *taskengine.Run) taskengine.Outcome {
+	task, err := a.e.Submit(context.Background(), "alice", taskengine.SubmitOptions{}, func(context.Context, *taskengine.Run) taskengine.Outcome {
 		return taskengine.Outcome{Value: big, Size: int64(len(big))}
 	})
 	if err != nil {
@@ -278,7 +278,7 @@ func TestHostileTaskIDs(t *testing.T) {
 	url := startServer(t)
 	a := openReplica(t, Config{URL: url, Keys: testKeys(t, NewKeyFile())})
 	for _, id := range []string{"", "*", ">", "a.b", "AAAAAAAAAAAAAAAAAAAAAAAAA*", strings.Repeat("A", 27), "t.x.y"} {
-		if _, err := a.e.Get("alice", id); !errors.Is(err, taskengine.ErrNotFound) {
+		if _, err := a.e.Get(context.Background(), "alice", id); !errors.Is(err, taskengine.ErrNotFound) {
 			t.Errorf("Get(%q) = %v, want ErrNotFound", id, err)
 		}
 	}
@@ -300,7 +300,7 @@ func TestSoak(t *testing.T) {
 				runOn, readOn := rs[i%2], rs[(i+1)%2]
 				owner := fmt.Sprintf("tenant-%d", i%7)
 				want := fmt.Sprintf("result %d", i)
-				task, err := runOn.e.Submit(owner, taskengine.SubmitOptions{}, func(context.Context, *taskengine.Run) taskengine.Outcome {
+				task, err := runOn.e.Submit(context.Background(), owner, taskengine.SubmitOptions{}, func(context.Context, *taskengine.Run) taskengine.Outcome {
 					return taskengine.Outcome{Value: want, Size: int64(len(want))}
 				})
 				if err != nil {
@@ -330,7 +330,7 @@ func TestSoak(t *testing.T) {
 func TestEmbeddedStoreSurvivesRestart(t *testing.T) {
 	cfg := Config{Dir: t.TempDir(), Keys: testKeys(t, NewKeyFile())}
 	first := openReplica(t, cfg)
-	task, err := first.e.Submit("alice", taskengine.SubmitOptions{TTL: time.Hour}, func(context.Context, *taskengine.Run) taskengine.Outcome {
+	task, err := first.e.Submit(context.Background(), "alice", taskengine.SubmitOptions{TTL: time.Hour}, func(context.Context, *taskengine.Run) taskengine.Outcome {
 		return taskengine.Outcome{Value: "kept across restarts"}
 	})
 	if err != nil {
@@ -339,7 +339,7 @@ func TestEmbeddedStoreSurvivesRestart(t *testing.T) {
 	if _, _, err := first.e.Wait(t.Context(), "alice", task.ID); err != nil {
 		t.Fatal(err)
 	}
-	running, err := first.e.Submit("alice", taskengine.SubmitOptions{TTL: time.Hour}, blockingWork(make(chan struct{}, 1), make(chan error, 1)))
+	running, err := first.e.Submit(context.Background(), "alice", taskengine.SubmitOptions{TTL: time.Hour}, blockingWork(make(chan struct{}, 1), make(chan error, 1)))
 	if err != nil {
 		t.Fatal(err)
 	}
