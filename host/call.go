@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/wasmtask/wasmtask/abi"
+	"github.com/wasmtask/wasmtask/host/internal/admission"
 	"github.com/wasmtask/wasmtask/host/internal/mcpserver"
 	"github.com/wasmtask/wasmtask/host/internal/wasmrt"
 )
@@ -29,18 +30,18 @@ func (s *Server) call(ctx context.Context, c *catalog, from mcpserver.Caller, na
 	}
 	start := time.Now()
 	defer func() { s.metrics.observeCall(name, from.User, res, err, start) }()
-	who := caller{tenant: from.Tenant, queued: from.Queued}
+	who := admission.Caller{Tenant: from.Tenant, Queued: from.Queued}
 	if from.User != "" {
-		who.slots, who.memory, who.strict = s.tenantShare(from.User)
+		who.Slots, who.Memory, who.Strict = s.tenantShare(from.User)
 	}
 	run := func(ctx context.Context, ev abi.Events) (*abi.Result, error) {
 		entered := time.Now()
-		err := s.adm.enterAs(ctx, t.slot, t.need, who)
+		err := s.adm.EnterAs(ctx, t.slot, t.need, who)
 		s.metrics.wait.Observe(time.Since(entered).Seconds())
 		if err != nil {
 			return nil, fmt.Errorf("tool %q: %w", name, err)
 		}
-		defer s.adm.leaveAs(t.slot, t.need, who.tenant)
+		defer s.adm.LeaveAs(t.slot, t.need, who.Tenant)
 		// c is held by the caller, so its modules are open (or aborted by
 		// CancelRemoved, which the call reports).
 		return t.code.Call(ctx, name, args, t.lim, ev)
@@ -59,17 +60,17 @@ func failureOf(err error) error {
 	f := &mcpserver.Failure{Kind: mcpserver.FailInternal, Err: err}
 	var ge *wasmrt.GuestError
 	var ae *wasmrt.ArgumentsError
-	var be *busyError
-	var me *budgetError
+	var be *admission.BusyError
+	var me *admission.BudgetError
 	switch {
 	case errors.Is(err, ErrUnknownTool):
 		return fmt.Errorf("%w: %w", mcpserver.ErrUnknownTool, err)
 	case errors.As(err, &ae):
 		f.Kind, f.Detail = mcpserver.FailArguments, ae.Detail
 	case errors.As(err, &be):
-		f.Kind, f.Detail = mcpserver.FailBusy, be.detail()
+		f.Kind, f.Detail = mcpserver.FailBusy, be.Detail()
 	case errors.As(err, &me):
-		f.Kind, f.Detail = mcpserver.FailOverBudget, me.detail()
+		f.Kind, f.Detail = mcpserver.FailOverBudget, me.Detail()
 	case errors.Is(err, wasmrt.ErrAborted), errors.Is(err, wasmrt.ErrClosed) && !errors.As(err, &ge):
 		f.Kind = mcpserver.FailRemoved
 	case errors.As(err, &ge):

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/wasmtask/wasmtask/abi"
+	"github.com/wasmtask/wasmtask/host/internal/admission"
 	"github.com/wasmtask/wasmtask/host/internal/mcpserver"
 	"github.com/wasmtask/wasmtask/host/internal/wasmrt"
 	"github.com/wasmtask/wasmtask/plugins"
@@ -40,10 +41,10 @@ type catalog struct {
 	srv      *Server
 	gen      *generation
 	tools    map[string]*servedTool
-	modules  map[string]*moduleSlot // admission share of each served module, by name
-	list     []abi.Tool             // sorted by name
-	listing  [32]byte               // digest of list: a swap that changes it notifies clients
-	problems []Problem              // load problems, then policy problems
+	modules  map[string]*admission.Module // admission share of each served module, by name
+	list     []abi.Tool                   // sorted by name
+	listing  [32]byte                     // digest of list: a swap that changes it notifies clients
+	problems []Problem                    // load problems, then policy problems
 
 	// Guarded by srv.holdMu.
 	refs         int              // requests and tasks holding the catalog
@@ -121,12 +122,12 @@ type servedTool struct {
 	decl   abi.Tool       // normalised by abi.DecodeManifest
 	module plugins.Module // the file it came from
 	code   *wasmrt.Module
-	policy ToolPolicy    // effective limits: the operator's policy with every default filled
-	grants Grants        // those of the module's policy entry, when it applies to this file
-	lim    wasmrt.Limits // limits and grants as the runtime takes them; PassEnv read when the catalog was built
-	slot   *toolSlot     // its admission share; carried over from the previous catalog
-	need   uint64        // bytes one call reserves of the memory budget: code.Reservation(lim)
-	cache  cachePlan     // how its results are cached
+	policy ToolPolicy      // effective limits: the operator's policy with every default filled
+	grants Grants          // those of the module's policy entry, when it applies to this file
+	lim    wasmrt.Limits   // limits and grants as the runtime takes them; PassEnv read when the catalog was built
+	slot   *admission.Tool // its admission share; carried over from the previous catalog
+	need   uint64          // bytes one call reserves of the memory budget: code.Reservation(lim)
+	cache  cachePlan       // how its results are cached
 }
 
 // buildCatalog makes the catalog of gen. Everything a tool gets from the
@@ -136,7 +137,7 @@ type servedTool struct {
 // tools and modules that prev served from the same module carry over, so a
 // reload never lets more calls run at once than the policy allows.
 func (s *Server) buildCatalog(gen *generation, prev *catalog) *catalog {
-	c := &catalog{srv: s, gen: gen, tools: make(map[string]*servedTool), modules: make(map[string]*moduleSlot)}
+	c := &catalog{srv: s, gen: gen, tools: make(map[string]*servedTool), modules: make(map[string]*admission.Module)}
 	pol := s.cfg.Policy
 	for _, l := range gen.Modules() {
 		m := l.Module
@@ -144,12 +145,12 @@ func (s *Server) buildCatalog(gen *generation, prev *catalog) *catalog {
 		if err != nil {
 			c.problems = append(c.problems, Problem{Module: m.Name, Path: m.Path, Err: err})
 		}
-		modSlots, modMemory := pol.moduleShare(entry, s.adm.budget)
+		modSlots, modMemory := pol.moduleShare(entry, s.adm.Budget())
 		ms := prev.module(m.Name)
 		if ms != nil {
-			s.adm.resizeModule(ms, modSlots, modMemory)
+			s.adm.ResizeModule(ms, modSlots, modMemory)
 		} else {
-			ms = s.adm.newModule(m.Name, modSlots, modMemory)
+			ms = s.adm.NewModule(m.Name, modSlots, modMemory)
 		}
 		c.modules[m.Name] = ms
 		for _, t := range l.Manifest.Tools {
@@ -157,15 +158,15 @@ func (s *Server) buildCatalog(gen *generation, prev *catalog) *catalog {
 			st := &servedTool{decl: t, module: m, code: l.Compiled, policy: tp, grants: entry.Grants, lim: limitsOf(tp, entry.Grants, os.LookupEnv)}
 			st.need = st.code.Reservation(st.lim)
 			st.cache = s.cachePlanOf(t, tp, st.lim)
-			if p, ok := prev.tool(t.Name); ok && p.slot.mod == ms {
+			if p, ok := prev.tool(t.Name); ok && p.slot.Module() == ms {
 				st.slot = p.slot
-				s.adm.resizeTool(st.slot, tp.MaxConcurrency, tp.MaxQueue)
+				s.adm.ResizeTool(st.slot, tp.MaxConcurrency, tp.MaxQueue)
 			} else {
-				st.slot = s.adm.newTool(ms, tp.MaxConcurrency, tp.MaxQueue)
+				st.slot = s.adm.NewTool(ms, tp.MaxConcurrency, tp.MaxQueue)
 			}
-			if need := st.need; need > s.adm.budget {
+			if need := st.need; need > s.adm.Budget() {
 				c.problems = append(c.problems, Problem{Module: m.Name, Path: m.Path, Err: fmt.Errorf("%w: tool %q: %s; its calls fail",
-					ErrPolicy, t.Name, (&budgetError{need: need, budget: s.adm.budget}).detail())})
+					ErrPolicy, t.Name, (&admission.BudgetError{Need: need, Budget: s.adm.Budget()}).Detail())})
 			}
 			c.tools[t.Name] = st
 			c.list = append(c.list, t)
@@ -207,7 +208,7 @@ func (s *Server) buildCatalog(gen *generation, prev *catalog) *catalog {
 
 // module returns the admission share of the module called name, nil when
 // c does not serve it.
-func (c *catalog) module(name string) *moduleSlot {
+func (c *catalog) module(name string) *admission.Module {
 	if c == nil {
 		return nil
 	}

@@ -3,6 +3,7 @@ package host
 import (
 	"errors"
 
+	"github.com/wasmtask/wasmtask/host/internal/admission"
 	"github.com/wasmtask/wasmtask/host/internal/wasmrt"
 )
 
@@ -12,11 +13,11 @@ var (
 	ErrUnknownTool = errors.New("host: unknown tool")
 	// ErrBusy: the tool, its module or the server already runs and queues
 	// as many calls as the policy allows.
-	ErrBusy = errors.New("host: tool busy")
+	ErrBusy = admission.ErrBusy
 	// ErrMemoryBudget: one call of the tool reserves more memory than the
 	// server's whole budget (Policy.MemoryBudgetMiB), so it could never
 	// start; it fails at once.
-	ErrMemoryBudget = errors.New("host: call larger than the server's memory budget")
+	ErrMemoryBudget = admission.ErrMemoryBudget
 	// ErrArguments: the arguments are not a JSON object or do not match the
 	// tool's input schema; the guest did not run. The error is an
 	// *ArgumentsError.

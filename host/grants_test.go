@@ -162,15 +162,14 @@ func checkGrants(c *catalog, dir map[string]dirFile, want func(name, digest, too
 			return fmt.Errorf("tool %s is served by %s@%s, but that file holds %s@%s", tool, name, d, f.tool, f.digest)
 		}
 		served[name] = true
-		mod := st.slot.mod
-		c.srv.adm.mu.Lock()
-		got := grant{Env: st.lim.Env, Mounts: st.lim.Mounts, MemoryMiB: st.lim.MemoryMiB, Instances: mod.slots}
-		c.srv.adm.mu.Unlock()
+		mod := st.slot.Module()
+		slots, _ := c.srv.adm.ModuleShare(mod)
+		got := grant{Env: st.lim.Env, Mounts: st.lim.Mounts, MemoryMiB: st.lim.MemoryMiB, Instances: slots}
 		if diff := cmp.Diff(want(name, d, tool), got); diff != "" {
 			return fmt.Errorf("tool %s of %s@%s gets (-written for it +got):\n%s", tool, name, d[7:13], diff)
 		}
-		if mod.name != name || c.modules[name] != mod {
-			return fmt.Errorf("tool %s of %s is admitted in the share of module %s", tool, name, mod.name)
+		if mod.Name() != name || c.modules[name] != mod {
+			return fmt.Errorf("tool %s of %s is admitted in the share of module %s", tool, name, mod.Name())
 		}
 		mismatch := want(name, d, tool).Env == nil
 		if mismatch != strings.Contains(problems[name], "pins digest") {

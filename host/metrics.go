@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/wasmtask/wasmtask/abi"
+	"github.com/wasmtask/wasmtask/host/internal/admission"
 	"github.com/wasmtask/wasmtask/host/internal/mcpserver"
 	"github.com/wasmtask/wasmtask/host/internal/resultcache"
 	"github.com/wasmtask/wasmtask/plugins"
@@ -156,12 +157,8 @@ func newMetrics(s *Server) *metrics {
 	engine := func(f func(st taskengine.Stats) float64) func() float64 {
 		return func() float64 { return f(s.engine.Stats()) }
 	}
-	adm := func(f func(a *admission) float64) func() float64 {
-		return func() float64 {
-			s.adm.mu.Lock()
-			defer s.adm.mu.Unlock()
-			return f(s.adm)
-		}
+	adm := func(f func(st admission.Stats) float64) func() float64 {
+		return func() float64 { return f(s.adm.Stats()) }
 	}
 	served := func(f func(c *catalog) float64) func() float64 {
 		return func() float64 { return f(s.catalog.Load()) }
@@ -181,11 +178,11 @@ func newMetrics(s *Server) *metrics {
 		gaugeFunc("wasmtask_tasks_retained", "Tasks kept, running and finished (until their TTL).", engine(func(st taskengine.Stats) float64 { return float64(st.Tasks) })),
 		gaugeFunc("wasmtask_tasks_running", "Tasks whose work has not ended.", engine(func(st taskengine.Stats) float64 { return float64(st.Running) })),
 		gaugeFunc("wasmtask_task_result_bytes", "Bytes of finished task results kept.", engine(func(st taskengine.Stats) float64 { return float64(st.ResultBytes) })),
-		gaugeFunc("wasmtask_instances_running", "Guest instances running now.", adm(func(a *admission) float64 { return float64(a.running) })),
-		gaugeFunc("wasmtask_instances_max", "The server's bound on instances running at once.", adm(func(a *admission) float64 { return float64(a.slots) })),
-		gaugeFunc("wasmtask_calls_waiting", "Calls waiting for admission.", adm(func(a *admission) float64 { return float64(a.waiting) })),
-		gaugeFunc("wasmtask_memory_reserved_bytes", "Guest memory reserved by the running calls.", adm(func(a *admission) float64 { return float64(a.reserved) })),
-		gaugeFunc("wasmtask_memory_budget_bytes", "The server's memory budget for guests.", adm(func(a *admission) float64 { return float64(a.budget) })),
+		gaugeFunc("wasmtask_instances_running", "Guest instances running now.", adm(func(st admission.Stats) float64 { return float64(st.Running) })),
+		gaugeFunc("wasmtask_instances_max", "The server's bound on instances running at once.", adm(func(st admission.Stats) float64 { return float64(st.Slots) })),
+		gaugeFunc("wasmtask_calls_waiting", "Calls waiting for admission.", adm(func(st admission.Stats) float64 { return float64(st.Waiting) })),
+		gaugeFunc("wasmtask_memory_reserved_bytes", "Guest memory reserved by the running calls.", adm(func(st admission.Stats) float64 { return float64(st.Reserved) })),
+		gaugeFunc("wasmtask_memory_budget_bytes", "The server's memory budget for guests.", adm(func(st admission.Stats) float64 { return float64(st.Budget) })),
 		gaugeFunc("wasmtask_tools", "Tools served.", served(func(c *catalog) float64 { return float64(len(c.list)) })),
 		gaugeFunc("wasmtask_modules_loading", "Modules still compiling in the background.", served(func(c *catalog) float64 { return float64(c.gen.Loading()) })),
 		gaugeFunc("wasmtask_load_problems", "Modules of the tool directory not served as they are, and policy problems.", served(func(c *catalog) float64 {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/wasmtask/wasmtask/abi"
+	"github.com/wasmtask/wasmtask/host/internal/admission"
 	"github.com/wasmtask/wasmtask/host/internal/wasmrt"
 	"github.com/wasmtask/wasmtask/plugins"
 )
@@ -197,20 +198,16 @@ const (
 	MaxMemoryMiB = 256
 )
 
-// queuePerSlot sizes the queues the policy does not set: a tool's default
-// MaxQueue, and the bounds on calls waiting for a module's, a tenant's or
-// the server's slots, are queuePerSlot times their slots.
-const queuePerSlot = 4
+// queuePerSlot sizes a tool's default MaxQueue as admission sizes the
+// queues of modules, tenants and the server: that many per slot.
+const queuePerSlot = admission.QueuePerSlot
 
 // The default shares of the server's instances and memory budget: a
 // module without maxInstances or maxMemoryMiB of its own may hold
-// 1/moduleShareDivisor of them, a tenant without its own
-// 1/tenantShareDivisor. So a flood from one module leaves three quarters
-// of the server to the others, and one from one tenant half.
-const (
-	moduleShareDivisor = 4
-	tenantShareDivisor = 2
-)
+// 1/moduleShareDivisor of them (a tenant without its own, half: see
+// admission). So a flood from one module leaves three quarters of the
+// server to the others.
+const moduleShareDivisor = 4
 
 // ErrPolicy is wrapped by every policy validation error.
 var ErrPolicy = errors.New("host: invalid policy")

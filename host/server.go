@@ -20,6 +20,7 @@ import (
 
 	"github.com/wasmtask/wasmtask/abi"
 	"github.com/wasmtask/wasmtask/host/defaulttools"
+	"github.com/wasmtask/wasmtask/host/internal/admission"
 	"github.com/wasmtask/wasmtask/host/internal/mcpserver"
 	"github.com/wasmtask/wasmtask/host/internal/natsstore"
 	"github.com/wasmtask/wasmtask/host/internal/resultcache"
@@ -167,7 +168,7 @@ type Server struct {
 	store     *natsstore.Store // nil: tasks live in this process only
 	mcp       *mcpserver.Server
 	catalog   atomic.Pointer[catalog]
-	adm       *admission // the one admission controller of every call
+	adm       *admission.Controller // the one admission controller of every call
 	results   *resultcache.Cache
 	metrics   *metrics
 	budgetSrc string // where the memory budget comes from, for Limits
@@ -299,7 +300,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		rt:         rt,
 		engine:     engine,
 		store:      store,
-		adm:        newAdmission(cfg.Policy.maxInstances(), budget),
+		adm:        admission.New(cfg.Policy.maxInstances(), budget),
 		results:    newResultCache(cfg),
 		budgetSrc:  budgetSrc,
 		stop:       func() {},
@@ -414,12 +415,11 @@ func (s *Server) Tools() []ToolInfo {
 	_ = s.ready(context.Background(), "")
 	c := s.catalog.Load()
 	out := make([]ToolInfo, 0, len(c.list))
-	s.adm.mu.Lock()
-	defer s.adm.mu.Unlock()
 	for _, t := range c.list {
 		st := c.tools[t.Name]
+		modSlots, modMemory := s.adm.ModuleShare(st.slot.Module())
 		out = append(out, ToolInfo{Tool: st.decl, Module: st.module.Name, Digest: st.module.Digest, Policy: st.policy,
-			Grants: st.grants, ModuleInstances: st.slot.mod.slots, ModuleMemoryMiB: int(st.slot.mod.memory >> 20), ReservedMemoryMiB: int(mib(st.need)), ResultCacheTTL: st.cache.ttl})
+			Grants: st.grants, ModuleInstances: modSlots, ModuleMemoryMiB: int(modMemory >> 20), ReservedMemoryMiB: int((st.need + 1<<20 - 1) >> 20), ResultCacheTTL: st.cache.ttl})
 	}
 	return out
 }
@@ -439,8 +439,8 @@ type Limits struct {
 
 // Limits returns the server-wide admission bounds in force.
 func (s *Server) Limits() Limits {
-	return Limits{MaxInstances: s.adm.slots, MemoryBudgetMiB: int(s.adm.budget >> 20), MemoryBudgetSrc: s.budgetSrc,
-		SnapshotBudgetMiB: snapshotBudgetMiB(s.adm.budget), SnapshotBytes: s.rt.SnapshotBytes()}
+	return Limits{MaxInstances: s.adm.Slots(), MemoryBudgetMiB: int(s.adm.Budget() >> 20), MemoryBudgetSrc: s.budgetSrc,
+		SnapshotBudgetMiB: snapshotBudgetMiB(s.adm.Budget()), SnapshotBytes: s.rt.SnapshotBytes()}
 }
 
 // Problem is a module that is not served (or is served in an older

@@ -505,7 +505,7 @@ func (s *Server) tenantShare(tenant string) (slots int, memory uint64, strict bo
 		return 0, 0, false
 	}
 	tn := a.file.Tenants[tenant]
-	slots, memory = s.adm.defaultTenantShare()
+	slots, memory = s.adm.DefaultTenantShare()
 	if tn.MaxInstances > 0 {
 		slots = tn.MaxInstances
 	}

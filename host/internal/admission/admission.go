@@ -1,13 +1,35 @@
-package host
+package admission
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
 )
 
-// admission is the server's one admission controller. Every call, from
+// Refusals (wrapped by *BusyError and *BudgetError; use errors.Is).
+var (
+	// ErrBusy: the tool, its module, the tenant or the server already runs
+	// and queues all the calls its bounds allow.
+	ErrBusy = errors.New("tool busy")
+	// ErrMemoryBudget: one call reserves more memory than the budget it
+	// must fit.
+	ErrMemoryBudget = errors.New("call larger than the server's memory budget")
+)
+
+// QueuePerSlot sizes the queues: the bounds on the plain calls waiting for
+// a module's, a tenant's or the server's slots are QueuePerSlot times
+// their slots (and a tool's default queue, set by the host's policy).
+const QueuePerSlot = 4
+
+// tenantShareDivisor: an authenticated tenant without a share of its own
+// may hold 1/tenantShareDivisor of the server's instances and memory
+// budget, so a flood from one tenant leaves half of the server to the
+// others.
+const tenantShareDivisor = 2
+
+// Controller is the server's one admission controller. Every call, from
 // tools/call or Server.Call, enters it before its instance exists and
 // leaves it when the instance is gone. It owns these bounds and checks them
 // together, under one mutex:
@@ -17,13 +39,13 @@ import (
 //     and maxMemoryMiB, by default a quarter of the server's), so that one
 //     module with many tools cannot take the server,
 //   - the caller's tenant's share of the instances and of the memory
-//     budget (caller.slots, .memory): the tenant file's, or for an
+//     budget (Caller.Slots, .Memory): the tenant file's, or for an
 //     authenticated tenant without one the default, half of the server's
-//     (see defaultTenantShare); a session's or the stdio client's calls
+//     (see DefaultTenantShare); a session's or the stdio client's calls
 //     have none,
 //   - the server's instance slots (the policy's maxInstances),
 //   - the server's memory budget: the sum of the reservations of the
-//     running calls (see reservation).
+//     running calls (each reserves what the host asks).
 //
 // A module, and a tenant under the default share, with no call running may
 // always start one, even one that reserves more than its memory share: a
@@ -31,16 +53,16 @@ import (
 // strict: a call that could never fit it fails at once.
 //
 // A plain call that cannot start at once waits, within four queue bounds
-// on the plain calls waiting (its tool's maxQueue, queuePerSlot × the
+// on the plain calls waiting (its tool's maxQueue, QueuePerSlot × the
 // slots of its module, of its tenant and of the server), until a slot frees
 // or its context ends; a call beyond a bound is refused at once with a
-// *busyError (queued tasks do not count: one tenant's tasks must not make
+// *BusyError (queued tasks do not count: one tenant's tasks must not make
 // another's plain calls busy), and a call that
-// could never fit the memory budget with a *budgetError. A task's call is
+// could never fit the memory budget with a *BudgetError. A task's call is
 // never refused for being busy: the task was accepted, and its tenant's
 // quota of running tasks (the task engine's) bounds how many wait. It
 // waits however long the queue is, and is told how many calls wait ahead
-// of it as that changes (caller.queued).
+// of it as that changes (Caller.Queued).
 //
 // # Fairness
 //
@@ -60,9 +82,9 @@ import (
 // No goroutine waits on behalf of a call: the caller blocks on its
 // waiter's channel, which whoever frees the slot (a call leaving, a waiter
 // giving up, a reload raising a bound) closes under the mutex. The state
-// of toolSlot and moduleSlot values is guarded by the mutex of the
+// of Tool and Module values is guarded by the mutex of the
 // admission that made them.
-type admission struct {
+type Controller struct {
 	mu       sync.Mutex
 	slots    int    // server-wide instance slots
 	queue    int    // bound on the calls waiting, server-wide
@@ -70,10 +92,10 @@ type admission struct {
 	running  int
 	reserved uint64 // bytes reserved by the running calls
 	waiting  int
-	plain    int           // plain calls among the waiting: what the queue bounds count
-	modules  []*moduleSlot // the modules with waiting calls
-	stalled  bool          // the next call to admit waits for server slots or memory
-	seq      uint64        // arrival order of waiters
+	plain    int       // plain calls among the waiting: what the queue bounds count
+	modules  []*Module // the modules with waiting calls
+	stalled  bool      // the next call to admit waits for server slots or memory
+	seq      uint64    // arrival order of waiters
 
 	// tenants are the shares of the tenants with calls running or
 	// waiting (anon, the calls without a tenant, is not in it): bounded by
@@ -99,12 +121,12 @@ type tenantShare struct {
 // caller is who makes a call: its tenant ("" for none), and for a task's
 // call the report of its place in the queue (nil for a plain call, which
 // may be refused for being busy instead).
-type caller struct {
-	tenant string
-	slots  int             // the tenant's share of the instances; 0: none
-	memory uint64          // the tenant's share of the memory budget, bytes; 0: none
-	strict bool            // memory is the tenant file's own: no call may pass it, even alone
-	queued func(ahead int) // ahead < 0: admitted
+type Caller struct {
+	Tenant string
+	Slots  int             // the tenant's share of the instances; 0: none
+	Memory uint64          // the tenant's share of the memory budget, bytes; 0: none
+	Strict bool            // Memory is the tenant file's own: no call may pass it, even alone
+	Queued func(ahead int) // ahead < 0: admitted
 }
 
 // queueNote is one report to a waiting task's caller.
@@ -113,21 +135,21 @@ type queueNote struct {
 	ahead int
 }
 
-// toolSlot is one tool's share of the admission. A catalog holds one per
+// Tool is one tool's share of the admission. A catalog holds one per
 // served tool, and a reload carries it over while the same module serves
 // the tool, so that calls running on the old catalog count against the new
 // one's bounds.
-type toolSlot struct {
-	mod          *moduleSlot
+type Tool struct {
+	mod          *Module
 	slots, queue int // guarded by admission.mu, as the counts are
 	running      int
 	waiting      int // calls waiting, plain and tasks'
 	plain        int // plain calls waiting: what the queue bound counts
 }
 
-// moduleSlot is one module's share of the admission, carried over by
-// module name as toolSlot is.
-type moduleSlot struct {
+// Module is one module's share of the admission, carried over by
+// module name as Tool is.
+type Module struct {
 	name         string
 	slots, queue int
 	memory       uint64 // the module's share of the memory budget, bytes; 0: no bound
@@ -140,7 +162,7 @@ type moduleSlot struct {
 
 // waiter is a call waiting for admission.
 type waiter struct {
-	tool     *toolSlot
+	tool     *Tool
 	tenant   *tenantShare
 	bytes    uint64
 	seq      uint64
@@ -150,13 +172,13 @@ type waiter struct {
 	told     int       // the last ahead reported
 }
 
-func newAdmission(slots int, budget uint64) *admission {
-	return &admission{slots: slots, queue: queuePerSlot * slots, budget: budget,
+func New(slots int, budget uint64) *Controller {
+	return &Controller{slots: slots, queue: QueuePerSlot * slots, budget: budget,
 		tenants: map[string]*tenantShare{}, anon: &tenantShare{}}
 }
 
 // share returns the share of tenant, made when it has none. mu is held.
-func (a *admission) share(tenant string) *tenantShare {
+func (a *Controller) share(tenant string) *tenantShare {
 	if tenant == "" {
 		return a.anon
 	}
@@ -169,25 +191,25 @@ func (a *admission) share(tenant string) *tenantShare {
 }
 
 // forget drops a tenant's share once it has nothing in flight.
-func (a *admission) forget(ts *tenantShare) {
+func (a *Controller) forget(ts *tenantShare) {
 	if ts != a.anon && ts.running == 0 && ts.waiting == 0 {
 		delete(a.tenants, ts.name)
 	}
 }
 
 // tenantFits reports whether ts may start one more call.
-func (a *admission) tenantFits(ts *tenantShare, bytes uint64) bool {
+func (a *Controller) tenantFits(ts *tenantShare, bytes uint64) bool {
 	return (ts.slots <= 0 || ts.running < ts.slots) &&
 		(ts.memory == 0 || ts.reserved+bytes <= ts.memory || !ts.strict && ts.running == 0)
 }
 
 // moduleFits reports whether module m may start one more call.
-func moduleFits(m *moduleSlot, bytes uint64) bool {
+func moduleFits(m *Module, bytes uint64) bool {
 	return m.running < m.slots && (m.memory == 0 || m.running == 0 || m.reserved+bytes <= m.memory)
 }
 
 // unlock releases mu, then makes the queue reports gathered under it.
-func (a *admission) unlock() {
+func (a *Controller) unlock() {
 	notes := a.notes
 	a.notes = nil
 	if len(notes) == 0 {
@@ -206,102 +228,102 @@ func (a *admission) unlock() {
 	}
 }
 
-// defaultTenantShare is the share of the instances and of the memory
+// DefaultTenantShare is the share of the instances and of the memory
 // budget of an authenticated tenant the tenant file gives none of its own.
 // It is not strict: such a tenant with nothing running may start one call
 // that reserves more.
-func (a *admission) defaultTenantShare() (slots int, memory uint64) {
+func (a *Controller) DefaultTenantShare() (slots int, memory uint64) {
 	return max(1, a.slots/tenantShareDivisor), a.budget / tenantShareDivisor
 }
 
 // newModule makes the share of a module allowed slots calls at once,
 // reserving memory bytes together (0: no bound but the server's).
-func (a *admission) newModule(name string, slots int, memory uint64) *moduleSlot {
-	return &moduleSlot{name: name, slots: slots, queue: queuePerSlot * slots, memory: memory}
+func (a *Controller) NewModule(name string, slots int, memory uint64) *Module {
+	return &Module{name: name, slots: slots, queue: QueuePerSlot * slots, memory: memory}
 }
 
 // newTool makes the share of a tool of module m.
-func (a *admission) newTool(m *moduleSlot, slots, queue int) *toolSlot {
-	return &toolSlot{mod: m, slots: slots, queue: queue}
+func (a *Controller) NewTool(m *Module, slots, queue int) *Tool {
+	return &Tool{mod: m, slots: slots, queue: queue}
 }
 
 // resizeModule sets the bound of a carried-over module (a new version may
 // be under another policy entry: a digest pin), and admits the waiters a
 // raised bound lets in.
-func (a *admission) resizeModule(m *moduleSlot, slots int, memory uint64) {
+func (a *Controller) ResizeModule(m *Module, slots int, memory uint64) {
 	a.mu.Lock()
-	m.slots, m.queue, m.memory = slots, queuePerSlot*slots, memory
+	m.slots, m.queue, m.memory = slots, QueuePerSlot*slots, memory
 	a.dispatch()
 	a.unlock()
 }
 
 // resizeTool is resizeModule for a carried-over tool.
-func (a *admission) resizeTool(t *toolSlot, slots, queue int) {
+func (a *Controller) ResizeTool(t *Tool, slots, queue int) {
 	a.mu.Lock()
 	t.slots, t.queue = slots, queue
 	a.dispatch()
 	a.unlock()
 }
 
-// busyError is a refusal by a full queue; it wraps ErrBusy.
-type busyError struct {
+// BusyError is a refusal by a full queue; it wraps ErrBusy.
+type BusyError struct {
 	scope           string // "" for the tool's own bound
 	running, queued int
 }
 
-func (e *busyError) Error() string { return fmt.Sprintf("%s%v: %s", e.scope, ErrBusy, e.detail()) }
-func (e *busyError) Unwrap() error { return ErrBusy }
-func (e *busyError) detail() string {
+func (e *BusyError) Error() string { return fmt.Sprintf("%s%v: %s", e.scope, ErrBusy, e.Detail()) }
+func (e *BusyError) Unwrap() error { return ErrBusy }
+func (e *BusyError) Detail() string {
 	return fmt.Sprintf("%d calls running and %d waiting, the most its policy allows; try again later", e.running, e.queued)
 }
 
-// budgetError is the refusal of a call that could never fit the memory
+// BudgetError is the refusal of a call that could never fit the memory
 // budget; it wraps ErrMemoryBudget.
-type budgetError struct {
-	need, budget uint64
-	tenant       bool // the budget is the caller's tenant's share
+type BudgetError struct {
+	Need, Budget uint64 // bytes
+	Tenant       bool   // the budget is the caller's tenant's share
 }
 
-func (e *budgetError) Error() string { return fmt.Sprintf("%v: %s", ErrMemoryBudget, e.detail()) }
-func (e *budgetError) Unwrap() error { return ErrMemoryBudget }
-func (e *budgetError) detail() string {
+func (e *BudgetError) Error() string { return fmt.Sprintf("%v: %s", ErrMemoryBudget, e.Detail()) }
+func (e *BudgetError) Unwrap() error { return ErrMemoryBudget }
+func (e *BudgetError) Detail() string {
 	whose := "the server's memory budget"
-	if e.tenant {
+	if e.Tenant {
 		whose = "this tenant's share of the memory budget"
 	}
-	return fmt.Sprintf("one call reserves %d MiB, more than %s of %d MiB", mib(e.need), whose, mib(e.budget))
+	return fmt.Sprintf("one call reserves %d MiB, more than %s of %d MiB", mib(e.Need), whose, mib(e.Budget))
 }
 
 func mib(b uint64) uint64 { return (b + 1<<20 - 1) >> 20 }
 
-// enter admits a call of tool t reserving bytes of the memory budget, or
+// Enter admits a call of tool t reserving bytes of the memory budget, or
 // makes it wait until it can start or ctx is done. A nil error means the
-// call holds its slots and reservation until leave. The call has no
-// tenant; enterAs names one.
-func (a *admission) enter(ctx context.Context, t *toolSlot, bytes uint64) error {
-	return a.enterAs(ctx, t, bytes, caller{})
+// call holds its slots and reservation until Leave. The call has no
+// tenant; EnterAs names one.
+func (a *Controller) Enter(ctx context.Context, t *Tool, bytes uint64) error {
+	return a.EnterAs(ctx, t, bytes, Caller{})
 }
 
-// enterAs is enter for a call made by c: a call admitted this way leaves
-// with leaveAs(t, bytes, c.tenant).
-func (a *admission) enterAs(ctx context.Context, t *toolSlot, bytes uint64, c caller) error {
+// EnterAs is Enter for a call made by c: a call admitted this way leaves
+// with LeaveAs(t, bytes, c.Tenant).
+func (a *Controller) EnterAs(ctx context.Context, t *Tool, bytes uint64, c Caller) error {
 	a.mu.Lock()
-	ts := a.share(c.tenant)
+	ts := a.share(c.Tenant)
 	if ts != a.anon {
-		ts.slots, ts.memory, ts.strict = c.slots, c.memory, c.strict && c.memory > 0 // the tenant file in force when the call came
+		ts.slots, ts.memory, ts.strict = c.Slots, c.Memory, c.Strict && c.Memory > 0 // the tenant file in force when the call came
 	}
 	if !a.stalled && a.fits(t, ts, bytes) {
 		a.take(t, ts, bytes)
 		a.unlock()
 		return nil
 	}
-	if err := a.refusal(t, ts, bytes, c.queued != nil); err != nil {
+	if err := a.refusal(t, ts, bytes, c.Queued != nil); err != nil {
 		a.forget(ts)
 		a.unlock()
 		return err
 	}
 	a.seq++
-	w := &waiter{tool: t, tenant: ts, bytes: bytes, seq: a.seq, ready: make(chan struct{}), queued: c.queued, told: -1}
+	w := &waiter{tool: t, tenant: ts, bytes: bytes, seq: a.seq, ready: make(chan struct{}), queued: c.Queued, told: -1}
 	a.push(w)
 	a.dispatch() // the new waiter may be the one to admit
 	if w.admitted {
@@ -332,11 +354,11 @@ func (a *admission) enterAs(ctx context.Context, t *toolSlot, bytes uint64, c ca
 	return context.Cause(ctx)
 }
 
-// leave ends a call that enter admitted, and admits the next ones.
-func (a *admission) leave(t *toolSlot, bytes uint64) { a.leaveAs(t, bytes, "") }
+// Leave ends a call that Enter admitted, and admits the next ones.
+func (a *Controller) Leave(t *Tool, bytes uint64) { a.LeaveAs(t, bytes, "") }
 
-// leaveAs ends a call that enterAs admitted for tenant.
-func (a *admission) leaveAs(t *toolSlot, bytes uint64, tenant string) {
+// LeaveAs ends a call that EnterAs admitted for tenant.
+func (a *Controller) LeaveAs(t *Tool, bytes uint64, tenant string) {
 	a.mu.Lock()
 	ts := a.share(tenant)
 	a.release(t, ts, bytes)
@@ -349,15 +371,15 @@ func (a *admission) leaveAs(t *toolSlot, bytes uint64, tenant string) {
 
 // fits reports whether a call of t reserving bytes may start now, by every
 // bound.
-func (a *admission) fits(t *toolSlot, ts *tenantShare, bytes uint64) bool {
+func (a *Controller) fits(t *Tool, ts *tenantShare, bytes uint64) bool {
 	return t.running < t.slots && moduleFits(t.mod, bytes) && a.tenantFits(ts, bytes) && a.serverFits(bytes)
 }
 
-func (a *admission) serverFits(bytes uint64) bool {
+func (a *Controller) serverFits(bytes uint64) bool {
 	return a.running < a.slots && bytes <= a.budget-a.reserved
 }
 
-func (a *admission) take(t *toolSlot, ts *tenantShare, bytes uint64) {
+func (a *Controller) take(t *Tool, ts *tenantShare, bytes uint64) {
 	t.running++
 	t.mod.running++
 	t.mod.reserved += bytes
@@ -367,7 +389,7 @@ func (a *admission) take(t *toolSlot, ts *tenantShare, bytes uint64) {
 	a.reserved += bytes
 }
 
-func (a *admission) release(t *toolSlot, ts *tenantShare, bytes uint64) {
+func (a *Controller) release(t *Tool, ts *tenantShare, bytes uint64) {
 	t.running--
 	t.mod.running--
 	t.mod.reserved -= bytes
@@ -379,29 +401,29 @@ func (a *admission) release(t *toolSlot, ts *tenantShare, bytes uint64) {
 
 // refusal is why a call that cannot start now may not wait either, or nil.
 // A task's call (waits) is refused only when it could never fit.
-func (a *admission) refusal(t *toolSlot, ts *tenantShare, bytes uint64, waits bool) error {
+func (a *Controller) refusal(t *Tool, ts *tenantShare, bytes uint64, waits bool) error {
 	m := t.mod
 	switch {
 	case bytes > a.budget:
-		return &budgetError{need: bytes, budget: a.budget}
+		return &BudgetError{Need: bytes, Budget: a.budget}
 	case ts.strict && bytes > ts.memory:
-		return &budgetError{need: bytes, budget: ts.memory, tenant: true}
+		return &BudgetError{Need: bytes, Budget: ts.memory, Tenant: true}
 	case waits:
 		return nil
 	case t.plain >= t.queue:
-		return &busyError{running: t.running, queued: t.plain}
+		return &BusyError{running: t.running, queued: t.plain}
 	case m.plain >= m.queue:
-		return &busyError{scope: fmt.Sprintf("module %q instance limit: ", m.name), running: m.running, queued: m.plain}
-	case ts.slots > 0 && ts.plain >= queuePerSlot*ts.slots:
-		return &busyError{scope: fmt.Sprintf("tenant %q instance share: ", ts.name), running: ts.running, queued: ts.plain}
+		return &BusyError{scope: fmt.Sprintf("module %q instance limit: ", m.name), running: m.running, queued: m.plain}
+	case ts.slots > 0 && ts.plain >= QueuePerSlot*ts.slots:
+		return &BusyError{scope: fmt.Sprintf("tenant %q instance share: ", ts.name), running: ts.running, queued: ts.plain}
 	case a.plain >= a.queue:
-		return &busyError{scope: "server-wide instance limit: ", running: a.running, queued: a.plain}
+		return &BusyError{scope: "server-wide instance limit: ", running: a.running, queued: a.plain}
 	}
 	return nil
 }
 
 // push queues w.
-func (a *admission) push(w *waiter) {
+func (a *Controller) push(w *waiter) {
 	m := w.tool.mod
 	m.waiters = append(m.waiters, w)
 	w.tool.waiting++
@@ -420,7 +442,7 @@ func (a *admission) push(w *waiter) {
 }
 
 // pull takes w out of its queue.
-func (a *admission) pull(w *waiter) {
+func (a *Controller) pull(w *waiter) {
 	m := w.tool.mod
 	m.waiters = slices.DeleteFunc(m.waiters, func(x *waiter) bool { return x == w })
 	w.tool.waiting--
@@ -434,14 +456,14 @@ func (a *admission) pull(w *waiter) {
 	}
 	if len(m.waiters) == 0 {
 		m.listed = false
-		a.modules = slices.DeleteFunc(a.modules, func(x *moduleSlot) bool { return x == m })
+		a.modules = slices.DeleteFunc(a.modules, func(x *Module) bool { return x == m })
 	}
 }
 
 // dispatch admits waiting calls, in the fair order, for as long as the
 // next one fits; it is run after every change that may let one start.
 // Its work is bounded by the calls waiting times the calls it admits.
-func (a *admission) dispatch() {
+func (a *Controller) dispatch() {
 	admitted := false
 	for {
 		w := a.next()
@@ -471,7 +493,7 @@ func (a *admission) dispatch() {
 // (older calls: the fair order may let some pass, but never without
 // bound), when that has halved since its last report or fallen below
 // placeExact: a task hears O(log n) reports however long it waits.
-func (a *admission) tellPlaces() {
+func (a *Controller) tellPlaces() {
 	var tasks []*waiter
 	for _, m := range a.modules {
 		for _, w := range m.waiters {
@@ -509,7 +531,7 @@ const placeExact = 16
 // fewest, then the oldest. A party that runs nothing therefore takes the
 // next slot that frees, ahead of every call queued by parties that hold
 // slots: its wait is that of the first running call to end.
-func (a *admission) next() *waiter {
+func (a *Controller) next() *waiter {
 	var best *waiter
 	for _, m := range a.modules {
 		if m.running >= m.slots {
@@ -537,3 +559,39 @@ func before(w, b *waiter) bool {
 	}
 	return w.seq < b.seq
 }
+
+// Stats is what the controller holds now, for metrics.
+type Stats struct {
+	Slots    int    // the server's instance slots
+	Budget   uint64 // the server's memory budget, bytes
+	Running  int    // calls running
+	Waiting  int    // calls waiting, plain and tasks'
+	Reserved uint64 // bytes reserved by the running calls
+}
+
+// Stats returns what the controller holds now.
+func (a *Controller) Stats() Stats {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return Stats{Slots: a.slots, Budget: a.budget, Running: a.running, Waiting: a.waiting, Reserved: a.reserved}
+}
+
+// Budget returns the server's memory budget, bytes (fixed at New).
+func (a *Controller) Budget() uint64 { return a.budget }
+
+// Slots returns the server's instance slots (fixed at New).
+func (a *Controller) Slots() int { return a.slots }
+
+// ModuleShare returns m's share of the instances and of the memory budget
+// (bytes; 0: no bound), as its last resize set them.
+func (a *Controller) ModuleShare(m *Module) (slots int, memory uint64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return m.slots, m.memory
+}
+
+// Module returns the module whose share t is part of.
+func (t *Tool) Module() *Module { return t.mod }
+
+// Name returns the module's name, as given to NewModule.
+func (m *Module) Name() string { return m.name }

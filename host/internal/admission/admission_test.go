@@ -1,8 +1,7 @@
-package host
+package admission
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -10,17 +9,18 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"testing/fstest"
 	"testing/synctest"
-
-	"github.com/wasmtask/wasmtask/host/hosttest"
 )
+
+// serverSlots is the host's default maxInstances, the size the tests of
+// fairness under floods measure at.
+const serverSlots = 64
 
 // pending is a call of the admission under test, entered on a goroutine of
 // its own: done receives enter's error once it is admitted or refused.
 type pending struct {
 	name string
-	tool *toolSlot
+	tool *Tool
 	size uint64
 	done chan error
 	stop context.CancelFunc
@@ -42,10 +42,10 @@ func (p *pending) result() (err error, returned bool) {
 	return p.err, p.returned
 }
 
-func enterAsync(a *admission, name string, t *toolSlot, size uint64) *pending {
+func enterAsync(a *Controller, name string, t *Tool, size uint64) *pending {
 	ctx, stop := context.WithCancel(context.Background())
 	p := &pending{name: name, tool: t, size: size, done: make(chan error, 1), stop: stop}
-	go func() { p.done <- a.enter(ctx, t, size) }()
+	go func() { p.done <- a.Enter(ctx, t, size) }()
 	return p
 }
 
@@ -70,14 +70,14 @@ func admitted(ps ...*pending) (names []string, errs map[string]error) {
 // when a slot frees, and the module's own calls then go in arrival order.
 func TestAdmissionFairAcrossModules(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		a := newAdmission(4, 1<<30)
-		modA := a.newModule("a", 4, 0) // as many as the server: fairness alone must make room
-		modB := a.newModule("b", 4, 0)
-		var toolsA []*toolSlot
+		a := New(4, 1<<30)
+		modA := a.NewModule("a", 4, 0) // as many as the server: fairness alone must make room
+		modB := a.NewModule("b", 4, 0)
+		var toolsA []*Tool
 		for range 8 {
-			toolsA = append(toolsA, a.newTool(modA, 8, 32))
+			toolsA = append(toolsA, a.NewTool(modA, 8, 32))
 		}
-		toolB := a.newTool(modB, 8, 32)
+		toolB := a.NewTool(modB, 8, 32)
 
 		var running, queuedA []*pending
 		for i := range 4 {
@@ -97,14 +97,14 @@ func TestAdmissionFairAcrossModules(t *testing.T) {
 			t.Fatalf("admitted %v while the server's 4 slots are taken, want none", names)
 		}
 
-		a.leave(toolsA[0], 1)
+		a.Leave(toolsA[0], 1)
 		synctest.Wait()
 		if names, _ := admitted(append(queuedA, b)...); len(names) != 1 || names[0] != "b" {
 			t.Fatalf("a slot freed: admitted %v, want [b] (module b runs nothing, a runs 3)", names)
 		}
 		// Module a's calls now go first in, first out.
 		for i := range 3 {
-			a.leave(toolsA[i+1], 1)
+			a.Leave(toolsA[i+1], 1)
 			synctest.Wait()
 			if names, _ := admitted(queuedA...); len(names) != 1 || names[0] != queuedA[i].name {
 				t.Fatalf("slot %d freed: admitted %v, want [%s]", i+2, names, queuedA[i].name)
@@ -125,9 +125,9 @@ func TestAdmissionFairAcrossModules(t *testing.T) {
 // them to other modules.
 func TestAdmissionModuleCap(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		a := newAdmission(8, 1<<30)
-		modA, modB := a.newModule("a", 2, 0), a.newModule("b", 2, 0)
-		ta1, ta2, tb := a.newTool(modA, 8, 32), a.newTool(modA, 8, 32), a.newTool(modB, 8, 32)
+		a := New(8, 1<<30)
+		modA, modB := a.NewModule("a", 2, 0), a.NewModule("b", 2, 0)
+		ta1, ta2, tb := a.NewTool(modA, 8, 32), a.NewTool(modA, 8, 32), a.NewTool(modB, 8, 32)
 		ps := []*pending{
 			enterAsync(a, "a1", ta1, 1), enterAsync(a, "a2", ta2, 1), enterAsync(a, "a3", ta1, 1),
 			enterAsync(a, "b1", tb, 1), enterAsync(a, "b2", tb, 1),
@@ -149,10 +149,10 @@ func TestAdmissionModuleCap(t *testing.T) {
 // budget fails at once.
 func TestAdmissionMemoryBudget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		a := newAdmission(8, 100)
-		mx, my, mz := a.newModule("x", 8, 0), a.newModule("y", 8, 0), a.newModule("z", 8, 0)
-		tx, ty, tz := a.newTool(mx, 8, 32), a.newTool(my, 8, 32), a.newTool(mz, 8, 32)
-		if err := a.enter(context.Background(), tx, 60); err != nil {
+		a := New(8, 100)
+		mx, my, mz := a.NewModule("x", 8, 0), a.NewModule("y", 8, 0), a.NewModule("z", 8, 0)
+		tx, ty, tz := a.NewTool(mx, 8, 32), a.NewTool(my, 8, 32), a.NewTool(mz, 8, 32)
+		if err := a.Enter(context.Background(), tx, 60); err != nil {
 			t.Fatal(err)
 		}
 		big := enterAsync(a, "big", ty, 60) // 40 left: waits
@@ -162,7 +162,7 @@ func TestAdmissionMemoryBudget(t *testing.T) {
 		if names, _ := admitted(big, small); len(names) != 0 {
 			t.Fatalf("admitted %v with 40 of 100 bytes free, want none: big waits for memory and small waits behind it", names)
 		}
-		a.leave(tx, 60)
+		a.Leave(tx, 60)
 		synctest.Wait()
 		if names, errs := admitted(big, small); len(names) != 2 || errs["big"] != nil || errs["small"] != nil {
 			t.Fatalf("60 bytes freed: admitted %v (%v), want big then small", names, errs)
@@ -171,13 +171,13 @@ func TestAdmissionMemoryBudget(t *testing.T) {
 			t.Errorf("reserved %d bytes, want 70", a.reserved)
 		}
 
-		err := a.enter(context.Background(), tx, 101)
-		var be *budgetError
+		err := a.Enter(context.Background(), tx, 101)
+		var be *BudgetError
 		if !errors.Is(err, ErrMemoryBudget) || !errors.As(err, &be) || !strings.Contains(err.Error(), "more than the server's memory budget") {
 			t.Fatalf("a call of 101 bytes with a budget of 100: got %v, want ErrMemoryBudget at once", err)
 		}
-		a.leave(ty, 60)
-		a.leave(tz, 10)
+		a.Leave(ty, 60)
+		a.Leave(tz, 10)
 		checkIdle(t, a, 0)
 	})
 }
@@ -193,13 +193,13 @@ func TestAdmissionQueuesAndCancel(t *testing.T) {
 		wantQueued, wantOK int
 	}{
 		{"tool", 4, 4, 1, 2, "", 2, 1},
-		{"module", 4, 1, 4, 16, `module "m" instance limit: `, queuePerSlot * 1, 1},
-		{"server", 1, 4, 4, 16, "server-wide instance limit: ", queuePerSlot * 1, 1},
+		{"module", 4, 1, 4, 16, `module "m" instance limit: `, QueuePerSlot * 1, 1},
+		{"server", 1, 4, 4, 16, "server-wide instance limit: ", QueuePerSlot * 1, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				a := newAdmission(tc.server, 1<<30)
-				tl := a.newTool(a.newModule("m", tc.mod, 0), tc.tool, tc.toolQueue)
+				a := New(tc.server, 1<<30)
+				tl := a.NewTool(a.NewModule("m", tc.mod, 0), tc.tool, tc.toolQueue)
 				var ps []*pending
 				for i := range tc.wantOK + tc.wantQueued {
 					ps = append(ps, enterAsync(a, fmt.Sprint(i), tl, 1))
@@ -208,8 +208,8 @@ func TestAdmissionQueuesAndCancel(t *testing.T) {
 				if names, _ := admitted(ps...); len(names) != tc.wantOK || names[0] != "0" {
 					t.Fatalf("admitted %v, want the first %d", names, tc.wantOK)
 				}
-				err := a.enter(context.Background(), tl, 1)
-				var be *busyError
+				err := a.Enter(context.Background(), tl, 1)
+				var be *BusyError
 				if !errors.As(err, &be) || !errors.Is(err, ErrBusy) || be.scope != tc.wantScope {
 					t.Fatalf("one call more than the queue holds: got %v, want busy with scope %q", err, tc.wantScope)
 				}
@@ -231,7 +231,7 @@ func TestAdmissionQueuesAndCancel(t *testing.T) {
 				}
 				synctest.Wait()
 				for range tc.wantOK {
-					a.leave(tl, 1)
+					a.Leave(tl, 1)
 				}
 				checkIdle(t, a, 0)
 			})
@@ -242,26 +242,26 @@ func TestAdmissionQueuesAndCancel(t *testing.T) {
 // A reload that raises a bound admits the calls it lets in.
 func TestAdmissionResize(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		a := newAdmission(8, 1<<30)
-		m := a.newModule("m", 1, 0)
-		tl := a.newTool(m, 1, 8)
+		a := New(8, 1<<30)
+		m := a.NewModule("m", 1, 0)
+		tl := a.NewTool(m, 1, 8)
 		first, second := enterAsync(a, "first", tl, 1), enterAsync(a, "second", tl, 1)
 		synctest.Wait()
 		if names, _ := admitted(first, second); len(names) != 1 {
 			t.Fatalf("admitted %v, want one", names)
 		}
-		a.resizeTool(tl, 2, 8)
+		a.ResizeTool(tl, 2, 8)
 		synctest.Wait()
 		if names, _ := admitted(first, second); len(names) != 0 {
 			t.Fatalf("tool bound raised, module's still 1: admitted %v, want none", names)
 		}
-		a.resizeModule(m, 2, 0)
+		a.ResizeModule(m, 2, 0)
 		synctest.Wait()
 		if names, _ := admitted(first, second); len(names) != 1 {
 			t.Fatalf("module bound raised: admitted %v, want the waiting call", names)
 		}
-		a.leave(tl, 1)
-		a.leave(tl, 1)
+		a.Leave(tl, 1)
+		a.Leave(tl, 1)
 		checkIdle(t, a, 0)
 	})
 }
@@ -270,12 +270,12 @@ func TestAdmissionResize(t *testing.T) {
 // passed, and all is given back at the end.
 func TestAdmissionHammer(t *testing.T) {
 	const modules, toolsPer, workers, rounds = 3, 3, 24, 200
-	a := newAdmission(6, 500)
-	var tools []*toolSlot
+	a := New(6, 500)
+	var tools []*Tool
 	for i := range modules {
-		m := a.newModule(fmt.Sprint(i), 3, 0)
+		m := a.NewModule(fmt.Sprint(i), 3, 0)
 		for range toolsPer {
-			tools = append(tools, a.newTool(m, 2, 4))
+			tools = append(tools, a.NewTool(m, 2, 4))
 		}
 	}
 	check := func() error {
@@ -302,14 +302,14 @@ func TestAdmissionHammer(t *testing.T) {
 				if r.IntN(4) == 0 {
 					cancel() // gives up at once if it must wait
 				}
-				err := a.enter(ctx, tl, size)
+				err := a.Enter(ctx, tl, size)
 				if err == nil {
 					if err := check(); err != nil {
 						errc <- err
 						cancel()
 						return
 					}
-					a.leave(tl, size)
+					a.Leave(tl, size)
 				}
 				cancel()
 			}
@@ -324,7 +324,7 @@ func TestAdmissionHammer(t *testing.T) {
 }
 
 // checkIdle asserts that a has running calls and nothing waiting.
-func checkIdle(t *testing.T, a *admission, running int) {
+func checkIdle(t *testing.T, a *Controller, running int) {
 	t.Helper()
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -347,20 +347,20 @@ func BenchmarkAdmission(b *testing.B) {
 		slots int
 		par   bool
 	}{
-		{"serial", DefaultMaxInstances, false},
-		{"parallel", DefaultMaxInstances, true},
+		{"serial", serverSlots, false},
+		{"parallel", serverSlots, true},
 		{"contended", 1, true},
 	} {
 		b.Run(bm.name, func(b *testing.B) {
-			a := newAdmission(bm.slots, 1<<40)
-			tl := a.newTool(a.newModule("m", bm.slots, 0), bm.slots, 1<<20)
+			a := New(bm.slots, 1<<40)
+			tl := a.NewTool(a.NewModule("m", bm.slots, 0), bm.slots, 1<<20)
 			a.queue = 1 << 20
 			tl.mod.queue = 1 << 20
 			call := func() {
-				if err := a.enter(ctx, tl, 1<<20); err != nil {
+				if err := a.Enter(ctx, tl, 1<<20); err != nil {
 					b.Error(err)
 				}
-				a.leave(tl, 1<<20)
+				a.Leave(tl, 1<<20)
 			}
 			if !bm.par {
 				for b.Loop() {
@@ -379,10 +379,10 @@ func BenchmarkAdmission(b *testing.B) {
 }
 
 // enterAsAsync is enterAsync for a call made by c.
-func enterAsAsync(a *admission, name string, t *toolSlot, size uint64, c caller) *pending {
+func enterAsAsync(a *Controller, name string, t *Tool, size uint64, c Caller) *pending {
 	ctx, stop := context.WithCancel(context.Background())
 	p := &pending{name: name, tool: t, size: size, done: make(chan error, 1), stop: stop}
-	go func() { p.done <- a.enterAs(ctx, t, size, c) }()
+	go func() { p.done <- a.EnterAs(ctx, t, size, c) }()
 	return p
 }
 
@@ -400,9 +400,9 @@ func (p *places) all() []int       { p.mu.Lock(); defer p.mu.Unlock(); return ap
 // many of the flooding tenant's calls are older.
 func TestAdmissionFairAcrossTenants(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		a := newAdmission(2, 1<<30)
-		tool := a.newTool(a.newModule("m", 2, 0), 2, 64)
-		flood := caller{tenant: "user:a", queued: func(int) {}}
+		a := New(2, 1<<30)
+		tool := a.NewTool(a.NewModule("m", 2, 0), 2, 64)
+		flood := Caller{Tenant: "user:a", Queued: func(int) {}}
 		var runA, waitA []*pending
 		for i := range 2 {
 			runA = append(runA, enterAsAsync(a, fmt.Sprintf("a-run%d", i), tool, 1, flood))
@@ -415,17 +415,17 @@ func TestAdmissionFairAcrossTenants(t *testing.T) {
 			waitA = append(waitA, enterAsAsync(a, fmt.Sprintf("a-wait%d", i), tool, 1, flood))
 			synctest.Wait() // queued in this order
 		}
-		b := enterAsAsync(a, "b", tool, 1, caller{tenant: "user:b", queued: func(int) {}})
+		b := enterAsAsync(a, "b", tool, 1, Caller{Tenant: "user:b", Queued: func(int) {}})
 		synctest.Wait()
 		if names, _ := admitted(append(waitA, b)...); len(names) != 0 {
 			t.Fatalf("admitted %v with both slots taken", names)
 		}
-		a.leaveAs(tool, 1, "user:a")
+		a.LeaveAs(tool, 1, "user:a")
 		synctest.Wait()
 		if names, _ := admitted(append(waitA, b)...); len(names) != 1 || names[0] != "b" {
 			t.Fatalf("a slot freed: admitted %v, want [b] (tenant b runs nothing, a runs 1)", names)
 		}
-		a.leaveAs(tool, 1, "user:a")
+		a.LeaveAs(tool, 1, "user:a")
 		synctest.Wait()
 		if names, _ := admitted(waitA...); len(names) != 1 || names[0] != "a-wait0" {
 			t.Fatalf("next slot: admitted %v, want a's oldest, a-wait0", names)
@@ -434,8 +434,8 @@ func TestAdmissionFairAcrossTenants(t *testing.T) {
 			p.stop()
 		}
 		synctest.Wait()
-		a.leaveAs(tool, 1, "user:a")
-		a.leaveAs(tool, 1, "user:b")
+		a.LeaveAs(tool, 1, "user:a")
+		a.LeaveAs(tool, 1, "user:b")
 		checkIdle(t, a, 0)
 		if n := len(a.tenants); n != 0 {
 			t.Errorf("%d tenant shares left with nothing in flight, want 0", n)
@@ -448,18 +448,18 @@ func TestAdmissionFairAcrossTenants(t *testing.T) {
 // the queue as it changes, and hears -1 when it starts.
 func TestAdmissionTaskWaitsAndHearsItsPlace(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		a := newAdmission(1, 1<<30)
-		tool := a.newTool(a.newModule("m", 1, 0), 1, 1) // one running, one waiting
-		if err := a.enter(context.Background(), tool, 1); err != nil {
+		a := New(1, 1<<30)
+		tool := a.NewTool(a.NewModule("m", 1, 0), 1, 1) // one running, one waiting
+		if err := a.Enter(context.Background(), tool, 1); err != nil {
 			t.Fatal(err)
 		}
 		plain := enterAsync(a, "plain", tool, 1)
 		synctest.Wait()
-		if err := a.enter(context.Background(), tool, 1); !errors.Is(err, ErrBusy) {
+		if err := a.Enter(context.Background(), tool, 1); !errors.Is(err, ErrBusy) {
 			t.Fatalf("a plain call beyond the queue bound: %v, want ErrBusy", err)
 		}
 		var heard places
-		task := enterAsAsync(a, "task", tool, 1, caller{tenant: "user:t", queued: heard.report})
+		task := enterAsAsync(a, "task", tool, 1, Caller{Tenant: "user:t", Queued: heard.report})
 		synctest.Wait()
 		if names, errs := admitted(task); len(names) != 0 {
 			t.Fatalf("the task's call returned %v while the tool is busy, want it waiting", errs)
@@ -467,13 +467,13 @@ func TestAdmissionTaskWaitsAndHearsItsPlace(t *testing.T) {
 		if got := heard.all(); len(got) != 1 || got[0] != 1 {
 			t.Fatalf("the task heard %v on arrival, want [1] (the plain call waits ahead of it)", got)
 		}
-		a.leave(tool, 1) // the plain call starts: the task is now first
+		a.Leave(tool, 1) // the plain call starts: the task is now first
 		synctest.Wait()
 		if got := heard.all(); len(got) != 2 || got[1] != 0 {
 			t.Fatalf("the task heard %v once the call ahead started, want [1 0]", got)
 		}
 		<-plain.done
-		a.leave(tool, 1)
+		a.Leave(tool, 1)
 		synctest.Wait()
 		if _, errs := admitted(task); errs["task"] != nil || len(errs) != 1 {
 			t.Fatalf("the task's call: %v, want admitted", errs)
@@ -481,7 +481,7 @@ func TestAdmissionTaskWaitsAndHearsItsPlace(t *testing.T) {
 		if got := heard.all(); len(got) != 3 || got[2] != -1 {
 			t.Errorf("the task heard %v, want [1 0 -1]", got)
 		}
-		a.leaveAs(tool, 1, "user:t")
+		a.LeaveAs(tool, 1, "user:t")
 		checkIdle(t, a, 0)
 	})
 }
@@ -490,128 +490,53 @@ func TestAdmissionTaskWaitsAndHearsItsPlace(t *testing.T) {
 // slots, and leaves them to other tenants.
 func TestAdmissionTenantShare(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		a := newAdmission(4, 1<<30)
-		tool := a.newTool(a.newModule("m", 4, 0), 4, 8)
-		small := caller{tenant: "user:small", slots: 1}
+		a := New(4, 1<<30)
+		tool := a.NewTool(a.NewModule("m", 4, 0), 4, 8)
+		small := Caller{Tenant: "user:small", Slots: 1}
 		s1 := enterAsAsync(a, "s1", tool, 1, small)
 		synctest.Wait()
 		s2 := enterAsAsync(a, "s2", tool, 1, small)
-		other := enterAsAsync(a, "other", tool, 1, caller{tenant: "user:other"})
+		other := enterAsAsync(a, "other", tool, 1, Caller{Tenant: "user:other"})
 		synctest.Wait()
 		if names, _ := admitted(s1, s2, other); !slices.Equal(names, []string{"s1", "other"}) {
 			t.Fatalf("admitted %v, want [s1 other]: small's second call waits for its share", names)
 		}
-		a.leaveAs(tool, 1, "user:small")
+		a.LeaveAs(tool, 1, "user:small")
 		synctest.Wait()
 		if names, _ := admitted(s2); len(names) != 1 {
 			t.Fatal("small's second call did not start when its first ended")
 		}
-		a.leaveAs(tool, 1, "user:small")
-		a.leaveAs(tool, 1, "user:other")
+		a.LeaveAs(tool, 1, "user:small")
+		a.LeaveAs(tool, 1, "user:other")
 		checkIdle(t, a, 0)
 	})
-}
-
-// TestTasksQueueInsteadOfFailingBusy, over MCP: while a tool's only slot
-// is taken, its task calls are accepted and wait in the queue — their
-// status says so, with their place — where a plain call beyond the queue
-// bound is refused as busy; once the slot frees, every task completes.
-func TestTasksQueueInsteadOfFailingBusy(t *testing.T) {
-	p, err := ParsePolicy([]byte(`{"defaults":{"maxConcurrency":1,"maxQueue":1}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(context.Background(), Config{ToolsFS: fstest.MapFS{"m.wasm": {Data: verModule(t, "ver", "v1")}}, CacheDir: testCacheDir, Policy: p})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() }) // after the client's cleanup
-	c := newClient(t, s)
-
-	// A plain call takes the slot and holds it until the user answers.
-	plain := c.Request("tools/call", map[string]any{"name": "ver", "arguments": map[string]any{"hold": true}})
-	ask := readUntil(t, c, "the plain call to ask for input", func(m hosttest.Message) bool {
-		return m.IsRequest() && m.Method == "elicitation/create"
-	})
-	queued := func(id, want string) {
-		t.Helper()
-		readUntil(t, c, "task "+id+" to report "+want, func(m hosttest.Message) bool {
-			var st hosttest.Task
-			return m.Method == "notifications/tasks/status" && json.Unmarshal(m.Params, &st) == nil &&
-				st.TaskID == id && st.Status == "working" && strings.HasPrefix(st.StatusMessage, want)
-		})
-	}
-	first := c.StartTask("ver", map[string]any{}, 0).TaskID
-	queued(first, "queued: 0 calls waiting ahead")
-	second := c.StartTask("ver", map[string]any{}, 0).TaskID
-	queued(second, "queued: 1 calls waiting ahead")
-	// The queued tasks leave the plain queue (bound 1) to plain calls: of
-	// two more, one waits and the other is refused as busy at once.
-	p1 := c.Request("tools/call", map[string]any{"name": "ver", "arguments": map[string]any{}})
-	p2 := c.Request("tools/call", map[string]any{"name": "ver", "arguments": map[string]any{}})
-	var refused hosttest.Message
-	var waiting int64
-	for refused.ID == nil {
-		m := c.Next()
-		switch id := m.ID; {
-		case m.IsResponse() && fmt.Sprint(id) == fmt.Sprint(p1):
-			refused, waiting = m, p2
-		case m.IsResponse() && fmt.Sprint(id) == fmt.Sprint(p2):
-			refused, waiting = m, p1
-		}
-	}
-	if text, failed := outcome(t, refused); !failed || !strings.Contains(text, "busy") {
-		t.Errorf("a plain call beyond the queue bound: %q (failed %v), want a busy error", text, failed)
-	}
-	if st := c.GetTask(second); st.Status != "working" {
-		t.Fatalf("the second task is %s while queued, want working", st.Status)
-	}
-
-	c.Send(map[string]any{"jsonrpc": "2.0", "id": ask.ID, "result": map[string]any{"action": "accept", "content": map[string]any{"ok": true}}})
-	// Both answers come, in either order (the waiting call may start, and
-	// answer, before the held one's answer is written).
-	for pending := map[string]bool{fmt.Sprint(plain): true, fmt.Sprint(waiting): true}; len(pending) > 0; {
-		m := c.Next()
-		if !m.IsResponse() || !pending[fmt.Sprint(m.ID)] {
-			continue
-		}
-		delete(pending, fmt.Sprint(m.ID))
-		if text, failed := outcome(t, m); failed || text != "v1" {
-			t.Fatalf("plain call %v: %q (failed %v), want v1", m.ID, text, failed)
-		}
-	}
-	for _, id := range []string{first, second} {
-		if res := c.TaskResult(id); res.IsError || res.Text() != "v1" {
-			t.Errorf("task %s: %+v, want v1", id, res)
-		}
-	}
 }
 
 // A tenant's share of the memory budget holds while the server has room,
 // and a call that could never fit it fails at once.
 func TestAdmissionTenantMemory(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		a := newAdmission(8, 1<<30)
-		tool := a.newTool(a.newModule("m", 8, 0), 8, 8)
-		small := caller{tenant: "user:small", memory: 100, strict: true}
+		a := New(8, 1<<30)
+		tool := a.NewTool(a.NewModule("m", 8, 0), 8, 8)
+		small := Caller{Tenant: "user:small", Memory: 100, Strict: true}
 		s1 := enterAsAsync(a, "s1", tool, 60, small)
 		synctest.Wait()
 		s2 := enterAsAsync(a, "s2", tool, 60, small)
-		other := enterAsAsync(a, "other", tool, 60, caller{tenant: "user:other"})
+		other := enterAsAsync(a, "other", tool, 60, Caller{Tenant: "user:other"})
 		synctest.Wait()
 		if names, _ := admitted(s1, s2, other); !slices.Equal(names, []string{"s1", "other"}) {
 			t.Fatalf("admitted %v, want [s1 other]: small's second call waits for its memory share", names)
 		}
-		if err := a.enterAs(context.Background(), tool, 101, small); !errors.Is(err, ErrMemoryBudget) || !strings.Contains(err.Error(), "tenant's share") {
+		if err := a.EnterAs(context.Background(), tool, 101, small); !errors.Is(err, ErrMemoryBudget) || !strings.Contains(err.Error(), "tenant's share") {
 			t.Errorf("a call larger than the tenant's share: %v, want ErrMemoryBudget naming the share", err)
 		}
-		a.leaveAs(tool, 60, "user:small")
+		a.LeaveAs(tool, 60, "user:small")
 		synctest.Wait()
 		if names, _ := admitted(s2); len(names) != 1 {
 			t.Fatal("small's second call did not start when its first ended")
 		}
-		a.leaveAs(tool, 60, "user:small")
-		a.leaveAs(tool, 60, "user:other")
+		a.LeaveAs(tool, 60, "user:small")
+		a.LeaveAs(tool, 60, "user:other")
 		checkIdle(t, a, 0)
 	})
 }
@@ -620,29 +545,29 @@ func TestAdmissionTenantMemory(t *testing.T) {
 // bounds count plain calls only.
 func TestAdmissionTasksDoNotFillThePlainQueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		a := newAdmission(1, 1<<30)
-		tool := a.newTool(a.newModule("m", 1, 0), 1, 1)
-		if err := a.enter(context.Background(), tool, 1); err != nil {
+		a := New(1, 1<<30)
+		tool := a.NewTool(a.NewModule("m", 1, 0), 1, 1)
+		if err := a.Enter(context.Background(), tool, 1); err != nil {
 			t.Fatal(err)
 		}
 		var tasks []*pending
 		for i := range 8 {
-			tasks = append(tasks, enterAsAsync(a, fmt.Sprintf("task%d", i), tool, 1, caller{tenant: "user:a", queued: func(int) {}}))
+			tasks = append(tasks, enterAsAsync(a, fmt.Sprintf("task%d", i), tool, 1, Caller{Tenant: "user:a", Queued: func(int) {}}))
 		}
 		synctest.Wait()
-		plain := enterAsAsync(a, "plain", tool, 1, caller{tenant: "user:b"})
+		plain := enterAsAsync(a, "plain", tool, 1, Caller{Tenant: "user:b"})
 		synctest.Wait()
 		if _, errs := admitted(plain); errs["plain"] != nil {
 			t.Fatalf("b's plain call behind a's 8 queued tasks: %v, want it waiting in its own queue place", errs["plain"])
 		}
-		if err := a.enter(context.Background(), tool, 1); !errors.Is(err, ErrBusy) {
+		if err := a.Enter(context.Background(), tool, 1); !errors.Is(err, ErrBusy) {
 			t.Errorf("a second plain call past the bound of 1: %v, want ErrBusy", err)
 		}
 		for _, p := range append(tasks, plain) {
 			p.stop()
 		}
 		synctest.Wait()
-		a.leave(tool, 1)
+		a.Leave(tool, 1)
 		checkIdle(t, a, 0)
 	})
 }
@@ -650,7 +575,7 @@ func TestAdmissionTasksDoNotFillThePlainQueue(t *testing.T) {
 // flood enters n calls of tool tl for c, each reserving size, on
 // goroutines of their own, and returns them once they have been admitted
 // or queued (inside a synctest bubble).
-func flood(a *admission, name string, tl *toolSlot, size uint64, c caller, n int) []*pending {
+func flood(a *Controller, name string, tl *Tool, size uint64, c Caller, n int) []*pending {
 	var ps []*pending
 	for i := range n {
 		ps = append(ps, enterAsAsync(a, fmt.Sprintf("%s%d", name, i), tl, size, c))
@@ -676,7 +601,7 @@ func stopAll(ps []*pending) []*pending {
 }
 
 // free is the server's instances and memory not held by running calls.
-func free(a *admission) (slots int, memory uint64) {
+func free(a *Controller) (slots int, memory uint64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.slots - a.running, a.budget - a.reserved
@@ -694,35 +619,35 @@ func TestAdmissionHeadroomUnderModuleFlood(t *testing.T) {
 		wantMem   uint64 // memory it leaves free
 	}{
 		// 16 tools × 8 slots: the module's 16 instances bound it.
-		{"instances", 1 << 20, DefaultMaxInstances * 3 / 4, budget - 16<<20},
+		{"instances", 1 << 20, serverSlots * 3 / 4, budget - 16<<20},
 		// Calls of 64 MiB: its quarter of the memory (4 calls) bounds it.
-		{"memory", 64 << 20, DefaultMaxInstances - 4, budget * 3 / 4},
+		{"memory", 64 << 20, serverSlots - 4, budget * 3 / 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				a := newAdmission(DefaultMaxInstances, budget)
-				module := func(name string) *moduleSlot {
-					slots, memory := (*Policy)(nil).moduleShare(ModulePolicy{}, budget)
-					return a.newModule(name, slots, memory)
+				a := New(serverSlots, budget)
+				module := func(name string) *Module {
+					// The host's default module share: a quarter of each.
+					return a.NewModule(name, serverSlots/4, budget/4)
 				}
 				fm := module("flood")
 				var ps []*pending
 				for range 16 {
-					ps = append(ps, flood(a, "flood", a.newTool(fm, 8, 1<<10), tc.size, caller{queued: func(int) {}}, 12)...)
+					ps = append(ps, flood(a, "flood", a.NewTool(fm, 8, 1<<10), tc.size, Caller{Queued: func(int) {}}, 12)...)
 				}
 				slots, memory := free(a)
-				t.Logf("instances left to a newcomer under one module's flood: %d of %d; memory %d of %d MiB", slots, DefaultMaxInstances, memory>>20, budget>>20)
+				t.Logf("instances left to a newcomer under one module's flood: %d of %d; memory %d of %d MiB", slots, serverSlots, memory>>20, budget>>20)
 				if slots != tc.wantSlots || memory != tc.wantMem {
 					t.Fatalf("one module's flood leaves %d instances and %d MiB free, want %d and %d MiB", slots, memory>>20, tc.wantSlots, tc.wantMem>>20)
 				}
-				newcomer := enterAsync(a, "newcomer", a.newTool(module("newcomer"), 8, 32), tc.size)
+				newcomer := enterAsync(a, "newcomer", a.NewTool(module("newcomer"), 8, 32), tc.size)
 				synctest.Wait()
 				if _, errs := admitted(newcomer); len(errs) != 1 || errs["newcomer"] != nil {
 					t.Fatalf("a newcomer module's call under the flood: %v, want it started at once", errs)
 				}
-				a.leave(newcomer.tool, tc.size)
+				a.Leave(newcomer.tool, tc.size)
 				for _, p := range stopAll(ps) {
-					a.leave(p.tool, p.size)
+					a.Leave(p.tool, p.size)
 				}
 				checkIdle(t, a, 0)
 			})
@@ -743,63 +668,63 @@ func TestAdmissionHeadroomUnderTenantFlood(t *testing.T) {
 		wantSlots int
 		wantMem   uint64
 	}{
-		{"instances", 1 << 20, DefaultMaxInstances / 2, budget - 32<<20},
-		{"memory", 64 << 20, DefaultMaxInstances - 8, budget / 2},
+		{"instances", 1 << 20, serverSlots / 2, budget - 32<<20},
+		{"memory", 64 << 20, serverSlots - 8, budget / 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				a := newAdmission(DefaultMaxInstances, budget)
-				slots, memory := a.defaultTenantShare()
-				fl := caller{tenant: "user:flood", slots: slots, memory: memory, queued: func(int) {}}
+				a := New(serverSlots, budget)
+				slots, memory := a.DefaultTenantShare()
+				fl := Caller{Tenant: "user:flood", Slots: slots, Memory: memory, Queued: func(int) {}}
 				var ps []*pending
 				for i := range 8 { // 8 modules of the default share: 128 instances, were it not for the tenant's
-					m := a.newModule(fmt.Sprint(i), DefaultMaxInstances/4, budget/4)
-					ps = append(ps, flood(a, "flood", a.newTool(m, 16, 1<<10), tc.size, fl, 24)...)
+					m := a.NewModule(fmt.Sprint(i), serverSlots/4, budget/4)
+					ps = append(ps, flood(a, "flood", a.NewTool(m, 16, 1<<10), tc.size, fl, 24)...)
 				}
 				slots, memory = free(a)
-				t.Logf("instances left to a newcomer under one tenant's flood: %d of %d; memory %d of %d MiB", slots, DefaultMaxInstances, memory>>20, budget>>20)
+				t.Logf("instances left to a newcomer under one tenant's flood: %d of %d; memory %d of %d MiB", slots, serverSlots, memory>>20, budget>>20)
 				if slots != tc.wantSlots || memory != tc.wantMem {
 					t.Fatalf("one tenant's flood leaves %d instances and %d MiB free, want %d and %d MiB", slots, memory>>20, tc.wantSlots, tc.wantMem>>20)
 				}
-				tool := a.newTool(a.newModule("shared", DefaultMaxInstances, 0), 8, 32)
-				newcomer := enterAsAsync(a, "newcomer", tool, tc.size, caller{tenant: "user:new", slots: slots, memory: memory})
+				tool := a.NewTool(a.NewModule("shared", serverSlots, 0), 8, 32)
+				newcomer := enterAsAsync(a, "newcomer", tool, tc.size, Caller{Tenant: "user:new", Slots: slots, Memory: memory})
 				synctest.Wait()
 				if _, errs := admitted(newcomer); len(errs) != 1 || errs["newcomer"] != nil {
 					t.Fatalf("a newcomer tenant's call under the flood: %v, want it started at once", errs)
 				}
-				a.leaveAs(tool, tc.size, "user:new")
+				a.LeaveAs(tool, tc.size, "user:new")
 				for _, p := range stopAll(ps) {
-					a.leaveAs(p.tool, p.size, "user:flood")
+					a.LeaveAs(p.tool, p.size, "user:flood")
 				}
 				checkIdle(t, a, 0)
 			})
 		})
 	}
 
-	// Plain calls: the tenant's queue bound is queuePerSlot × its share.
+	// Plain calls: the tenant's queue bound is QueuePerSlot × its share.
 	synctest.Test(t, func(t *testing.T) {
-		a := newAdmission(8, 1<<30)
-		tool := a.newTool(a.newModule("m", 8, 0), 8, 1<<10)
+		a := New(8, 1<<30)
+		tool := a.NewTool(a.NewModule("m", 8, 0), 8, 1<<10)
 		tool.mod.queue = 1 << 10
-		slots, memory := a.defaultTenantShare()
-		fl := caller{tenant: "user:flood", slots: slots, memory: memory}
-		ps := flood(a, "flood", tool, 1, fl, 4+queuePerSlot*4) // its 4 running and a full queue
+		slots, memory := a.DefaultTenantShare()
+		fl := Caller{Tenant: "user:flood", Slots: slots, Memory: memory}
+		ps := flood(a, "flood", tool, 1, fl, 4+QueuePerSlot*4) // its 4 running and a full queue
 		if n, _ := admitted(ps...); len(n) != 4 {
 			t.Fatalf("admitted %d of the flood, want its share of 4", len(n))
 		}
-		err := a.enterAs(context.Background(), tool, 1, fl)
-		var be *busyError
+		err := a.EnterAs(context.Background(), tool, 1, fl)
+		var be *BusyError
 		if !errors.As(err, &be) || be.scope != `tenant "user:flood" instance share: ` {
 			t.Fatalf("one plain call past the tenant's queue bound: %v, want busy by the tenant's share", err)
 		}
-		other := enterAsAsync(a, "other", tool, 1, caller{tenant: "user:other", slots: slots, memory: memory})
+		other := enterAsAsync(a, "other", tool, 1, Caller{Tenant: "user:other", Slots: slots, Memory: memory})
 		synctest.Wait()
 		if _, errs := admitted(other); errs["other"] != nil || len(errs) != 1 {
 			t.Fatalf("another tenant's plain call: %v, want it started", errs)
 		}
-		a.leaveAs(tool, 1, "user:other")
+		a.LeaveAs(tool, 1, "user:other")
 		for range stopAll(ps) {
-			a.leaveAs(tool, 1, "user:flood")
+			a.LeaveAs(tool, 1, "user:flood")
 		}
 		checkIdle(t, a, 0)
 	})
@@ -812,18 +737,18 @@ func TestAdmissionHeadroomUnderTenantFlood(t *testing.T) {
 func TestAdmissionNewcomerTakesTheNextSlot(t *testing.T) {
 	t.Run("module", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			a := newAdmission(8, 1<<30)
+			a := New(8, 1<<30)
 			var ps []*pending
-			var tools []*toolSlot
+			var tools []*Tool
 			for i := range 4 { // four modules of 2 slots fill the server, each with a queue
-				tl := a.newTool(a.newModule(fmt.Sprint(i), 2, 0), 2, 8)
+				tl := a.NewTool(a.NewModule(fmt.Sprint(i), 2, 0), 2, 8)
 				tools = append(tools, tl)
-				ps = append(ps, flood(a, fmt.Sprintf("m%d-", i), tl, 1, caller{}, 2+6)...) // 24 of the server's 32 queue places
+				ps = append(ps, flood(a, fmt.Sprintf("m%d-", i), tl, 1, Caller{}, 2+6)...) // 24 of the server's 32 queue places
 			}
 			if slots, _ := free(a); slots != 0 {
 				t.Fatalf("%d slots free, want the server full", slots)
 			}
-			nc := a.newTool(a.newModule("newcomer", 2, 0), 2, 8)
+			nc := a.NewTool(a.NewModule("newcomer", 2, 0), 2, 8)
 			newcomer := enterAsync(a, "newcomer", nc, 1)
 			synctest.Wait()
 			if names, errs := admitted(newcomer); len(names) != 0 {
@@ -836,15 +761,15 @@ func TestAdmissionNewcomerTakesTheNextSlot(t *testing.T) {
 					break
 				}
 			}
-			a.leave(ended.tool, 1)
+			a.Leave(ended.tool, 1)
 			synctest.Wait()
 			if names, errs := admitted(newcomer); len(names) != 1 || errs["newcomer"] != nil {
 				t.Fatalf("the first slot to free went elsewhere: newcomer %v, want it admitted ahead of 24 queued calls", errs)
 			}
-			a.leave(nc, 1)
+			a.Leave(nc, 1)
 			for _, p := range stopAll(ps) {
 				if p != ended {
-					a.leave(p.tool, 1)
+					a.Leave(p.tool, 1)
 				}
 			}
 			checkIdle(t, a, 0)
@@ -852,33 +777,33 @@ func TestAdmissionNewcomerTakesTheNextSlot(t *testing.T) {
 	})
 	t.Run("tenant", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			a := newAdmission(8, 1<<30)
-			tool := a.newTool(a.newModule("m", 8, 0), 8, 1<<10)
+			a := New(8, 1<<30)
+			tool := a.NewTool(a.NewModule("m", 8, 0), 8, 1<<10)
 			tool.mod.queue = 1 << 10
 			// Two tenants of the default share (half each) fill the
 			// server; one queues its whole bound, the other a few.
-			slots, memory := a.defaultTenantShare()
-			pa := flood(a, "a", tool, 1, caller{tenant: "user:a", slots: slots, memory: memory}, 4+queuePerSlot*4)
-			pb := flood(a, "b", tool, 1, caller{tenant: "user:b", slots: slots, memory: memory, queued: func(int) {}}, 4+3)
+			slots, memory := a.DefaultTenantShare()
+			pa := flood(a, "a", tool, 1, Caller{Tenant: "user:a", Slots: slots, Memory: memory}, 4+QueuePerSlot*4)
+			pb := flood(a, "b", tool, 1, Caller{Tenant: "user:b", Slots: slots, Memory: memory, Queued: func(int) {}}, 4+3)
 			if slots, _ := free(a); slots != 0 {
 				t.Fatalf("%d slots free, want the server full", slots)
 			}
-			newcomer := enterAsAsync(a, "newcomer", tool, 1, caller{tenant: "user:new", slots: slots, memory: memory})
+			newcomer := enterAsAsync(a, "newcomer", tool, 1, Caller{Tenant: "user:new", Slots: slots, Memory: memory})
 			synctest.Wait()
 			if names, errs := admitted(newcomer); len(names) != 0 {
 				t.Fatalf("the newcomer on a full server: %v, want it waiting (not busy: one tenant cannot fill the server's queue)", errs)
 			}
-			a.leaveAs(tool, 1, "user:a") // one of a's calls ends
+			a.LeaveAs(tool, 1, "user:a") // one of a's calls ends
 			synctest.Wait()
 			if names, errs := admitted(newcomer); len(names) != 1 || errs["newcomer"] != nil {
 				t.Fatalf("the first slot to free: newcomer %v, want it admitted ahead of 19 queued calls", errs)
 			}
-			a.leaveAs(tool, 1, "user:new")
+			a.LeaveAs(tool, 1, "user:new")
 			for range len(stopAll(pa)) - 1 {
-				a.leaveAs(tool, 1, "user:a")
+				a.LeaveAs(tool, 1, "user:a")
 			}
 			for range stopAll(pb) {
-				a.leaveAs(tool, 1, "user:b")
+				a.LeaveAs(tool, 1, "user:b")
 			}
 			checkIdle(t, a, 0)
 		})
@@ -890,11 +815,11 @@ func TestAdmissionNewcomerTakesTheNextSlot(t *testing.T) {
 // reserves more than its memory share; a second waits for the first.
 func TestAdmissionDefaultShareAdmitsOneLargeCall(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		a := newAdmission(8, 100)
-		slots, memory := a.defaultTenantShare() // 4 and 50
-		tc := caller{tenant: "user:t", slots: slots, memory: memory}
-		m := a.newModule("m", 8, 25)
-		tool := a.newTool(m, 8, 8)
+		a := New(8, 100)
+		slots, memory := a.DefaultTenantShare() // 4 and 50
+		tc := Caller{Tenant: "user:t", Slots: slots, Memory: memory}
+		m := a.NewModule("m", 8, 25)
+		tool := a.NewTool(m, 8, 8)
 		first := enterAsAsync(a, "first", tool, 40, tc)
 		synctest.Wait()
 		second := enterAsAsync(a, "second", tool, 40, tc)
@@ -902,12 +827,12 @@ func TestAdmissionDefaultShareAdmitsOneLargeCall(t *testing.T) {
 		if names, errs := admitted(first, second); !slices.Equal(names, []string{"first"}) || errs["first"] != nil {
 			t.Fatalf("admitted %v (%v), want the first call alone: 40 bytes pass the module's 25 and the tenant's 50, but nothing else runs", names, errs)
 		}
-		a.leaveAs(tool, 40, "user:t")
+		a.LeaveAs(tool, 40, "user:t")
 		synctest.Wait()
 		if _, errs := admitted(second); errs["second"] != nil || len(errs) != 1 {
 			t.Fatalf("the second call once the first ended: %v, want it admitted", errs)
 		}
-		a.leaveAs(tool, 40, "user:t")
+		a.LeaveAs(tool, 40, "user:t")
 		checkIdle(t, a, 0)
 	})
 }
