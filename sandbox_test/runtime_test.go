@@ -440,9 +440,9 @@ func TestCallGates(t *testing.T) {
 		{"tool", toolPolicy("elicitwait", "ask", host.ToolPolicy{MaxConcurrency: 1, MaxQueue: 1}), 6, 1, 1,
 			"1 calls running and 1 waiting"},
 		{"module", policy(map[string]host.ModulePolicy{"elicitwait": {MaxInstances: 1}}), 8, 1, 4,
-			`module "elicitwait" instance limit: host: tool busy: 1 calls running and 4 waiting`},
+			`module "elicitwait" instance limit: tool busy: 1 calls running and 4 waiting`},
 		{"server", &host.Policy{Defaults: short(), MaxInstances: 1, Modules: map[string]host.ModulePolicy{"elicitwait": {MaxInstances: 2}}}, 8, 1, 4,
-			"server-wide instance limit: host: tool busy: 1 calls running and 4 waiting"},
+			"server-wide instance limit: tool busy: 1 calls running and 4 waiting"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			onEngines(t, func(t *testing.T, e engine) {
