@@ -45,7 +45,7 @@ func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, status int, rea
 // denied reports a refusal to Config.Denied.
 func (h *Handler) denied(r *http.Request, tenant string, status int, reason string) {
 	if h.cfg.Denied != nil {
-		h.cfg.Denied(r, tenant, status, reason)
+		h.cfg.Denied(r.Method, r.URL.Path, tenant, status, reason)
 	}
 }
 

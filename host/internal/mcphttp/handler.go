@@ -55,10 +55,10 @@ type Config struct {
 	// Logger receives the edge's own log lines (go-sdk's handler log for
 	// 2026-07-28 requests included). Default: discard.
 	Logger *slog.Logger
-	// Denied is told of each request refused before MCP: who asked (when
-	// known), the status and why. It writes the audit line and counts the
+	// Denied is told of each request refused before MCP: its method and
+	// path, who asked (when known), the status and why. It writes the audit line and counts the
 	// refusal; it must be quick. Nil: nobody.
-	Denied func(r *http.Request, tenant string, status int, reason string)
+	Denied func(method, path, tenant string, status int, reason string)
 	// Auth, when set, requires a bearer token on every request and binds
 	// sessions and tasks to the tenant it names. Nil: requests carry no
 	// identity.

@@ -320,7 +320,7 @@ func TestSessionOfAnotherTenant(t *testing.T) {
 	var denied []int
 	_, h := newEdge(t, func(c *Config) {
 		c.Auth = &Auth{Verify: func(_ context.Context, token string) (string, error) { return token, nil }}
-		c.Denied = func(_ *http.Request, _ string, status int, _ string) {
+		c.Denied = func(_, _, _ string, status int, _ string) {
 			mu.Lock()
 			denied = append(denied, status)
 			mu.Unlock()

@@ -320,3 +320,48 @@ func TestSessionElicitationsBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTPTaskStatusOnTheGetStream: notifications/tasks/status reaches a
+// Streamable HTTP session too, on its GET stream, ending with the task's
+// terminal status.
+func TestHTTPTaskStatusOnTheGetStream(t *testing.T) {
+	ts := newTestServer(t, taskengine.Config{})
+	c := newHTTPClient(t, ts.httpServer(t))
+	c.initialize()
+	req, _ := http.NewRequest(http.MethodGet, c.hc.URL, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", c.hc.SessionID)
+	get, err := c.hc.HC.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer get.Body.Close()
+	if get.StatusCode != http.StatusOK {
+		t.Fatalf("GET: %d", get.StatusCode)
+	}
+	id := taskIDOf(t, c.call(1, "tools/call", map[string]any{"name": "quick", "arguments": map[string]any{"name": "Ada"}, "task": map[string]any{}}))
+	sc := bufio.NewScanner(get.Body)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var n struct {
+			Method string `json:"method"`
+			Params struct {
+				TaskID string `json:"taskId"`
+				Status string `json:"status"`
+			} `json:"params"`
+		}
+		if err := json.Unmarshal([]byte(data), &n); err != nil {
+			t.Fatalf("GET stream event %s: %v", data, err)
+		}
+		if n.Method != "notifications/tasks/status" || n.Params.TaskID != id {
+			t.Fatalf("GET stream carried %s, want the task's status", data)
+		}
+		if n.Params.Status == "completed" {
+			return
+		}
+	}
+	t.Fatal("the GET stream ended before the task's completed status")
+}
