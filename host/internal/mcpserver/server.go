@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wasmtask/wasmtask/taskengine"
@@ -301,6 +302,7 @@ func (s *Server) startSession(conn mcp.Connection, user, transport string) (*ses
 	}
 	sess := s.newSessionLocked(conn.SessionID(), user, tc)
 	s.mu.Unlock()
+	tc.answer = func(req *jsonrpc.Request) bool { return s.answerOwn(sess, req) }
 	s.wg.Go(func() {
 		defer close(sess.relayDone)
 		sess.relay.run(sess.ctx, func(t wireTask) error { return tc.notify(methodTaskStatus, t) })
@@ -311,6 +313,9 @@ func (s *Server) startSession(conn mcp.Connection, user, transport string) (*ses
 		s.releaseSession(sess.id)
 		return nil, nil, fmt.Errorf("connecting a %s session: %w", transport, err)
 	}
+	s.mu.Lock()
+	sess.ss = ss
+	s.mu.Unlock()
 	return sess, ss, nil
 }
 

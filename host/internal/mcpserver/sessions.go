@@ -30,6 +30,10 @@ type session struct {
 	// connection under it, nil over HTTP.
 	conn *taskConn
 	line *lineConn
+	// ss is go-sdk's session (guarded by Server.mu; nil until connected),
+	// own the requests answered before go-sdk sees them.
+	ss  *mcp.ServerSession
+	own ownRequests
 	// relay writes the status changes of its tasks, from a goroutine
 	// that ends (relayDone) once ctx does.
 	relay     *statusRelay

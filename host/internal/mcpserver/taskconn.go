@@ -20,6 +20,10 @@ import (
 type taskConn struct {
 	mcp.Connection
 
+	// answer answers a request itself and reports true, or leaves it to
+	// go-sdk (ownanswers.go). nil: go-sdk reads everything.
+	answer func(*jsonrpc.Request) bool
+
 	// Status notifications of a task wait until the CreateTaskResult that
 	// announced the task is written, so a client never hears of a task
 	// before it knows its ID. The code that creates a task says which
@@ -40,11 +44,19 @@ func newTaskConn(c mcp.Connection) *taskConn { return &taskConn{Connection: c} }
 
 // Read implements mcp.Connection.
 func (c *taskConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	msg, err := c.Connection.Read(ctx)
-	if req, ok := msg.(*jsonrpc.Request); ok && err == nil && req.Method == methodCallTool {
-		req.Params = liftTaskParams(req.Params, req.ID.Raw())
+	for {
+		msg, err := c.Connection.Read(ctx)
+		req, ok := msg.(*jsonrpc.Request)
+		if !ok || err != nil {
+			return msg, err
+		}
+		if req.Method == methodCallTool {
+			req.Params = liftTaskParams(req.Params, req.ID.Raw())
+		}
+		if c.answer == nil || !c.answer(req) {
+			return msg, nil
+		}
 	}
-	return msg, err
 }
 
 // Write implements mcp.Connection.
