@@ -258,9 +258,6 @@ func (o *ownRequests) cancelRequest(raw json.RawMessage) {
 	if json.Unmarshal(raw, &p) != nil {
 		return
 	}
-	if f, ok := p.RequestID.(float64); ok && f == float64(int64(f)) {
-		p.RequestID = int64(f)
-	}
 	id, err := jsonrpc.MakeID(p.RequestID)
 	if err != nil {
 		return
