@@ -47,12 +47,15 @@ var rules = []rule{
 	// The MCP protocol room: go-sdk's server and the task engine; it
 	// serves connections and never touches HTTP (its tests drive it
 	// through the HTTP room).
-	{dir: "host/internal/mcpserver", allow: []string{module + "/abi", module + "/taskengine", module + "/host/internal/mcpserver", "github.com/modelcontextprotocol/go-sdk", "github.com/google/jsonschema-go", "github.com/google/go-cmp"},
+	{dir: "host/internal/mcpserver", allow: []string{module + "/abi", module + "/taskengine", module + "/host/internal/mcpserver", module + "/host/internal/rpcmsg", "github.com/modelcontextprotocol/go-sdk", "github.com/google/jsonschema-go", "github.com/google/go-cmp"},
 		tests: []string{"golang.org/x/tools/txtar", module + "/host/hosttest", module + "/host/internal/mcphttp"},
 		deny:  []string{"net/http"}},
+	// The JSON-RPC message decoder both transports share: go-sdk's
+	// message types and the standard library.
+	{dir: "host/internal/rpcmsg", allow: []string{module + "/host/internal/rpcmsg", "github.com/modelcontextprotocol/go-sdk/jsonrpc"}},
 	// The HTTP room: the front, the sessions and their streams, on go-sdk's
 	// exported connection types; never the task engine or the MCP room.
-	{dir: "host/internal/mcphttp", allow: []string{module + "/host/internal/mcphttp", "github.com/modelcontextprotocol/go-sdk"}},
+	{dir: "host/internal/mcphttp", allow: []string{module + "/host/internal/mcphttp", module + "/host/internal/rpcmsg", "github.com/modelcontextprotocol/go-sdk"}},
 	// The shared task store: the NATS client and embedded server beside
 	// taskengine, never inside it.
 	{dir: "host/internal/natsstore", allow: []string{module + "/taskengine", "github.com/nats-io/nats.go", "github.com/nats-io/nats-server/v2"}},

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wasmtask/wasmtask/host/internal/rpcmsg"
 )
 
 // session is one 2025-11-25 session: its connection, the MCP layer's end
@@ -224,7 +225,7 @@ func (h *Handler) readMessage(w http.ResponseWriter, r *http.Request) (jsonrpc.M
 		writeError(w, http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "JSON-RPC batches are not supported (MCP has none since 2025-06-18)")
 		return nil, false
 	}
-	msg, err := jsonrpc.DecodeMessage(body)
+	msg, err := rpcmsg.Decode(body)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "invalid request: the body is not a JSON-RPC 2.0 message")
 		return nil, false

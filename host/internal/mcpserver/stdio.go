@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/wasmtask/wasmtask/host/internal/rpcmsg"
 	"github.com/wasmtask/wasmtask/taskengine"
 )
 
@@ -163,7 +164,7 @@ func (c *lineConn) decode(data []byte) (jsonrpc.Message, error) {
 		c.writeError(nil, jsonrpc.CodeInvalidRequest, "JSON-RPC batches are not supported")
 		return nil, errBadFrame
 	}
-	msg, err := jsonrpc.DecodeMessage(data)
+	msg, err := rpcmsg.Decode(data)
 	if err != nil {
 		c.writeError(rawID(data), jsonrpc.CodeInvalidRequest, clientRPCMessage("invalid request: "+err.Error()))
 		return nil, errBadFrame
