@@ -269,4 +269,3 @@ func (o *ownRequests) cancelRequest(raw json.RawMessage) {
 		cancel()
 	}
 }
-
