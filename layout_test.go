@@ -19,6 +19,7 @@ type rule struct {
 	dir   string   // directory prefix, slash-separated, relative to the module root
 	allow []string // import path prefixes allowed besides the standard library
 	tests []string // extra prefixes allowed in _test.go files
+	deny  []string // standard library packages its non-test files may not import
 }
 
 // rules mirror the dependency table of the design: the contract is a leaf,
@@ -43,8 +44,18 @@ var rules = []rule{
 	// imports wazero.
 	{dir: "host/internal/wasmrt", allow: []string{module + "/abi", module + "/host/internal/wasmrt", module + "/host/internal/schema", module + "/host/internal/wasmcode", "github.com/tetratelabs/wazero"},
 		tests: []string{module + "/host/hosttest"}},
-	{dir: "host/internal/mcpserver", allow: []string{module + "/abi", module + "/taskengine", module + "/host/internal/mcpserver", "github.com/modelcontextprotocol/go-sdk", "github.com/google/jsonschema-go", "github.com/google/go-cmp"},
-		tests: []string{"golang.org/x/tools/txtar", module + "/host/hosttest"}},
+	// The MCP protocol room: go-sdk's server and the task engine; it
+	// serves connections and never touches HTTP (its tests drive it
+	// through the HTTP room).
+	{dir: "host/internal/mcpserver", allow: []string{module + "/abi", module + "/taskengine", module + "/host/internal/mcpserver", module + "/host/internal/rpcmsg", "github.com/modelcontextprotocol/go-sdk", "github.com/google/jsonschema-go", "github.com/google/go-cmp"},
+		tests: []string{"golang.org/x/tools/txtar", module + "/host/hosttest", module + "/host/internal/mcphttp"},
+		deny:  []string{"net/http"}},
+	// The JSON-RPC message decoder both transports share: go-sdk's
+	// message types and the standard library.
+	{dir: "host/internal/rpcmsg", allow: []string{module + "/host/internal/rpcmsg", "github.com/modelcontextprotocol/go-sdk/jsonrpc"}},
+	// The HTTP room: the front, the sessions and their streams, on go-sdk's
+	// exported connection types; never the task engine or the MCP room.
+	{dir: "host/internal/mcphttp", allow: []string{module + "/host/internal/mcphttp", module + "/host/internal/rpcmsg", "github.com/modelcontextprotocol/go-sdk"}},
 	// The shared task store: the NATS client and embedded server beside
 	// taskengine, never inside it.
 	{dir: "host/internal/natsstore", allow: []string{module + "/taskengine", "github.com/nats-io/nats.go", "github.com/nats-io/nats-server/v2"}},
@@ -116,6 +127,9 @@ func permitted(dir, path string, r *rule, isTest bool) bool {
 	}
 	if isTest && allowed(path, testOnly) && !strings.HasPrefix(dir, "abi") {
 		return true
+	}
+	if !isTest && allowed(path, r.deny) {
+		return false
 	}
 	return isStd(path) || allowed(path, r.allow) || (isTest && allowed(path, r.tests))
 }
@@ -200,6 +214,12 @@ func TestLayeringCatchesViolations(t *testing.T) {
 		{"host/internal/wasmrt", module + "/host/internal/wasmcode", false, true},
 		{"host/internal/admission", module + "/host/internal/wasmrt", false, false},
 		{"host/internal/admission", module + "/abi", false, false},
+		{"host/internal/mcpserver", "net/http", false, false},
+		{"host/internal/mcpserver", "net/http/httptest", false, false},
+		{"host/internal/mcpserver", "net/http", true, true},
+		{"host/internal/mcphttp", module + "/taskengine", false, false},
+		{"host/internal/mcphttp", module + "/host/internal/mcpserver", false, false},
+		{"host/internal/mcphttp", "github.com/modelcontextprotocol/go-sdk/jsonrpc", false, true},
 		{"cmd/wasmtask", module + "/host/internal/wasmrt", false, false},
 		{"examples/go/demo", module + "/host", false, false},
 		{"examples", module + "/host", true, true},

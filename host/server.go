@@ -21,6 +21,7 @@ import (
 	"github.com/wasmtask/wasmtask/abi"
 	"github.com/wasmtask/wasmtask/host/defaulttools"
 	"github.com/wasmtask/wasmtask/host/internal/admission"
+	"github.com/wasmtask/wasmtask/host/internal/mcphttp"
 	"github.com/wasmtask/wasmtask/host/internal/mcpserver"
 	"github.com/wasmtask/wasmtask/host/internal/natsstore"
 	"github.com/wasmtask/wasmtask/host/internal/resultcache"
@@ -167,6 +168,7 @@ type Server struct {
 	engine    *taskengine.Engine
 	store     *natsstore.Store // nil: tasks live in this process only
 	mcp       *mcpserver.Server
+	edge      *mcphttp.Handler // the Streamable HTTP edge in front of mcp
 	catalog   atomic.Pointer[catalog]
 	adm       *admission.Controller // the one admission controller of every call
 	results   *resultcache.Cache
@@ -230,7 +232,7 @@ func (c *Config) connectionLimits() (total, perAddr int) {
 var ErrServerClosed = errors.New("host: server closed")
 
 // HTTPPath is the MCP endpoint of [Server.Handler] and [Server.Serve].
-const HTTPPath = mcpserver.HTTPPath
+const HTTPPath = mcphttp.Path
 
 // New starts loading the tools and returns a Server ready to serve: the
 // modules load in the background (two at a time, those the policy names
@@ -313,7 +315,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		begun:      time.Now(),
 	}
 	s.metrics = newMetrics(s)
-	var auth *mcpserver.Auth
+	var auth *mcphttp.Auth
 	if cfg.TenantsFile != "" {
 		if auth, err = s.startTenants(); err != nil {
 			s.closeParts()
@@ -332,23 +334,33 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 			c, release := s.acquire()
 			return c, release, nil
 		},
-		Engine:                engine,
+		Engine:           engine,
+		Logger:           cfg.Logger,
+		Name:             cfg.Name,
+		Version:          cfg.Version,
+		MaxMessageBytes:  cfg.MaxMessageBytes,
+		MaxArgumentBytes: cfg.MaxArgumentBytes,
+		Visible:          s.visibleFunc(),
+		OnDenied:         func(status int) { s.metrics.denied.WithLabelValues(strconv.Itoa(status)).Inc() },
+	})
+	if err != nil {
+		s.closeParts()
+		return nil, fmt.Errorf("host: %w", err)
+	}
+	s.edge, err = mcphttp.New(mcphttp.Config{
+		MCP:                   s.mcp,
 		Logger:                cfg.Logger,
-		Name:                  cfg.Name,
-		Version:               cfg.Version,
-		MaxMessageBytes:       cfg.MaxMessageBytes,
-		MaxArgumentBytes:      cfg.MaxArgumentBytes,
-		SessionTimeout:        cfg.SessionTimeout,
+		Denied:                s.mcp.AuditDenied,
 		Auth:                  auth,
-		Visible:               s.visibleFunc(),
-		RequestRate:           s.requestRateFunc(),
-		OnDenied:              func(status int) { s.metrics.denied.WithLabelValues(strconv.Itoa(status)).Inc() },
 		AllowedHosts:          cfg.AllowedHosts,
 		AllowedOrigins:        cfg.AllowedOrigins,
 		MaxSessions:           cfg.MaxSessions,
 		MaxSessionsPerTenant:  cfg.MaxSessionsPerTenant,
 		MaxRequestsPerSession: cfg.MaxRequestsPerSession,
 		MaxRequestsPerTenant:  cfg.MaxRequestsPerTenant,
+		RequestRate:           s.requestRateFunc(),
+		MaxMessageBytes:       cfg.MaxMessageBytes,
+		SessionTimeout:        cfg.SessionTimeout,
 	})
 	if err != nil {
 		s.closeParts()
@@ -578,7 +590,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 // and is stopped by Shutdown and Close.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/", s.mcp.HTTPHandler()) // the MCP endpoint, and its metadata document with auth
+	mux.Handle("/", s.edge) // the MCP endpoint, and its metadata document with auth
 	mux.HandleFunc("GET "+HealthPath, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, "ok\n")
@@ -724,6 +736,9 @@ func (s *Server) Close() error {
 		s.loadedOnce.Do(func() { close(s.loaded) })
 		// Release blocked requests first, so closing connections does not
 		// wait for them.
+		if s.edge != nil {
+			s.edge.Close()
+		}
 		if s.mcp != nil {
 			s.mcp.Close()
 		}

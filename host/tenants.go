@@ -24,6 +24,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/wasmtask/wasmtask/host/internal/mcphttp"
 	"github.com/wasmtask/wasmtask/host/internal/mcpserver"
 	"github.com/wasmtask/wasmtask/plugins"
 	"github.com/wasmtask/wasmtask/taskengine"
@@ -398,7 +399,7 @@ func (v *jwtVerifier) verify(token string) (string, error) {
 // startTenants loads the tenant file, starts watching it, and returns the
 // MCP layer's authentication, which reads the tenants in force on every
 // request.
-func (s *Server) startTenants() (*mcpserver.Auth, error) {
+func (s *Server) startTenants() (*mcphttp.Auth, error) {
 	t, err := LoadTenants(s.cfg.TenantsFile)
 	if err != nil {
 		return nil, err
@@ -417,7 +418,7 @@ func (s *Server) startTenants() (*mcpserver.Auth, error) {
 		return nil, fmt.Errorf("%w: %v", ErrTenants, err)
 	}
 	s.tenantWatch = w
-	return &mcpserver.Auth{
+	return &mcphttp.Auth{
 		Verify: func(_ context.Context, token string) (string, error) {
 			a := s.tenants.Load()
 			if a == nil {

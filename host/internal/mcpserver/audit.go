@@ -3,7 +3,6 @@ package mcpserver
 import (
 	"context"
 	"log/slog"
-	"net/http"
 
 	"github.com/wasmtask/wasmtask/taskengine"
 )
@@ -42,11 +41,11 @@ func toolAttrs(cat Catalog, tool string) []slog.Attr {
 // AuditDenied writes the audit line of an HTTP request that a check in
 // front of MCP refused (authentication, rate, origin, host, caps): who
 // asked, when known, and why.
-func (s *Server) AuditDenied(r *http.Request, tenant string, status int, reason string) {
+func (s *Server) AuditDenied(method, path, tenant string, status int, reason string) {
 	if s.cfg.OnDenied != nil {
 		s.cfg.OnDenied(status)
 	}
-	s.audit(auditDenied, tenant, slog.String("method", r.Method), slog.String("path", r.URL.Path),
+	s.audit(auditDenied, tenant, slog.String("method", method), slog.String("path", path),
 		slog.Int("status", status), slog.String("reason", reason))
 }
 

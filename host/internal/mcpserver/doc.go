@@ -1,15 +1,16 @@
-// Package mcpserver is wasmtask's MCP layer: it serves the host's tool
-// [Catalog] over stdio and Streamable HTTP with the official go-sdk, and adds
+// Package mcpserver is wasmtask's MCP protocol layer: it serves the host's
+// tool [Catalog] over any connection with the official go-sdk, and adds
 // tasks on top of it, backed by one taskengine.Engine, in both protocol
 // eras: the 2025-11-25 task protocol and the 2026-07-28 tasks extension
-// (io.modelcontextprotocol/tasks).
-// All go-sdk code of the product lives here; nothing of go-sdk appears in
-// the exported API.
+// (io.modelcontextprotocol/tasks). It serves stdio itself (ServeStdio);
+// Streamable HTTP is the HTTP room's (host/internal/mcphttp), which owns
+// the sessions and hands each one's connection to [Server.Connect]. It
+// never touches HTTP.
 //
 //	s, err := mcpserver.New(mcpserver.Config{Catalog: current, Engine: engine, Logger: logger})
 //	...
-//	go s.ServeStdio(ctx, os.Stdin, os.Stdout) // or
-//	http.ListenAndServe(addr, s.HTTPHandler()) // serves /mcp
+//	go s.ServeStdio(ctx, os.Stdin, os.Stdout) // or, over HTTP:
+//	edge, err := mcphttp.New(mcphttp.Config{MCP: s, Denied: s.AuditDenied})
 //	...
 //	s.ToolsChanged() // after a reload that changed the tool list
 //	...
@@ -22,7 +23,7 @@
 // tasks/list, tasks/cancel, progress and log forwarding, elicitation (plain,
 // and input_required for tasks), task ownership, the audit log (task
 // creation, completion, cancellation, retrieval) and every text a client
-// reads (errors.go). It does not own running tools, nor parsing and
+// reads (errors.go). It does not own HTTP (mcphttp does), running tools, nor parsing and
 // validating their arguments (the Catalog does, once, inside the call's
 // admission and deadline), nor the task store, its limits and TTLs
 // (taskengine does).
@@ -34,7 +35,8 @@
 // into the tool error's text; a task the engine ended carries its reason
 // (taskengine.Task.Err) and the status message is written here; go-sdk's
 // own errors for params it cannot decode, which quote Go types, are
-// reworded on both transports before they are written. No text a client
+// reworded as jsonrpc.Message values by the connection decorator every
+// transport goes through (taskConn). No text a client
 // reads names a Go package, type or configuration field; the full error
 // goes to the server log.
 //
@@ -70,7 +72,7 @@
 // # 2026-07-28 (modern.go, mrtr.go)
 //
 // A request whose own _meta names protocol 2026-07-28 or later is served
-// statelessly: over HTTP by a second go-sdk handler (Stateless) on the
+// statelessly: over HTTP by go-sdk's stateless handler (in the HTTP room), on the
 // same server, chosen by the MCP-Protocol-Version header; on stdio by the
 // same connection. It records no session. Its era and capabilities come
 // from its _meta alone. tools/call creates a task for a tool whose task
@@ -89,9 +91,10 @@
 // reads the other's tasks of the same owner; anonymous 2026-07-28 tasks
 // over HTTP share one owner, their IDs being the handles.
 //
-// notifications/tasks/status is sent on stdio for each status change of a
-// 2025-11-25 task; it is not sent over Streamable HTTP (go-sdk cannot write custom notifications
-// there; the spec makes it optional and clients poll with tasks/get).
+// notifications/tasks/status is sent for each status change of a
+// 2025-11-25 task, after the response that announced the task: on stdio,
+// and over Streamable HTTP on the session's GET stream when one is open
+// (the spec makes it optional; clients also poll with tasks/get).
 //
 // # Ownership and security
 //
@@ -103,32 +106,6 @@
 // requestor's tasks. Task IDs are 130-bit random (taskengine). The maximum
 // TTL and the running tasks per requestor come from the engine's Config;
 // exceeding the latter gives JSON-RPC error -32000 with a clear message.
-//
-// # The HTTP front
-//
-// Before anything reads a request's body, the front checks its method,
-// Host (Config.AllowedHosts), Origin (the endpoint's own or
-// Config.AllowedOrigins), content type and, with Config.Auth, its bearer
-// token (go-sdk's auth middleware; the tenant becomes the TokenInfo's
-// UserID and so the owner of its tasks); then the tenant's request rate,
-// the caps on sessions (total, per tenant) and on requests in flight per
-// session. A refusal is a status code and one line, an audit line, and
-// changes nothing. Each write of a response has its own deadline
-// (Config.WriteTimeout), so a stream lives as long as its client reads it.
-// A tools/call or tasks/result ends when the POST that carried it does
-// (the private _meta key io.wasmtask/http-request ties them). A POST of
-// a 2025-11-25 session holding exactly one tasks/get, tasks/cancel,
-// tasks/result of a task that has ended, or tools/call without _meta
-// that can send the session nothing before its result (the client set no
-// log level; no question it could answer, ToolInfo) is answered by the
-// front itself as one JSON body, through the same handlers (direct.go);
-// anything go-sdk might read or refuse differently, a session go-sdk may
-// have timed out (a 404 from go-sdk ends our record of it), a
-// tasks/result that would wait, and a call that may need a stream go to
-// go-sdk. A plain
-// call answered so ends on the client's notifications/cancelled, and
-// keeps go-sdk from closing its session as idle (a ping every quarter of
-// the idle timeout).
 //
 // # Robustness
 //
@@ -166,37 +143,37 @@
 //     it to 2025-11-25 sessions and to 2026-07-28 subscriptions/listen
 //     streams alike. Retired by an exported list-changed notification on
 //     the server.
-//   - Params go-sdk cannot decode are refused before any middleware with
-//     encoding/json's wording (Go type and field names): outgoing JSON-RPC
-//     errors are reworded, by our stdio connection and by a
-//     ResponseWriter wrapper over HTTP. Retired by go-sdk wording decode
-//     errors in JSON terms.
 //   - No tasks at all (go-sdk issue #626): tasks/* are custom methods
 //     (AddReceivingCustomMethod), capabilities.tasks and execution.taskSupport
 //     are added by rewriting the initialize and tools/list results in a
-//     receiving middleware, and tools/call is answered by that middleware.
+//     receiving middleware, and tools/call is answered by that middleware;
+//     params.task, which go-sdk drops when it decodes tools/call, is lifted
+//     into a private _meta key ("io.wasmtask/lifted-task", stripped from
+//     client input first) by taskConn before go-sdk reads the message.
 //     Retired by native task support in go-sdk (#626).
-//   - params.task is dropped when go-sdk decodes tools/call: it is lifted into
-//     a private _meta key ("io.wasmtask/lifted-task", stripped from client
-//     input first) before decoding — by our stdio connection and by an
-//     http.Handler that rewrites POST bodies. Retired by a Task field on
-//     CallToolParams (part of #626).
+//   - No API to send a custom notification (notifications/tasks/status):
+//     taskConn writes it on the session's connection. Retired by a
+//     ServerSession.Notify(method, params) API.
+//   - Params go-sdk cannot decode are refused before any middleware with
+//     encoding/json's wording (Go type and field names): taskConn rewords
+//     the errors it writes. Retired by go-sdk wording decode errors in
+//     JSON terms.
 //   - Custom method handlers get no RequestExtra (auth info): the middleware
 //     puts the requestor in the context. Retired by passing the request (or
 //     its Extra) to AddReceivingCustomMethod handlers.
 //   - A missing params reaches custom handlers as a nil pointer and go-sdk
 //     does not recover handler panics: nil checks and a recovering
 //     middleware. Retired by recovery in go-sdk's handler dispatch.
-//   - No API to send a custom notification (notifications/tasks/status): on
-//     stdio our own connection writes it; over HTTP it is not sent. Retired
-//     by a ServerSession.Notify(method, params) API.
-//   - ServerSession.Close and the HTTP DELETE wait for in-flight requests
-//     without cancelling them, so a parked tasks/result would block them: we
-//     cancel our own per-session context first (and on DELETE, before
-//     go-sdk sees it). Retired by cancelling in-flight handlers on Close.
-//   - There is no hook when a Streamable HTTP session ends: our per-session
-//     state is swept against Server.Sessions (amortised). Retired by a
-//     session-closed callback on the server.
+//   - A transport outside go-sdk cannot tell which request a write belongs
+//     to (go-sdk keeps the request ID in an unexported context key): the
+//     middleware asks the connection to name the request by its
+//     RequestExtra (WithRequest), so progress, logs and questions travel on
+//     their request's stream. Retired by an exported accessor for the
+//     request ID of a handler's context.
+//   - ServerSession.Close waits for in-flight requests without cancelling
+//     them, so a parked tasks/result would block it: the session's own
+//     context is cancelled first (Connect's end, Close). Retired by
+//     cancelling in-flight handlers on Close.
 //   - go-sdk replaces the message of every -32601 error with
 //     `method not found: "tools/call"`: our -32601 errors use a type that is
 //     not errors.Is-equal to its sentinel so the explanation survives.
@@ -204,23 +181,6 @@
 //   - go-sdk's stdio connection ends the session on the first line that is
 //     not a valid message: we use our own line connection. Retired by
 //     answering bad frames with -32700/-32600 in go-sdk's ioConn.
-//   - Writes made with a background context go to the standalone GET stream
-//     over HTTP; a task's progress and elicitations are therefore written
-//     with the context of a waiting tasks/result when there is one (so they
-//     travel on its stream, as the spec suggests). Retired by native tasks.
-//   - go-sdk chooses JSON or SSE answers per handler: a third handler, with
-//     JSONResponse, serves 2026-07-28 POSTs that can receive nothing before
-//     their answer (no progress token, or a call of a tool that cannot
-//     report progress, ToolInfo); 2025-11-25 sessions keep streams.
-//     Retired by a per-request choice of the response mode.
-//   - A request through go-sdk's HTTP handler decodes its body several
-//     times with a fresh 32 KiB buffer each and answers on an SSE stream
-//     even when the answer is ready: task polls (tasks/get, tasks/cancel,
-//     tasks/result of an ended task) and tools/call that can send nothing
-//     before the result are answered by the front as JSON (direct.go),
-//     which then does what go-sdk does for a request it serves: honours
-//     notifications/cancelled and pauses the session's idle timeout (a
-//     ping through go-sdk every quarter of it). Retired by go-sdk decoding
-//     a message once with a reused buffer and choosing JSON per request
-//     when nothing will precede the answer.
+//
+// The HTTP room lists its own (go-sdk's stateless handler for 2026-07-28).
 package mcpserver

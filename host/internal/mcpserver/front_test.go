@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
+	"github.com/wasmtask/wasmtask/host/internal/mcphttp"
 	"github.com/wasmtask/wasmtask/taskengine"
 )
 
@@ -45,12 +46,12 @@ const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"proto
 // not JSON, and a method MCP does not use are refused before the body is
 // read; the endpoint's own origin and the allowed ones pass.
 func TestHTTPFrontChecks(t *testing.T) {
-	ts := newTestServerWith(t, taskengine.Config{}, func(c *Config) {
+	ts := newTestServerHTTP(t, taskengine.Config{}, func(c *mcphttp.Config) {
 		c.AllowedHosts = []string{"127.0.0.1", "tools.example.com"}
 		c.AllowedOrigins = []string{"https://app.example.com"}
 	})
 	srv := ts.httpServer(t)
-	url := srv.URL + HTTPPath
+	url := srv.URL + mcphttp.Path
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name string
@@ -71,7 +72,7 @@ func TestHTTPFrontChecks(t *testing.T) {
 	// Refused before the body is read.
 	for _, hdr := range []map[string]string{{"Origin": "https://evil.example"}, {"Content-Type": "text/plain"}} {
 		body := &readFlag{r: strings.NewReader(initBody)}
-		req := httptest.NewRequest(http.MethodPost, HTTPPath, body)
+		req := httptest.NewRequest(http.MethodPost, mcphttp.Path, body)
 		req.Header.Set("Content-Type", "application/json")
 		for k, v := range hdr {
 			req.Header.Set(k, v)
@@ -91,12 +92,12 @@ func TestHTTPFrontChecks(t *testing.T) {
 // TestHTTPSessionCaps: past MaxSessions, a request that would open a
 // session gets 503 and Retry-After; existing sessions keep working.
 func TestHTTPSessionCaps(t *testing.T) {
-	ts := newTestServerWith(t, taskengine.Config{}, func(c *Config) { c.MaxSessions = 2 })
+	ts := newTestServerHTTP(t, taskengine.Config{}, func(c *mcphttp.Config) { c.MaxSessions = 2 })
 	srv := ts.httpServer(t)
 	a, b := newHTTPClient(t, srv), newHTTPClient(t, srv)
 	a.initialize()
 	b.initialize()
-	code, hdr, body := rawPost(t, context.Background(), srv.URL+HTTPPath, nil, strings.NewReader(initBody))
+	code, hdr, body := rawPost(t, context.Background(), srv.URL+mcphttp.Path, nil, strings.NewReader(initBody))
 	if code != http.StatusServiceUnavailable || hdr.Get("Retry-After") == "" || !strings.Contains(body, "too many sessions") {
 		t.Errorf("a third session: %d %q (Retry-After %q), want 503 too many sessions with Retry-After", code, body, hdr.Get("Retry-After"))
 	}
@@ -193,33 +194,10 @@ func (f *readFlag) Read(p []byte) (int, error) {
 	return f.r.Read(p)
 }
 
-func TestTokenBucket(t *testing.T) {
-	var l rateLimits
-	t0 := time.Unix(1000, 0)
-	for i := range 2 {
-		if ok, _ := l.take("a", 1, 2, t0); !ok {
-			t.Fatalf("request %d within the burst refused", i)
-		}
-	}
-	ok, wait := l.take("a", 1, 2, t0)
-	if ok || wait != time.Second {
-		t.Fatalf("past the burst: ok=%v wait=%v, want refused, 1s", ok, wait)
-	}
-	if ok, _ := l.take("b", 1, 2, t0); !ok {
-		t.Error("another tenant's bucket was spent")
-	}
-	if ok, _ := l.take("a", 1, 2, t0.Add(time.Second)); !ok {
-		t.Error("a refilled token refused")
-	}
-	if ok, _ := l.take("a", 1, 2, t0.Add(time.Second)); ok {
-		t.Error("a token spent twice")
-	}
-}
-
 // TestHTTPRequestRate: a tenant past its rate gets 429 with Retry-After;
 // another tenant is not affected.
 func TestHTTPRequestRate(t *testing.T) {
-	ts := newTestServerWith(t, taskengine.Config{}, func(c *Config) {
+	ts := newTestServerHTTP(t, taskengine.Config{}, func(c *mcphttp.Config) {
 		c.RequestRate = func(tenant string) (float64, int) {
 			if tenant == "alice" {
 				return 0.01, 3 // initialize, its notification, one more
@@ -261,8 +239,8 @@ func bearerServer(t *testing.T, ts *testServer) *httptest.Server {
 // TestHTTPSessionsPerTenant: past MaxSessionsPerTenant a tenant's new
 // session gets 429 with Retry-After; another tenant still opens one.
 func TestHTTPSessionsPerTenant(t *testing.T) {
-	ts := newTestServerWith(t, taskengine.Config{}, func(c *Config) { c.MaxSessionsPerTenant = 2 })
-	url := bearerServer(t, ts).URL + HTTPPath
+	ts := newTestServerHTTP(t, taskengine.Config{}, func(c *mcphttp.Config) { c.MaxSessionsPerTenant = 2 })
+	url := bearerServer(t, ts).URL + mcphttp.Path
 	open := func(user string) (int, http.Header) {
 		code, hdr, _ := rawPost(t, context.Background(), url, map[string]string{"Authorization": "Bearer " + user}, strings.NewReader(initBody))
 		return code, hdr
@@ -283,7 +261,7 @@ func TestHTTPSessionsPerTenant(t *testing.T) {
 // TestHTTPRequestsInFlight: past MaxRequestsPerSession requests in flight
 // on one session, the next gets 429; it fits again once one ends.
 func TestHTTPRequestsInFlight(t *testing.T) {
-	ts := newTestServerWith(t, taskengine.Config{}, func(c *Config) { c.MaxRequestsPerSession = 1 })
+	ts := newTestServerHTTP(t, taskengine.Config{}, func(c *mcphttp.Config) { c.MaxRequestsPerSession = 1 })
 	srv := ts.httpServer(t)
 	c := newHTTPClient(t, srv)
 	c.initialize()
@@ -310,8 +288,8 @@ func TestHTTPRequestsInFlight(t *testing.T) {
 // TestHTTPSessionCapsUnderParallelOpens: many initialize requests at once
 // cannot open more sessions than the cap between them.
 func TestHTTPSessionCapsUnderParallelOpens(t *testing.T) {
-	ts := newTestServerWith(t, taskengine.Config{}, func(c *Config) { c.MaxSessionsPerTenant = 2 })
-	url := bearerServer(t, ts).URL + HTTPPath
+	ts := newTestServerHTTP(t, taskengine.Config{}, func(c *mcphttp.Config) { c.MaxSessionsPerTenant = 2 })
+	url := bearerServer(t, ts).URL + mcphttp.Path
 	codes := make(chan int, 32)
 	var wg sync.WaitGroup
 	for range 32 {
@@ -347,22 +325,13 @@ func TestHTTPBodyWithTrailingData(t *testing.T) {
 	}
 }
 
-// TestLiftKeepsSize: rewriting a body does not escape <, > and &.
-func TestLiftKeepsSize(t *testing.T) {
-	in := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"s":"<<&&>>"},"task":{}}}`
-	out := liftBody([]byte(in), "tok")
-	if !strings.Contains(string(out), `"<<&&>>"`) {
-		t.Errorf("lifted body %s escapes HTML characters", out)
-	}
-}
-
 // TestHTTPDeleteBehindProxy: with AllowedHosts (a proxy on a loopback
 // address forwarding a public name), a DELETE releases the session's
 // blocked requests as it does without a proxy, instead of hanging.
 func TestHTTPDeleteBehindProxy(t *testing.T) {
-	ts := newTestServerWith(t, taskengine.Config{}, func(c *Config) { c.AllowedHosts = []string{"tools.example.com"} })
+	ts := newTestServerHTTP(t, taskengine.Config{}, func(c *mcphttp.Config) { c.AllowedHosts = []string{"tools.example.com"} })
 	srv := ts.httpServer(t)
-	url := srv.URL + HTTPPath
+	url := srv.URL + mcphttp.Path
 	host := map[string]string{"Host": "tools.example.com"}
 	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(initBody))
 	req.Host = "tools.example.com"
@@ -398,8 +367,8 @@ func TestHTTPDeleteBehindProxy(t *testing.T) {
 // TestHTTPRequestsInFlightPerTenant: a tenant's requests in flight over
 // all its sessions are bounded; another tenant is not affected.
 func TestHTTPRequestsInFlightPerTenant(t *testing.T) {
-	ts := newTestServerWith(t, taskengine.Config{}, func(c *Config) { c.MaxRequestsPerTenant = 1 })
-	url := bearerServer(t, ts).URL + HTTPPath
+	ts := newTestServerHTTP(t, taskengine.Config{}, func(c *mcphttp.Config) { c.MaxRequestsPerTenant = 1 })
+	url := bearerServer(t, ts).URL + mcphttp.Path
 	session := func(user string) map[string]string {
 		code, hdr, body := rawPost(t, context.Background(), url, map[string]string{"Authorization": "Bearer " + user}, strings.NewReader(initBody))
 		if code != http.StatusOK {

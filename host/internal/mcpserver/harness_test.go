@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"regexp"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/wasmtask/wasmtask/host/hosttest"
+	"github.com/wasmtask/wasmtask/host/internal/mcphttp"
 	"github.com/wasmtask/wasmtask/taskengine"
 )
 
@@ -26,6 +28,36 @@ type testServer struct {
 	engine  *taskengine.Engine
 
 	holds, releases atomic.Int64 // catalog references taken and given back
+
+	edgeEdit func(*mcphttp.Config) // how HTTPHandler's edge is configured
+	edgeOnce sync.Once
+	edge     *mcphttp.Handler
+}
+
+// newTestServerHTTP is newTestServer whose HTTP edge (HTTPHandler) is
+// configured by edit.
+func newTestServerHTTP(t testing.TB, ecfg taskengine.Config, edit func(*mcphttp.Config)) *testServer {
+	t.Helper()
+	ts := newTestServer(t, ecfg)
+	ts.edgeEdit = edit
+	return ts
+}
+
+// HTTPHandler is the Streamable HTTP edge in front of the test server, as
+// the host builds it; it closes before the server does.
+func (ts *testServer) HTTPHandler() http.Handler {
+	ts.edgeOnce.Do(func() {
+		cfg := mcphttp.Config{MCP: ts.Server, Logger: ts.log, Denied: ts.AuditDenied}
+		if ts.edgeEdit != nil {
+			ts.edgeEdit(&cfg)
+		}
+		h, err := mcphttp.New(cfg)
+		if err != nil {
+			panic(err)
+		}
+		ts.edge = h
+	})
+	return ts.edge
 }
 
 // atomicCatalog holds the catalog a test server serves.
@@ -67,6 +99,9 @@ func newTestServerWith(t testing.TB, ecfg taskengine.Config, edit func(*Config))
 	t.Cleanup(func() {
 		// Let every parked fake tool go so the engine can close.
 		close(ft.release)
+		if ts.edge != nil {
+			ts.edge.Close()
+		}
 		s.Close()
 		e.Close()
 	})

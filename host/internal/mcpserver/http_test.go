@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/wasmtask/wasmtask/host/hosttest"
+	"github.com/wasmtask/wasmtask/host/internal/mcphttp"
 	"github.com/wasmtask/wasmtask/taskengine"
 )
 
@@ -30,7 +31,7 @@ func (ts *testServer) httpServer(t testing.TB) *httptest.Server {
 }
 
 func newHTTPClient(t testing.TB, srv *httptest.Server) *httpClient {
-	hc := hosttest.NewHTTPClient(t, srv.URL+HTTPPath)
+	hc := hosttest.NewHTTPClient(t, srv.URL+mcphttp.Path)
 	hc.HC = srv.Client()
 	hc.Elicit = func(json.RawMessage) any {
 		return map[string]any{"action": "accept", "content": map[string]any{"color": "green"}}
@@ -206,25 +207,24 @@ func TestHTTPBodyLimitCountsWhatTheClientSent(t *testing.T) {
 	}
 }
 
-func TestLiftBody(t *testing.T) {
+// TestLiftTaskParams: params.task moves into the private _meta key, and a
+// client's own private keys never survive.
+func TestLiftTaskParams(t *testing.T) {
 	for _, tc := range []struct{ name, in, want string }{
-		{"no task", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"}}`, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"}}`},
-		{"task lifted", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","task":{"ttl":5}}}`,
-			`{"id":1,"jsonrpc":"2.0","method":"tools/call","params":{"_meta":{"io.wasmtask/lifted-task":{"ttl":5}},"name":"a"}}`},
-		{"injection stripped", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","_meta":{"io.wasmtask/lifted-task":{},"k":1}}}`,
-			`{"id":1,"jsonrpc":"2.0","method":"tools/call","params":{"_meta":{"k":1},"name":"a"}}`},
-		{"escaped injection stripped", `{"jsonrpc":"2.0","id":1,"method":"tools\/call","params":{"name":"a","_meta":{"io.wasmtask\/lifted-task":{}}}}`,
-			`{"id":1,"jsonrpc":"2.0","method":"tools\/call","params":{"_meta":{},"name":"a"}}`},
-		{"other method untouched", `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"task":{}}}`, `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"task":{}}}`},
-		{"batch", `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"a","task":{}}}]`,
-			`[{"jsonrpc":"2.0","id":1,"method":"ping"},{"id":2,"jsonrpc":"2.0","method":"tools/call","params":{"_meta":{"io.wasmtask/lifted-task":{}},"name":"a"}}]`},
-		{"not json", `{"jsonrpc":`, `{"jsonrpc":`},
+		{"no task", `{"name":"a"}`, `{"name":"a"}`},
+		{"task lifted", `{"name":"a","task":{"ttl":5}}`, `{"_meta":{"io.wasmtask/lifted-task":{"ttl":5}},"name":"a"}`},
+		{"injection stripped", `{"name":"a","_meta":{"io.wasmtask/lifted-task":{},"k":1}}`, `{"_meta":{"k":1},"name":"a"}`},
+		{"escaped injection stripped", `{"name":"a","_meta":{"io.wasmtask\/lifted-task":{}}}`, `{"_meta":{},"name":"a"}`},
+		{"not an object", `[1]`, `[1]`},
+		{"keeps size", `{"name":"t","arguments":{"s":"<<&&>>"},"task":{}}`, `{"_meta":{"io.wasmtask/lifted-task":{}},"arguments":{"s":"<<&&>>"},"name":"t"}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := string(liftBody([]byte(tc.in), ""))
-			// Compare as canonical JSON where possible.
+			got := string(liftTaskParams(json.RawMessage(tc.in), nil))
 			if canonical(got) != canonical(tc.want) {
 				t.Errorf("got %s, want %s", got, tc.want)
+			}
+			if strings.Contains(tc.in, "<<&&>>") && !strings.Contains(got, `"<<&&>>"`) {
+				t.Errorf("lifted params %s escape HTML characters", got)
 			}
 		})
 	}
@@ -260,7 +260,7 @@ func FuzzLiftTaskParams(f *testing.F) {
 func TestHTTPParamsErrorsInClientTerms(t *testing.T) {
 	ts := newTestServer(t, taskengine.Config{})
 	srv := ts.httpServer(t)
-	c := hosttest.NewHTTPClient(t, srv.URL+HTTPPath)
+	c := hosttest.NewHTTPClient(t, srv.URL+mcphttp.Path)
 	c.HC = srv.Client()
 	c.Initialize(nil)
 	defer c.Close()
@@ -319,4 +319,49 @@ func TestSessionElicitationsBounded(t *testing.T) {
 			t.Errorf("the refused task's result %s does not say why", b)
 		}
 	}
+}
+
+// TestHTTPTaskStatusOnTheGetStream: notifications/tasks/status reaches a
+// Streamable HTTP session too, on its GET stream, ending with the task's
+// terminal status.
+func TestHTTPTaskStatusOnTheGetStream(t *testing.T) {
+	ts := newTestServer(t, taskengine.Config{})
+	c := newHTTPClient(t, ts.httpServer(t))
+	c.initialize()
+	req, _ := http.NewRequest(http.MethodGet, c.hc.URL, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", c.hc.SessionID)
+	get, err := c.hc.HC.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer get.Body.Close()
+	if get.StatusCode != http.StatusOK {
+		t.Fatalf("GET: %d", get.StatusCode)
+	}
+	id := taskIDOf(t, c.call(1, "tools/call", map[string]any{"name": "quick", "arguments": map[string]any{"name": "Ada"}, "task": map[string]any{}}))
+	sc := bufio.NewScanner(get.Body)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var n struct {
+			Method string `json:"method"`
+			Params struct {
+				TaskID string `json:"taskId"`
+				Status string `json:"status"`
+			} `json:"params"`
+		}
+		if err := json.Unmarshal([]byte(data), &n); err != nil {
+			t.Fatalf("GET stream event %s: %v", data, err)
+		}
+		if n.Method != "notifications/tasks/status" || n.Params.TaskID != id {
+			t.Fatalf("GET stream carried %s, want the task's status", data)
+		}
+		if n.Params.Status == "completed" {
+			return
+		}
+	}
+	t.Fatal("the GET stream ended before the task's completed status")
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/wasmtask/wasmtask/abi"
 	"github.com/wasmtask/wasmtask/host/hosttest"
+	"github.com/wasmtask/wasmtask/host/internal/mcphttp"
 	"github.com/wasmtask/wasmtask/taskengine"
 )
 
@@ -134,7 +135,7 @@ func modernServer(t *testing.T, ecfg taskengine.Config) (*testServer, *modernToo
 	mt := &modernTools{fakeTools: ts.tools, staged: make(chan struct{}, 4)}
 	ts.catalog.Store(mt)
 	srv := ts.httpServer(t)
-	c := hosttest.NewModernClient(t, srv.URL+HTTPPath)
+	c := hosttest.NewModernClient(t, srv.URL+mcphttp.Path)
 	c.HC = srv.Client()
 	return ts, mt, c
 }
@@ -678,9 +679,9 @@ func TestModernTTL(t *testing.T) {
 // no session to be bounded by; they share the tenant bound on requests
 // in flight as one anonymous tenant (429 past it).
 func TestModernAnonymousInFlight(t *testing.T) {
-	ts := newTestServerWith(t, taskengine.Config{}, func(c *Config) { c.MaxRequestsPerTenant = 2 })
+	ts := newTestServerHTTP(t, taskengine.Config{}, func(c *mcphttp.Config) { c.MaxRequestsPerTenant = 2 })
 	srv := ts.httpServer(t)
-	c := hosttest.NewModernClient(t, srv.URL+HTTPPath)
+	c := hosttest.NewModernClient(t, srv.URL+mcphttp.Path)
 	c.HC = srv.Client()
 	c.Capabilities = hosttest.NoCapabilities // slow runs as a plain call, holding its request
 	var wg sync.WaitGroup
@@ -753,7 +754,7 @@ func TestModernListenToolsChanged(t *testing.T) {
 	srv := ts.httpServer(t)
 	p := hosttest.ModernParams(map[string]any{"notifications": map[string]any{"toolsListChanged": true}}, hosttest.WithTasks)
 	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen", "params": p})
-	req, _ := http.NewRequest(http.MethodPost, srv.URL+HTTPPath, bytes.NewReader(body))
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+mcphttp.Path, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Protocol-Version", hosttest.ModernVersion)

@@ -1,7 +1,6 @@
 package mcpserver
 
 import (
-	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -11,9 +10,8 @@ import (
 	"maps"
 	"slices"
 	"sync"
-	"sync/atomic"
-	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wasmtask/wasmtask/taskengine"
@@ -66,37 +64,9 @@ type Config struct {
 	// its tools/call, with the same error as a tool nobody serves. Nil:
 	// every tool is visible to everyone.
 	Visible func(user, tool, module string) bool
-	// Auth, when set, requires a bearer token on every HTTP request and
-	// binds sessions and tasks to the tenant it names. Nil: HTTP requests
-	// carry no identity (each session owns its tasks). Stdio never
-	// authenticates: its one client is the implicit tenant.
-	Auth *Auth
-	// AllowedHosts are the Host header values HTTP requests may carry (a
-	// name matches with any port, "name:port" that port only); others get
-	// 403. Empty: any, except that go-sdk refuses a non-loopback Host on a
-	// loopback listener.
-	AllowedHosts []string
-	// AllowedOrigins are the browser origins ("https://app.example.com")
-	// allowed besides the endpoint's own; a request with another Origin
-	// gets 403 (the transport spec's DNS-rebinding defence).
-	AllowedOrigins []string
-	// MaxSessions bounds the open HTTP sessions, MaxSessionsPerTenant
-	// those of one authenticated tenant; a request that would open one
-	// more gets 503 or 429. MaxRequestsPerSession and MaxRequestsPerTenant
-	// bound the requests in flight of one session and of one tenant over
-	// all its sessions (429 past them). Defaults 1024, 64, 64 and 256.
-	MaxSessions, MaxSessionsPerTenant, MaxRequestsPerSession, MaxRequestsPerTenant int
-	// OnDenied is told the status of each HTTP request refused before MCP
-	// (for metrics); it must be quick. Nil: nobody.
+	// OnDenied is told the status of each request refused before MCP (for
+	// metrics), by AuditDenied; it must be quick. Nil: nobody.
 	OnDenied func(status int)
-	// RequestRate is an authenticated tenant's request rate: perSecond
-	// requests a second on average, bursts of burst; past it a request
-	// gets 429 with Retry-After. perSecond 0: no limit. Nil: none.
-	RequestRate func(tenant string) (perSecond float64, burst int)
-	// WriteTimeout cuts off a client that does not read an HTTP response
-	// for this long; each write has its own deadline, so a stream the
-	// client keeps reading lasts as long as it needs. Default 30s.
-	WriteTimeout time.Duration
 	// Name and Version are the serverInfo; defaults "wasmtask" and "dev".
 	Name, Version string
 	// Instructions for the client, optional.
@@ -107,17 +77,12 @@ type Config struct {
 	// MaxArgumentBytes bounds a tools/call's arguments; larger ones get
 	// -32602. Default 1 MiB.
 	MaxArgumentBytes int
-	// SessionTimeout closes idle Streamable HTTP sessions (no request for
-	// this long; a pending tasks/result counts as activity). Default 30 min;
-	// negative = never.
-	SessionTimeout time.Duration
 }
 
 // Defaults of [Config].
 const (
 	DefaultMaxMessageBytes  = 4 << 20
 	DefaultMaxArgumentBytes = 1 << 20
-	DefaultSessionTimeout   = 30 * time.Minute
 )
 
 // Server serves MCP, with 2025-11-25 tasks, over stdio and Streamable HTTP.
@@ -130,27 +95,13 @@ type Server struct {
 
 	mu       sync.Mutex
 	closed   bool
-	sessions map[string]*session // by go-sdk session ID
-	swept    int                 // len(sessions) after the last sweep
+	sessions map[string]*session // by session ID
 	attached map[string]*attachment
-	inflight map[string]bool                   // task ID + input ID being delivered
-	inFlight map[string]int                    // HTTP requests in flight, by session ID
-	posts    map[string]context.Context        // the POSTs in flight, by their httpRequestKey token
-	direct   map[directCall]context.CancelFunc // plain tools/call the front answers, in flight
-	opening  map[string]int                    // requests that may open a session, in flight: "" all, else by user
-
-	rates rateLimits
+	inflight map[string]bool // task ID + input ID being delivered
 
 	waitHook func(began bool) // tests: called as each tasks/result starts and stops waiting
 
-	keepalives atomic.Int64 // pings the front sent go-sdk for a session it answers (holdSession)
-
-	httpOnce   sync.Once
-	http       *mcp.StreamableHTTPHandler // 2025-11-25 sessions
-	modernHTTP *mcp.StreamableHTTPHandler // 2026-07-28 requests, stateless
-	modernJSON *mcp.StreamableHTTPHandler // the same, answered as plain JSON
-
-	wg sync.WaitGroup // status notifiers
+	wg sync.WaitGroup // status notifiers, and the watchers of HTTP sessions
 
 	// Tool calls and tasks in flight, and tasks/result requests waiting,
 	// for Drain. Once draining, no new call is accepted; tasks/result still
@@ -261,24 +212,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxArgumentBytes == 0 {
 		cfg.MaxArgumentBytes = DefaultMaxArgumentBytes
 	}
-	if cfg.SessionTimeout == 0 {
-		cfg.SessionTimeout = DefaultSessionTimeout
-	}
-	cfg.MaxSessions = cmp.Or(cfg.MaxSessions, DefaultMaxSessions)
-	cfg.MaxSessionsPerTenant = cmp.Or(cfg.MaxSessionsPerTenant, DefaultMaxSessionsPerTenant)
-	cfg.MaxRequestsPerSession = cmp.Or(cfg.MaxRequestsPerSession, DefaultMaxRequestsPerSession)
-	cfg.MaxRequestsPerTenant = cmp.Or(cfg.MaxRequestsPerTenant, DefaultMaxRequestsPerTenant)
-	cfg.WriteTimeout = cmp.Or(cfg.WriteTimeout, DefaultWriteTimeout)
 	s := &Server{
 		cfg:      cfg,
 		log:      cfg.Logger,
 		sessions: make(map[string]*session),
 		attached: make(map[string]*attachment),
 		inflight: make(map[string]bool),
-		inFlight: make(map[string]int),
-		posts:    make(map[string]context.Context),
-		direct:   make(map[directCall]context.CancelFunc),
-		opening:  make(map[string]int),
 	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: cfg.Name, Version: cfg.Version}, &mcp.ServerOptions{
 		Instructions: cfg.Instructions,
@@ -300,33 +239,17 @@ func New(cfg Config) (*Server, error) {
 // out until in ends, ctx is done, or the Server is closed. in is closed on
 // return when it is an io.Closer.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	conn := newLineConn("stdio-"+rand.Text(), in, out, s.cfg.MaxMessageBytes)
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		conn.Close()
-		return ErrClosed
-	}
-	sess := s.newSessionLocked(conn.id, conn)
-	sess.relay = newStatusRelay()
-	s.wg.Add(1)
-	s.mu.Unlock()
-	defer s.releaseSession(conn.id)
-	relayCtx, stopRelay := context.WithCancel(sess.ctx)
-	relayDone := make(chan struct{})
-	go func() {
-		defer s.wg.Done()
-		defer close(relayDone)
-		sess.relay.run(relayCtx, func(t wireTask) error { return conn.notify(methodTaskStatus, t) })
-	}()
-	defer func() { stopRelay(); <-relayDone }()
-	s.audit(auditSessionOpen, sess.owner, slog.String("transport", "stdio"))
-
-	ss, err := s.mcp.Connect(ctx, lineTransport{conn}, nil)
+	line := newLineConn("stdio-"+rand.Text(), in, out, s.cfg.MaxMessageBytes)
+	sess, ss, err := s.startSession(line, "", "stdio")
 	if err != nil {
-		conn.Close()
-		return fmt.Errorf("connecting stdio session: %w", err)
+		line.Close()
+		return err
 	}
+	sess.line = line
+	defer func() {
+		s.releaseSession(sess.id)
+		<-sess.relayDone // it writes to out no more
+	}()
 	done := make(chan error, 1)
 	go func() { done <- ss.Wait() }()
 	select {
@@ -337,7 +260,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 		<-done
 		err = ctx.Err()
 	case <-sess.ctx.Done(): // Server.Close
-		conn.flush() // the requests it released get their answers
+		line.flush() // the requests it released get their answers
 		ss.Close()
 		<-done
 		err = ErrClosed
@@ -347,6 +270,74 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 	}
 	return err
 }
+
+// Connect serves one Streamable HTTP session over conn, for tenant user
+// ("" without authentication), until conn's Read fails or end is called:
+// end releases the session's blocked requests (they are answered on
+// their streams), then closes it. The HTTP edge (mcphttp) owns conn and
+// the session table.
+func (s *Server) Connect(conn mcp.Connection, user string) (end func(), err error) {
+	sess, ss, err := s.startSession(conn, user, "http")
+	if err != nil {
+		return nil, err
+	}
+	s.wg.Go(func() {
+		_ = ss.Wait()
+		s.releaseSession(sess.id)
+	})
+	return func() {
+		sess.cancel()
+		ss.Close()
+	}, nil
+}
+
+// startSession records a session over conn (behind taskConn), starts the
+// writer of its task status notifications, and connects go-sdk to it.
+func (s *Server) startSession(conn mcp.Connection, user, transport string) (*session, *mcp.ServerSession, error) {
+	tc := newTaskConn(conn)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, nil, ErrClosed
+	}
+	sess := s.newSessionLocked(conn.SessionID(), user, tc)
+	s.mu.Unlock()
+	tc.answer = func(req *jsonrpc.Request) bool { return s.answerOwn(sess, req) }
+	s.wg.Go(func() {
+		defer close(sess.relayDone)
+		sess.relay.run(sess.ctx, func(t wireTask) error { return tc.notify(methodTaskStatus, t) })
+	})
+	s.audit(auditSessionOpen, requestor{sess: sess, user: user}.owner(), slog.String("transport", transport))
+	ss, err := s.mcp.Connect(context.Background(), connTransport{tc}, nil)
+	if err != nil {
+		s.releaseSession(sess.id)
+		return nil, nil, fmt.Errorf("connecting a %s session: %w", transport, err)
+	}
+	s.mu.Lock()
+	sess.ss = ss
+	s.mu.Unlock()
+	return sess, ss, nil
+}
+
+// Stateless is the go-sdk server that the HTTP edge hands 2026-07-28
+// requests to (its stateless handler): the same middleware and methods.
+func (s *Server) Stateless() *mcp.Server { return s.mcp }
+
+// MayReportProgress reports whether a tools/call of tool can send
+// progress before its result (ToolInfo.Progress); an unknown tool may.
+func (s *Server) MayReportProgress(ctx context.Context, tool string) bool {
+	cat, release, err := s.cfg.Catalog(ctx, tool)
+	if err != nil {
+		return true
+	}
+	defer release()
+	info, ok := cat.Tool(tool)
+	return !ok || info.Progress
+}
+
+// ClientMessage is the text a client reads for an error message go-sdk
+// wrote (clientRPCMessage).
+func (s *Server) ClientMessage(msg string) string { return clientRPCMessage(msg) }
 
 // Close ends every session: blocked tasks/result and tool calls return,
 // stdio sessions end, Streamable HTTP sessions are closed. Tasks keep
@@ -363,8 +354,8 @@ func (s *Server) Close() error {
 	// connections close (each bounded by eofGrace).
 	var flushed sync.WaitGroup
 	for _, sess := range sessions {
-		if sess.stdio != nil {
-			flushed.Go(sess.stdio.flush)
+		if sess.line != nil {
+			flushed.Go(sess.line.flush)
 		}
 	}
 	flushed.Wait()

@@ -4,12 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
-	"log/slog"
 	"reflect"
 	"runtime/debug"
 	"strings"
-	"sync/atomic"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -27,72 +24,34 @@ type session struct {
 	user   string // auth user ID seen at creation, "" if none
 	ctx    context.Context
 	cancel context.CancelFunc
-	// stdio is the session's connection when it is our own (stdio): it
-	// writes notifications go-sdk has no API for and learns which response
-	// announces a task. nil for Streamable HTTP.
-	stdio *lineConn
-	// relay writes the status changes of its tasks (stdio only).
-	relay *statusRelay
+	// conn is the session's connection (every transport's goes through
+	// taskConn): it writes the notifications go-sdk has no API for and
+	// learns which response announces a task. line is the stdio
+	// connection under it, nil over HTTP.
+	conn *taskConn
+	line *lineConn
+	// ss is go-sdk's session (guarded by Server.mu; nil until connected),
+	// own the requests answered before go-sdk sees them.
+	ss  *mcp.ServerSession
+	own ownRequests
+	// relay writes the status changes of its tasks, from a goroutine
+	// that ends (relayDone) once ctx does.
+	relay     *statusRelay
+	relayDone chan struct{}
 	// elicits bounds the session's elicitations, whichever call or task
 	// asks.
 	elicits elicitLimiter
-	// sdk is go-sdk's session of a Streamable HTTP session, and sdkSeen
-	// (guarded by Server.mu) when a request of it last went through
-	// go-sdk's handler: the HTTP front answers requests itself only
-	// while go-sdk certainly still serves the session (direct.go).
-	sdk     *mcp.ServerSession
-	sdkSeen time.Time
-	// logging is set once the client asked for log messages
-	// (logging/setLevel): a call of a tool that logs then needs a stream.
-	logging atomic.Bool
 }
 
 // newSessionLocked records a session. s.mu must be held.
-func (s *Server) newSessionLocked(id string, stdio *lineConn) *session {
+func (s *Server) newSessionLocked(id, user string, conn *taskConn) *session {
 	ctx, cancel := context.WithCancel(context.Background())
-	sess := &session{id: id, owner: "session:" + rand.Text(), ctx: ctx, cancel: cancel, stdio: stdio}
+	sess := &session{id: id, owner: "session:" + rand.Text(), user: user, ctx: ctx, cancel: cancel, conn: conn, relay: newStatusRelay(), relayDone: make(chan struct{})}
 	if s.closed {
 		cancel()
 	}
 	s.sessions[id] = sess
 	return sess
-}
-
-// sessionFor returns the state of ss, creating it on first use (Streamable
-// HTTP sessions are created by go-sdk; we learn of them here).
-func (s *Server) sessionFor(ss *mcp.ServerSession, user string) *session {
-	id := ss.ID()
-	s.mu.Lock()
-	if sess, ok := s.sessions[id]; ok {
-		s.mu.Unlock()
-		return sess
-	}
-	if len(s.sessions) >= 2*max(s.swept, 8) {
-		s.sweepLocked()
-	}
-	sess := s.newSessionLocked(id, nil)
-	sess.user = user
-	sess.sdk = ss
-	s.mu.Unlock()
-	s.audit(auditSessionOpen, requestor{sess: sess, user: user}.owner(), slog.String("transport", "http"))
-	return sess
-}
-
-// sweepLocked forgets sessions go-sdk no longer has. It runs when the map
-// has doubled since the last sweep, so its cost is amortised O(1) per
-// session and the map stays within twice the live sessions.
-func (s *Server) sweepLocked() {
-	live := make(map[string]bool)
-	for ss := range s.mcp.Sessions() {
-		live[ss.ID()] = true
-	}
-	for id, sess := range s.sessions {
-		if !live[id] {
-			sess.cancel()
-			delete(s.sessions, id)
-		}
-	}
-	s.swept = len(s.sessions)
 }
 
 // releaseSession ends our state for a session: blocked tasks/result calls
@@ -115,9 +74,6 @@ type requestor struct {
 	ss   *mcp.ServerSession
 	user string
 	era  // what the request's own _meta declares (2026-07-28)
-	// direct is set when the HTTP front answers the request as one JSON
-	// body (direct.go): nothing can reach the client before the answer.
-	direct bool
 }
 
 // canElicit reports whether the client declared the elicitation
@@ -194,24 +150,15 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if rq.modern && ss.ID() == "" {
 			rq.sess = requestSession(ctx) // stateless: nothing to remember
 		} else {
-			rq.sess = s.sessionFor(ss, user)
+			s.mu.Lock()
+			rq.sess = s.sessions[ss.ID()]
+			s.mu.Unlock()
+			if rq.sess == nil {
+				return nil, rpcError(jsonrpc.CodeInternalError, "internal error: the session has ended")
+			}
+			ctx = rq.sess.conn.withRequest(ctx, req.GetExtra())
 		}
 		ctx = context.WithValue(ctx, requestorKey{}, rq)
-		if method == methodSetLevel {
-			rq.sess.logging.Store(true)
-		}
-		if rq.sess.stdio == nil && meta != nil && (method == methodCallTool || method == methodTasksResult) {
-			// A call or a wait ends when the POST that carried it does:
-			// its client went away.
-			post := s.postContext(meta)
-			if post == nil {
-				// serveHTTP binds every such request it lets through.
-				return nil, rpcError(jsonrpc.CodeInvalidRequest, "%s: the request was not received whole", method)
-			}
-			var stop func()
-			ctx, stop = withDone(ctx, post)
-			defer stop()
-		}
 		if rq.modern {
 			return s.modernRequest(ctx, rq, method, req, next)
 		}

@@ -14,17 +14,15 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/wasmtask/wasmtask/host/internal/rpcmsg"
 	"github.com/wasmtask/wasmtask/taskengine"
 )
 
-// lineConn is an mcp.Connection over newline-delimited JSON, used for stdio.
-// It replaces go-sdk's own io connection for three reasons:
-//   - it lifts params.task out of tools/call before go-sdk decodes it;
-//   - a line that is not JSON, not a JSON-RPC message, or too long gets a
-//     JSON-RPC error and the session goes on (go-sdk's connection ends the
-//     session on the first such line);
-//   - it can write notifications go-sdk has no API for
-//     (notifications/tasks/status).
+// lineConn is an mcp.Connection over newline-delimited JSON, used for stdio
+// (behind taskConn, as every transport). It replaces go-sdk's own io
+// connection because a line that is not JSON, not a JSON-RPC message, or
+// too long gets a JSON-RPC error and the session goes on (go-sdk's
+// connection ends the session on the first such line).
 //
 // Batches are answered with -32600: JSON-RPC batching is not part of MCP
 // since 2025-06-18.
@@ -47,16 +45,6 @@ type lineConn struct {
 	// session, both are waited for (flush): a tasks/result released by the
 	// close is answered, not cut off.
 	calls, results answerSet
-
-	// Status notifications of a task wait until the CreateTaskResult that
-	// announced the task is written, so a client never hears of a task
-	// before it knows its ID. The code that creates a task says which
-	// response carries it (expectTask). The maps are bounded by
-	// maxHeldTasks.
-	nmu       sync.Mutex
-	expected  map[any]string      // response ID → task ID it announces
-	announced map[string]bool     // task IDs whose CreateTaskResult was written
-	held      map[string]wireTask // latest status of a task not yet announced
 }
 
 // eofGrace bounds how long the end of input waits for the answers of
@@ -64,11 +52,6 @@ type lineConn struct {
 // ends, even when a request (a subscriptions/listen, a long tool call)
 // would take longer.
 const eofGrace = 750 * time.Millisecond
-
-// maxHeldTasks bounds the task IDs a connection remembers for ordering
-// status notifications; past it the oldest knowledge is dropped (a status
-// notification is optional, a poll with tasks/get always works).
-const maxHeldTasks = 4096
 
 type frame struct {
 	data     []byte
@@ -181,13 +164,10 @@ func (c *lineConn) decode(data []byte) (jsonrpc.Message, error) {
 		c.writeError(nil, jsonrpc.CodeInvalidRequest, "JSON-RPC batches are not supported")
 		return nil, errBadFrame
 	}
-	msg, err := jsonrpc.DecodeMessage(data)
+	msg, err := rpcmsg.Decode(data)
 	if err != nil {
 		c.writeError(rawID(data), jsonrpc.CodeInvalidRequest, clientRPCMessage("invalid request: "+err.Error()))
 		return nil, errBadFrame
-	}
-	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == methodCallTool {
-		req.Params = liftTaskParams(req.Params, req.ID.Raw())
 	}
 	return msg, nil
 }
@@ -228,11 +208,6 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if resp, ok := msg.(*jsonrpc.Response); ok && resp.Error != nil {
-		clean := *resp
-		clean.Error = clientRPCError(resp.Error)
-		msg = &clean
-	}
 	b, err := jsonrpc.EncodeMessage(msg)
 	if err != nil {
 		return fmt.Errorf("encoding message: %w", err)
@@ -242,63 +217,8 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		if !c.calls.add(resp.ID.Raw(), -1) {
 			c.results.add(resp.ID.Raw(), -1)
 		}
-		c.nmu.Lock()
-		taskID, isTask := c.expected[resp.ID.Raw()]
-		delete(c.expected, resp.ID.Raw())
-		c.nmu.Unlock()
-		if isTask && err == nil && resp.Error == nil {
-			c.announce(taskID)
-		}
 	}
 	return err
-}
-
-// expectTask records that the response to request reqID (a JSON-RPC ID as
-// decoded into _meta) announces task taskID.
-func (c *lineConn) expectTask(reqID any, taskID string) {
-	id, err := jsonrpc.MakeID(reqID)
-	if err != nil || !id.IsValid() {
-		return
-	}
-	c.nmu.Lock()
-	defer c.nmu.Unlock()
-	if c.expected == nil || len(c.expected) >= maxHeldTasks {
-		c.expected = make(map[any]string)
-	}
-	c.expected[id.Raw()] = taskID
-}
-
-// announce records that the client knows task id and sends its held status.
-func (c *lineConn) announce(id string) {
-	c.nmu.Lock()
-	if c.announced == nil || len(c.announced) >= maxHeldTasks {
-		c.announced = make(map[string]bool)
-	}
-	c.announced[id] = true
-	t, ok := c.held[id]
-	delete(c.held, id)
-	c.nmu.Unlock()
-	if ok {
-		_ = c.sendNotification(methodTaskStatus, t)
-	}
-}
-
-// holdStatus reports whether a status notification of t must wait for its
-// task to be announced, and keeps it if so.
-func (c *lineConn) holdStatus(t wireTask) bool {
-	c.nmu.Lock()
-	defer c.nmu.Unlock()
-	if c.announced[t.TaskID] {
-		if terminal(t.Status) {
-			delete(c.announced, t.TaskID)
-		}
-		return false
-	}
-	if c.held == nil || len(c.held) >= maxHeldTasks {
-		c.held = make(map[string]wireTask)
-	}
-	c.held[t.TaskID] = t
-	return true
 }
 
 func terminal(status string) bool {
@@ -385,23 +305,6 @@ func (c *lineConn) writeLine(b []byte) error {
 	return nil
 }
 
-// notify writes a server notification that go-sdk has no API for. A task
-// status notification waits until the task's CreateTaskResult is written.
-func (c *lineConn) notify(method string, params any) error {
-	if t, ok := params.(wireTask); ok && method == methodTaskStatus && c.holdStatus(t) {
-		return nil
-	}
-	return c.sendNotification(method, params)
-}
-
-func (c *lineConn) sendNotification(method string, params any) error {
-	p, err := json.Marshal(params)
-	if err != nil {
-		return fmt.Errorf("encoding %s: %w", method, err)
-	}
-	return c.Write(context.Background(), &jsonrpc.Request{Method: method, Params: p})
-}
-
 // Close implements mcp.Connection. It closes the input when it is an
 // io.Closer, so the reader goroutine ends.
 func (c *lineConn) Close() error {
@@ -416,8 +319,3 @@ func (c *lineConn) Close() error {
 
 // SessionID implements mcp.Connection: it names the session for ownership.
 func (c *lineConn) SessionID() string { return c.id }
-
-// lineTransport hands a lineConn to go-sdk.
-type lineTransport struct{ conn *lineConn }
-
-func (t lineTransport) Connect(context.Context) (mcp.Connection, error) { return t.conn, nil }

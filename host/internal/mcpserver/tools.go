@@ -262,9 +262,6 @@ func (s *Server) callTool(ctx context.Context, rq requestor, p *mcp.CallToolPara
 		}
 	}
 	token := p.GetProgressToken()
-	if rq.direct && !isTask && s.streamNeeded(rq, info, token) {
-		return nil, errStreamNeeded
-	}
 	if err := s.beginWork(); err != nil {
 		return nil, err
 	}
@@ -410,7 +407,7 @@ func (s *Server) createTask(ctx context.Context, rq requestor, cat Catalog, rele
 		// Submit has returned: a tasks/get for this ID resolves.
 		return &modernTaskResult{modernTask: modernTaskOf(t, nil, resultTask)}, nil
 	}
-	if c := rq.sess.stdio; c != nil {
+	if c := rq.sess.conn; c != nil {
 		if reqID != nil {
 			c.expectTask(reqID, t.ID) // before the response is written
 		}

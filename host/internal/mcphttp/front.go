@@ -1,4 +1,4 @@
-package mcpserver
+package mcphttp
 
 import (
 	"fmt"
@@ -30,39 +30,46 @@ const (
 )
 
 // refuse answers a request the front does not let through.
-func (s *Server) refuse(w http.ResponseWriter, r *http.Request, status int, reason string) {
+func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, status int, reason string) {
 	var tenant string
 	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
 		tenant = ti.UserID
 	}
-	s.AuditDenied(r, tenant, status, reason)
+	h.denied(r, tenant, status, reason)
 	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "5")
 	}
 	http.Error(w, reason, status)
 }
 
+// denied reports a refusal to Config.Denied.
+func (h *Handler) denied(r *http.Request, tenant string, status int, reason string) {
+	if h.cfg.Denied != nil {
+		h.cfg.Denied(r.Method, r.URL.Path, tenant, status, reason)
+	}
+}
+
 // screen is the first check of every request: method, Host, Origin and,
 // for a POST, its content type. It returns false when it refused it.
-func (s *Server) screen(w http.ResponseWriter, r *http.Request) bool {
+func (h *Handler) screen(w http.ResponseWriter, r *http.Request) bool {
 	switch r.Method {
 	case http.MethodPost, http.MethodGet, http.MethodDelete:
 	default:
 		w.Header().Set("Allow", "GET, POST, DELETE")
-		s.refuse(w, r, http.StatusMethodNotAllowed, "method not allowed")
+		h.refuse(w, r, http.StatusMethodNotAllowed, "method not allowed")
 		return false
 	}
-	if !s.hostAllowed(r.Host) {
-		s.refuse(w, r, http.StatusForbidden, fmt.Sprintf("forbidden: host %q is not allowed", r.Host))
+	if !h.hostAllowed(r.Host) || h.loopbackOnly(r) {
+		h.refuse(w, r, http.StatusForbidden, fmt.Sprintf("forbidden: host %q is not allowed", r.Host))
 		return false
 	}
-	if o := r.Header.Get("Origin"); o != "" && !s.originAllowed(o, r.Host) {
-		s.refuse(w, r, http.StatusForbidden, fmt.Sprintf("forbidden: origin %q is not allowed", o))
+	if o := r.Header.Get("Origin"); o != "" && !h.originAllowed(o, r.Host) {
+		h.refuse(w, r, http.StatusForbidden, fmt.Sprintf("forbidden: origin %q is not allowed", o))
 		return false
 	}
 	if r.Method == http.MethodPost {
 		if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-			s.refuse(w, r, http.StatusUnsupportedMediaType, "Content-Type must be application/json")
+			h.refuse(w, r, http.StatusUnsupportedMediaType, "Content-Type must be application/json")
 			return false
 		}
 	}
@@ -71,10 +78,10 @@ func (s *Server) screen(w http.ResponseWriter, r *http.Request) bool {
 
 // hostAllowed checks the Host header against Config.AllowedHosts (a name
 // matches with any port; "name:port" only that port). An empty list
-// allows any host: go-sdk still refuses a non-loopback Host on a loopback
-// listener.
-func (s *Server) hostAllowed(host string) bool {
-	if len(s.cfg.AllowedHosts) == 0 {
+// allows any host, except that a loopback listener takes loopback names
+// only (see loopbackOnly).
+func (h *Handler) hostAllowed(host string) bool {
+	if len(h.cfg.AllowedHosts) == 0 {
 		return true
 	}
 	name := host
@@ -82,16 +89,42 @@ func (s *Server) hostAllowed(host string) bool {
 		name = h
 	}
 	name = strings.Trim(name, "[]")
-	return slices.ContainsFunc(s.cfg.AllowedHosts, func(a string) bool {
+	return slices.ContainsFunc(h.cfg.AllowedHosts, func(a string) bool {
 		return strings.EqualFold(a, host) || strings.EqualFold(strings.Trim(a, "[]"), name)
 	})
+}
+
+// loopbackOnly reports a request to a loopback listener that names a
+// host other than a loopback address or localhost, when no AllowedHosts
+// are set: a DNS-rebinding page reaches a local server under its own
+// name (the MCP security best practices' "local server compromise").
+func (h *Handler) loopbackOnly(r *http.Request) bool {
+	if len(h.cfg.AllowedHosts) > 0 {
+		return false
+	}
+	la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	return ok && la != nil && isLoopback(la.String()) && !isLoopback(r.Host)
+}
+
+// isLoopback reports whether addr ("host" or "host:port") names a loopback
+// address or localhost.
+func isLoopback(addr string) bool {
+	host := addr
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		host = h
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
 }
 
 // originAllowed: a browser's Origin must be the endpoint's own origin or
 // one of Config.AllowedOrigins (the MCP transport spec's DNS-rebinding
 // defence: a foreign Origin gets 403).
-func (s *Server) originAllowed(origin, host string) bool {
-	if slices.ContainsFunc(s.cfg.AllowedOrigins, func(a string) bool { return strings.EqualFold(strings.TrimSuffix(a, "/"), origin) }) {
+func (h *Handler) originAllowed(origin, host string) bool {
+	if slices.ContainsFunc(h.cfg.AllowedOrigins, func(a string) bool { return strings.EqualFold(strings.TrimSuffix(a, "/"), origin) }) {
 		return true
 	}
 	u, err := url.Parse(origin)
@@ -104,44 +137,40 @@ func (s *Server) originAllowed(origin, host string) bool {
 // the session it opened, if any, is counted among the sessions: parallel
 // requests cannot pass the caps together. It returns false when it refused
 // the request.
-func (s *Server) admitSession(w http.ResponseWriter, r *http.Request) (release func(), ok bool) {
+func (h *Handler) admitSession(w http.ResponseWriter, r *http.Request) (release func(), ok bool) {
 	var user string
 	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
 		user = ti.UserID
 	}
-	s.mu.Lock()
-	total, mine := s.sessionCountsLocked(user)
-	if total >= s.cfg.MaxSessions || user != "" && mine >= s.cfg.MaxSessionsPerTenant {
-		s.sweepLocked() // at a cap: count live sessions only
-		total, mine = s.sessionCountsLocked(user)
-	}
+	h.mu.Lock()
+	total, mine := h.sessionCountsLocked(user)
 	refuse := ""
 	switch {
-	case total >= s.cfg.MaxSessions:
+	case total >= h.cfg.MaxSessions:
 		refuse = "total"
-	case user != "" && mine >= s.cfg.MaxSessionsPerTenant:
+	case user != "" && mine >= h.cfg.MaxSessionsPerTenant:
 		refuse = "tenant"
 	default:
-		s.opening[""]++
+		h.opening[""]++
 		if user != "" {
-			s.opening[user]++
+			h.opening[user]++
 		}
 	}
-	s.mu.Unlock()
+	h.mu.Unlock()
 	switch refuse {
 	case "total":
-		s.refuse(w, r, http.StatusServiceUnavailable, fmt.Sprintf("too many sessions: the server holds its maximum of %d; try again later", s.cfg.MaxSessions))
+		h.refuse(w, r, http.StatusServiceUnavailable, fmt.Sprintf("too many sessions: the server holds its maximum of %d; try again later", h.cfg.MaxSessions))
 		return nil, false
 	case "tenant":
-		s.refuse(w, r, http.StatusTooManyRequests, fmt.Sprintf("too many sessions: this tenant holds its maximum of %d; close one (DELETE) or let one expire", s.cfg.MaxSessionsPerTenant))
+		h.refuse(w, r, http.StatusTooManyRequests, fmt.Sprintf("too many sessions: this tenant holds its maximum of %d; close one (DELETE) or let one expire", h.cfg.MaxSessionsPerTenant))
 		return nil, false
 	}
 	return func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
+		h.mu.Lock()
+		defer h.mu.Unlock()
 		dec := func(k string) {
-			if s.opening[k]--; s.opening[k] <= 0 {
-				delete(s.opening, k)
+			if h.opening[k]--; h.opening[k] <= 0 {
+				delete(h.opening, k)
 			}
 		}
 		dec("")
@@ -153,17 +182,12 @@ func (s *Server) admitSession(w http.ResponseWriter, r *http.Request) (release f
 
 // sessionCountsLocked counts the sessions, open and being opened, in
 // total and of user ("" counts none). mu is held.
-func (s *Server) sessionCountsLocked(user string) (total, mine int) {
-	total, mine = len(s.sessions)+s.opening[""], s.opening[user]
+func (h *Handler) sessionCountsLocked(user string) (total, mine int) {
+	total, mine = len(h.sessions)+h.opening[""], h.opening[user]
 	if user == "" {
 		return total, 0
 	}
-	for _, sess := range s.sessions {
-		if sess.user == user {
-			mine++
-		}
-	}
-	return total, mine
+	return total, mine + h.perUser[user]
 }
 
 // enterRequest counts a request in flight — of session id (when it names
@@ -173,7 +197,7 @@ func (s *Server) sessionCountsLocked(user string) (total, mine int) {
 // all its sessions, from holding every connection. Requests with neither
 // a session nor a tenant (2026-07-28 requests without authentication, and
 // session openings) share the tenant bound as one anonymous tenant.
-func (s *Server) enterRequest(w http.ResponseWriter, r *http.Request, id string) (func(), bool) {
+func (h *Handler) enterRequest(w http.ResponseWriter, r *http.Request, id string) (func(), bool) {
 	var user string
 	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
 		user = ti.UserID
@@ -183,19 +207,19 @@ func (s *Server) enterRequest(w http.ResponseWriter, r *http.Request, id string)
 	if anonymous {
 		tenantKey = "a:"
 	}
-	s.mu.Lock()
+	h.mu.Lock()
 	switch {
-	case anonymous && s.inFlight[tenantKey] >= s.cfg.MaxRequestsPerTenant:
-		s.mu.Unlock()
-		s.refuse(w, r, http.StatusTooManyRequests, fmt.Sprintf("too many requests in flight without a session or a tenant (at most %d)", s.cfg.MaxRequestsPerTenant))
+	case anonymous && h.inFlight[tenantKey] >= h.cfg.MaxRequestsPerTenant:
+		h.mu.Unlock()
+		h.refuse(w, r, http.StatusTooManyRequests, fmt.Sprintf("too many requests in flight without a session or a tenant (at most %d)", h.cfg.MaxRequestsPerTenant))
 		return nil, false
-	case id != "" && s.inFlight[sessionKey] >= s.cfg.MaxRequestsPerSession:
-		s.mu.Unlock()
-		s.refuse(w, r, http.StatusTooManyRequests, fmt.Sprintf("too many requests in flight on this session (at most %d)", s.cfg.MaxRequestsPerSession))
+	case id != "" && h.inFlight[sessionKey] >= h.cfg.MaxRequestsPerSession:
+		h.mu.Unlock()
+		h.refuse(w, r, http.StatusTooManyRequests, fmt.Sprintf("too many requests in flight on this session (at most %d)", h.cfg.MaxRequestsPerSession))
 		return nil, false
-	case user != "" && s.inFlight[tenantKey] >= s.cfg.MaxRequestsPerTenant:
-		s.mu.Unlock()
-		s.refuse(w, r, http.StatusTooManyRequests, fmt.Sprintf("too many requests in flight for this tenant (at most %d)", s.cfg.MaxRequestsPerTenant))
+	case user != "" && h.inFlight[tenantKey] >= h.cfg.MaxRequestsPerTenant:
+		h.mu.Unlock()
+		h.refuse(w, r, http.StatusTooManyRequests, fmt.Sprintf("too many requests in flight for this tenant (at most %d)", h.cfg.MaxRequestsPerTenant))
 		return nil, false
 	}
 	var keys []string
@@ -206,41 +230,18 @@ func (s *Server) enterRequest(w http.ResponseWriter, r *http.Request, id string)
 		keys = append(keys, tenantKey)
 	}
 	for _, k := range keys {
-		s.inFlight[k]++
+		h.inFlight[k]++
 	}
-	s.mu.Unlock()
+	h.mu.Unlock()
 	return func() {
-		s.mu.Lock()
+		h.mu.Lock()
 		for _, k := range keys {
-			if s.inFlight[k]--; s.inFlight[k] == 0 {
-				delete(s.inFlight, k)
+			if h.inFlight[k]--; h.inFlight[k] == 0 {
+				delete(h.inFlight, k)
 			}
 		}
-		s.mu.Unlock()
+		h.mu.Unlock()
 	}, true
-}
-
-// releaseOnAnswer calls release when the answer's header is written.
-type releaseOnAnswer struct {
-	http.ResponseWriter
-	release func()
-}
-
-func (w *releaseOnAnswer) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-func (w *releaseOnAnswer) WriteHeader(code int) {
-	w.release()
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *releaseOnAnswer) Write(b []byte) (int, error) {
-	w.release()
-	return w.ResponseWriter.Write(b)
-}
-
-func (w *releaseOnAnswer) Flush() {
-	w.release()
-	_ = http.NewResponseController(w.ResponseWriter).Flush()
 }
 
 // deadlineWriter gives every write of a response its own deadline: a
@@ -318,24 +319,24 @@ func (l *rateLimits) take(tenant string, rate float64, burst int, now time.Time)
 
 // admitRate applies the tenant's request rate; it returns false when it
 // refused the request with 429 and Retry-After.
-func (s *Server) admitRate(w http.ResponseWriter, r *http.Request) bool {
-	if s.cfg.RequestRate == nil {
+func (h *Handler) admitRate(w http.ResponseWriter, r *http.Request) bool {
+	if h.cfg.RequestRate == nil {
 		return true
 	}
 	ti := auth.TokenInfoFromContext(r.Context())
 	if ti == nil || ti.UserID == "" {
 		return true
 	}
-	rate, burst := s.cfg.RequestRate(ti.UserID)
+	rate, burst := h.cfg.RequestRate(ti.UserID)
 	if rate <= 0 {
 		return true
 	}
-	ok, wait := s.rates.take(ti.UserID, rate, max(burst, 1), time.Now())
+	ok, wait := h.rates.take(ti.UserID, rate, max(burst, 1), time.Now())
 	if ok {
 		return true
 	}
 	secs := int(math.Ceil(wait.Seconds()))
-	s.AuditDenied(r, ti.UserID, http.StatusTooManyRequests, "request rate")
+	h.denied(r, ti.UserID, http.StatusTooManyRequests, "request rate")
 	w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
 	http.Error(w, fmt.Sprintf("too many requests: this tenant may send %g a second; retry after %d s", rate, max(secs, 1)), http.StatusTooManyRequests)
 	return false

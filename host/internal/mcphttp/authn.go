@@ -1,4 +1,4 @@
-package mcpserver
+package mcphttp
 
 import (
 	"context"
@@ -22,7 +22,7 @@ type Auth struct {
 	// Resource is the MCP endpoint's public URL, the protected resource's
 	// identifier; its origin is where clients find the metadata document.
 	// Empty: the URL the request was sent to (scheme, Host header and
-	// [HTTPPath]).
+	// [Path]).
 	Resource string
 	// AuthorizationServers are the issuers clients may get tokens from,
 	// and Scopes the scopes they may ask for, as the Protected Resource
@@ -32,9 +32,9 @@ type Auth struct {
 }
 
 // ResourceMetadataPath is where the Protected Resource Metadata document
-// of [HTTPPath] is served (RFC 9728 §3.1: the well-known prefix, then the
+// of [Path] is served (RFC 9728 §3.1: the well-known prefix, then the
 // resource's path).
-const ResourceMetadataPath = rootMetadataPath + HTTPPath
+const ResourceMetadataPath = rootMetadataPath + Path
 
 const rootMetadataPath = "/.well-known/oauth-protected-resource"
 
@@ -47,7 +47,7 @@ func (a *Auth) resource(r *http.Request) string {
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	return (&url.URL{Scheme: scheme, Host: r.Host, Path: HTTPPath}).String()
+	return (&url.URL{Scheme: scheme, Host: r.Host, Path: Path}).String()
 }
 
 // metadataURL is the absolute URL of the metadata document, named in the
@@ -71,8 +71,8 @@ type denial struct{ reason string }
 // challenge naming the metadata document, audited, and goes no further;
 // one with a valid token carries its tenant as the TokenInfo's UserID,
 // which sessions and tasks are bound to.
-func (s *Server) authenticate(next http.Handler) http.Handler {
-	a := s.cfg.Auth
+func (h *Handler) authenticate(next http.Handler) http.Handler {
+	a := h.cfg.Auth
 	verify := func(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
 		tenant, err := a.Verify(ctx, token)
 		if err != nil || tenant == "" {
@@ -108,14 +108,14 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		}
 		guarded.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), deniedKey{}, d)))
 		if d.reason != "" {
-			s.AuditDenied(r, "", http.StatusUnauthorized, d.reason)
+			h.denied(r, "", http.StatusUnauthorized, d.reason)
 		}
 	})
 }
 
 // resourceMetadata serves the Protected Resource Metadata document.
-func (s *Server) resourceMetadata() http.Handler {
-	a := s.cfg.Auth
+func (h *Handler) resourceMetadata() http.Handler {
+	a := h.cfg.Auth
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
 			Resource:               a.resource(r),

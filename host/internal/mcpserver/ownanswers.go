@@ -1,0 +1,271 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The requests a 2025-11-25 session sends most — tools/call, tasks/get,
+// tasks/cancel, and tasks/result of a task that has ended — are answered
+// by this layer as they are read, through the same handlers go-sdk would
+// call, instead of being handed to go-sdk: go-sdk decodes each request's
+// params and _meta several times with a fresh 32 KiB decoder buffer each
+// (RATIONALE: "Why are the commonest requests answered before go-sdk
+// sees them?"). Only requests go-sdk would read the same way are taken:
+// an initialized session, params whose member names are exactly the
+// method's (go-sdk's decoder is case-sensitive), no _meta key but our own
+// lifted ones. Their messages (progress, logs, questions) travel on their
+// own request's stream, and a notifications/cancelled naming one ends it,
+// as go-sdk does for the requests it serves.
+
+// ownRequests are the requests a session answers itself, in flight.
+type ownRequests struct {
+	mu     sync.Mutex
+	cancel map[jsonrpc.ID]context.CancelFunc
+}
+
+// answerOwn answers req itself when it can, in a goroutine the Server
+// owns, and reports whether it took it.
+func (s *Server) answerOwn(sess *session, req *jsonrpc.Request) bool {
+	if !req.IsCall() {
+		if req.Method == "notifications/cancelled" {
+			sess.own.cancelRequest(req.Params)
+		}
+		return false
+	}
+	switch req.Method {
+	case methodCallTool, methodTasksGet, methodTasksCancel, methodTasksResult:
+	default:
+		return false
+	}
+	s.mu.Lock()
+	ss := sess.ss
+	s.mu.Unlock()
+	if ss == nil || ss.InitializeParams() == nil || ss.InitializeParams().ProtocolVersion >= modernVersion {
+		return false
+	}
+	user := sess.user
+	if ex, _ := req.Extra.(*mcp.RequestExtra); ex != nil && ex.TokenInfo != nil {
+		user = ex.TokenInfo.UserID
+	}
+	rq := requestor{sess: sess, ss: ss, user: user}
+	var call *mcp.CallToolParamsRaw
+	var task *taskIDParams
+	if req.Method == methodCallTool {
+		if call = ownCallParams(req.Params); call == nil {
+			return false
+		}
+	} else {
+		if task = ownTaskParams(req.Params); task == nil {
+			return false
+		}
+		if req.Method == methodTasksResult {
+			// Only a task that has ended: a waiting tasks/result is
+			// go-sdk's to serve, like any long request.
+			t, err := s.cfg.Engine.Get(sess.ctx, rq.owner(), task.TaskID)
+			if err != nil || !t.Status.Terminal() {
+				return false
+			}
+		}
+	}
+	ctx, cancel := context.WithCancel(sess.ctx)
+	if !sess.own.add(req.ID, cancel) {
+		cancel()
+		return false // an ID in flight twice: go-sdk decides
+	}
+	ctx = sess.conn.withRequest(ctx, extraOf(req))
+	ctx = context.WithValue(ctx, requestorKey{}, rq)
+	s.wg.Go(func() {
+		defer sess.own.done(req.ID)
+		defer cancel()
+		res, err := s.runOwn(ctx, rq, req.Method, call, task)
+		resp := &jsonrpc.Response{ID: req.ID}
+		if err != nil {
+			resp.Error = wireError(err)
+		} else if resp.Result, err = json.Marshal(res); err != nil {
+			s.log.Error("encoding an answer", "method", req.Method, "err", err)
+			resp.Result, resp.Error = nil, rpcError(jsonrpc.CodeInternalError, "internal error")
+		}
+		_ = sess.conn.Write(context.Background(), resp)
+	})
+	return true
+}
+
+func extraOf(req *jsonrpc.Request) *mcp.RequestExtra {
+	ex, _ := req.Extra.(*mcp.RequestExtra)
+	return ex
+}
+
+// runOwn runs the handler of a request answered here, recovering a panic
+// as the receiving middleware does on go-sdk's path.
+func (s *Server) runOwn(ctx context.Context, rq requestor, method string, call *mcp.CallToolParamsRaw, task *taskIDParams) (res any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("panic while handling request", "method", method, "panic", r, "stack", string(debug.Stack()))
+			res, err = nil, rpcError(jsonrpc.CodeInternalError, "internal error")
+		}
+	}()
+	switch method {
+	case methodCallTool:
+		return s.callTool(ctx, rq, call)
+	case methodTasksGet:
+		return nilIfErr(s.tasksGet(ctx, nil, task))
+	case methodTasksCancel:
+		return nilIfErr(s.tasksCancel(ctx, nil, task))
+	default:
+		return nilIfErr(s.tasksResult(ctx, nil, task))
+	}
+}
+
+// nilIfErr drops a handler's result when it failed, so that no typed nil
+// pointer reaches the encoder.
+func nilIfErr[T any](res *T, err error) (any, error) {
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// wireError is err as go-sdk writes a handler's error.
+func wireError(err error) *jsonrpc.Error {
+	var out jsonrpc.Error
+	if we, ok := err.(*jsonrpc.Error); ok {
+		out = *we
+	} else {
+		out.Message = err.Error()
+		var wrapped *jsonrpc.Error
+		if errors.As(err, &wrapped) {
+			out.Code = wrapped.Code
+		}
+	}
+	return &out
+}
+
+// ownCallParams reads the params of a tools/call answered here: name,
+// optionally arguments, and a _meta holding only our lifted keys (a
+// client's _meta may name another protocol version or carry a progress
+// token: go-sdk reads those). nil: go-sdk's.
+func ownCallParams(raw json.RawMessage) *mcp.CallToolParamsRaw {
+	params, err := exactMembers(raw, "name", "arguments", "_meta")
+	if err != nil || params["name"] == nil {
+		return nil
+	}
+	p := new(mcp.CallToolParamsRaw)
+	if json.Unmarshal(params["name"], &p.Name) != nil {
+		return nil
+	}
+	p.Arguments = params["arguments"]
+	if m := params["_meta"]; m != nil {
+		meta, err := exactMembers(m, liftedTaskKey, requestIDKey)
+		if err != nil {
+			return nil
+		}
+		p.Meta = make(mcp.Meta, len(meta))
+		for k, v := range meta {
+			var val any
+			if json.Unmarshal(v, &val) != nil {
+				return nil
+			}
+			p.Meta[k] = val
+		}
+	}
+	return p
+}
+
+// ownTaskParams reads the params of tasks/get, tasks/cancel or
+// tasks/result answered here: exactly a taskId string. nil: go-sdk's.
+func ownTaskParams(raw json.RawMessage) *taskIDParams {
+	params, err := exactMembers(raw, "taskId")
+	if err != nil || params["taskId"] == nil {
+		return nil
+	}
+	var p taskIDParams
+	if json.Unmarshal(params["taskId"], &p.TaskID) != nil || p.TaskID == "" {
+		return nil
+	}
+	return &p
+}
+
+// exactMembers returns the members of the JSON object raw when each is
+// one of names, spelled exactly and not repeated.
+func exactMembers(raw json.RawMessage, names ...string) (map[string]json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, errors.New("not an object")
+	}
+	out := make(map[string]json.RawMessage, len(names))
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		name, _ := tok.(string)
+		if _, dup := out[name]; dup || !contains(names, name) {
+			return nil, fmt.Errorf("member %q", name)
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, err
+		}
+		out[name] = v
+	}
+	return out, nil
+}
+
+func contains(names []string, name string) bool {
+	for _, n := range names {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// add records a request in flight; false when its ID already is.
+func (o *ownRequests) add(id jsonrpc.ID, cancel context.CancelFunc) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, dup := o.cancel[id]; dup {
+		return false
+	}
+	if o.cancel == nil {
+		o.cancel = make(map[jsonrpc.ID]context.CancelFunc)
+	}
+	o.cancel[id] = cancel
+	return true
+}
+
+func (o *ownRequests) done(id jsonrpc.ID) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.cancel, id)
+}
+
+// cancelRequest ends the request a notifications/cancelled names, if it
+// is one answered here.
+func (o *ownRequests) cancelRequest(raw json.RawMessage) {
+	var p struct {
+		RequestID any `json:"requestId"`
+	}
+	if json.Unmarshal(raw, &p) != nil {
+		return
+	}
+	id, err := jsonrpc.MakeID(p.RequestID)
+	if err != nil {
+		return
+	}
+	o.mu.Lock()
+	cancel := o.cancel[id]
+	o.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
