@@ -40,19 +40,26 @@ var rules = []rule{
 	// The admission controller: numbers and names in, the standard
 	// library only (it knows nothing of Wasm, MCP or policy files).
 	{dir: "host/internal/admission", allow: []string{module + "/host/internal/admission"}},
+	// The compile cache on disk: files and MACs, the standard library
+	// only; its tests use wazero as the oracle of what it stores.
+	{dir: "host/internal/compilecache", allow: []string{module + "/host/internal/compilecache"},
+		tests: []string{"github.com/tetratelabs/wazero"}},
 	// The runtime: the one room that runs guests, and so the one that
 	// imports wazero.
-	{dir: "host/internal/wasmrt", allow: []string{module + "/abi", module + "/host/internal/wasmrt", module + "/host/internal/schema", module + "/host/internal/wasmcode", "github.com/tetratelabs/wazero"},
+	{dir: "host/internal/wasmrt", allow: []string{module + "/abi", module + "/host/internal/wasmrt", module + "/host/internal/schema", module + "/host/internal/wasmcode", module + "/host/internal/compilecache", "github.com/tetratelabs/wazero"},
 		tests: []string{module + "/host/hosttest"}},
 	// The MCP protocol room: go-sdk's server and the task engine; it
 	// serves connections and never touches HTTP (its tests drive it
 	// through the HTTP room).
-	{dir: "host/internal/mcpserver", allow: []string{module + "/abi", module + "/taskengine", module + "/host/internal/mcpserver", module + "/host/internal/rpcmsg", "github.com/modelcontextprotocol/go-sdk", "github.com/google/jsonschema-go", "github.com/google/go-cmp"},
+	{dir: "host/internal/mcpserver", allow: []string{module + "/abi", module + "/taskengine", module + "/host/internal/mcpserver", module + "/host/internal/mcpstdio", "github.com/modelcontextprotocol/go-sdk", "github.com/google/jsonschema-go", "github.com/google/go-cmp"},
 		tests: []string{"golang.org/x/tools/txtar", module + "/host/hosttest", module + "/host/internal/mcphttp"},
 		deny:  []string{"net/http"}},
 	// The JSON-RPC message decoder both transports share: go-sdk's
 	// message types and the standard library.
 	{dir: "host/internal/rpcmsg", allow: []string{module + "/host/internal/rpcmsg", "github.com/modelcontextprotocol/go-sdk/jsonrpc"}},
+	// The stdio transport: lines in, go-sdk's connection type out; never
+	// the task engine or the MCP room.
+	{dir: "host/internal/mcpstdio", allow: []string{module + "/host/internal/mcpstdio", module + "/host/internal/rpcmsg", "github.com/modelcontextprotocol/go-sdk"}},
 	// The HTTP room: the front, the sessions and their streams, on go-sdk's
 	// exported connection types; never the task engine or the MCP room.
 	{dir: "host/internal/mcphttp", allow: []string{module + "/host/internal/mcphttp", module + "/host/internal/rpcmsg", "github.com/modelcontextprotocol/go-sdk"}},
@@ -210,6 +217,9 @@ func TestLayeringCatchesViolations(t *testing.T) {
 		{"host/internal/wasmcode", "github.com/tetratelabs/wazero", true, true},
 		{"host/internal/wasmcode", module + "/abi", false, false},
 		{"host/internal/schema", "github.com/tetratelabs/wazero", false, false},
+		{"host/internal/compilecache", "github.com/tetratelabs/wazero", false, false},
+		{"host/internal/compilecache", "github.com/tetratelabs/wazero", true, true},
+		{"host/internal/compilecache", module + "/host/internal/wasmrt", false, false},
 		{"host/internal/schema", "github.com/modelcontextprotocol/go-sdk/mcp", false, false},
 		{"host/internal/wasmrt", module + "/host/internal/wasmcode", false, true},
 		{"host/internal/admission", module + "/host/internal/wasmrt", false, false},
@@ -220,6 +230,9 @@ func TestLayeringCatchesViolations(t *testing.T) {
 		{"host/internal/mcphttp", module + "/taskengine", false, false},
 		{"host/internal/mcphttp", module + "/host/internal/mcpserver", false, false},
 		{"host/internal/mcphttp", "github.com/modelcontextprotocol/go-sdk/jsonrpc", false, true},
+		{"host/internal/mcpstdio", module + "/taskengine", false, false},
+		{"host/internal/mcpstdio", module + "/host/internal/mcpserver", false, false},
+		{"host/internal/mcpstdio", module + "/host/internal/rpcmsg", false, true},
 		{"cmd/wasmtask", module + "/host/internal/wasmrt", false, false},
 		{"examples/go/demo", module + "/host", false, false},
 		{"examples", module + "/host", true, true},

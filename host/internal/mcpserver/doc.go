@@ -2,10 +2,10 @@
 // tool [Catalog] over any connection with the official go-sdk, and adds
 // tasks on top of it, backed by one taskengine.Engine, in both protocol
 // eras: the 2025-11-25 task protocol and the 2026-07-28 tasks extension
-// (io.modelcontextprotocol/tasks). It serves stdio itself (ServeStdio);
-// Streamable HTTP is the HTTP room's (host/internal/mcphttp), which owns
-// the sessions and hands each one's connection to [Server.Connect]. It
-// never touches HTTP.
+// (io.modelcontextprotocol/tasks). It serves stdio (ServeStdio) on the
+// stdio transport's connection (host/internal/mcpstdio); Streamable HTTP
+// is the HTTP room's (host/internal/mcphttp), which owns the sessions and
+// hands each one's connection to [Server.Connect]. It never touches HTTP.
 //
 //	s, err := mcpserver.New(mcpserver.Config{Catalog: current, Engine: engine, Logger: logger})
 //	...
@@ -179,7 +179,7 @@
 //     not errors.Is-equal to its sentinel so the explanation survives.
 //     Retired by keeping handler-provided messages.
 //   - go-sdk's stdio connection ends the session on the first line that is
-//     not a valid message: we use our own line connection. Retired by
+//     not a valid message: we use our own (host/internal/mcpstdio). Retired by
 //     answering bad frames with -32700/-32600 in go-sdk's ioConn.
 //
 // The HTTP room lists its own (go-sdk's stateless handler for 2026-07-28).

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/wasmtask/wasmtask/host/internal/mcpstdio"
 	"github.com/wasmtask/wasmtask/taskengine"
 )
 
@@ -239,7 +240,7 @@ func New(cfg Config) (*Server, error) {
 // out until in ends, ctx is done, or the Server is closed. in is closed on
 // return when it is an io.Closer.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	line := newLineConn("stdio-"+rand.Text(), in, out, s.cfg.MaxMessageBytes)
+	line := mcpstdio.New("stdio-"+rand.Text(), in, out, s.cfg.MaxMessageBytes, func(m string) bool { return m == methodTasksResult })
 	sess, ss, err := s.startSession(line, "", "stdio")
 	if err != nil {
 		line.Close()
@@ -260,7 +261,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 		<-done
 		err = ctx.Err()
 	case <-sess.ctx.Done(): // Server.Close
-		line.flush() // the requests it released get their answers
+		line.Flush() // the requests it released get their answers
 		ss.Close()
 		<-done
 		err = ErrClosed
@@ -355,7 +356,7 @@ func (s *Server) Close() error {
 	var flushed sync.WaitGroup
 	for _, sess := range sessions {
 		if sess.line != nil {
-			flushed.Go(sess.line.flush)
+			flushed.Go(sess.line.Flush)
 		}
 	}
 	flushed.Wait()

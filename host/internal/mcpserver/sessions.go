@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wasmtask/wasmtask/host/internal/mcpstdio"
 )
 
 const (
@@ -29,7 +30,7 @@ type session struct {
 	// learns which response announces a task. line is the stdio
 	// connection under it, nil over HTTP.
 	conn *taskConn
-	line *lineConn
+	line *mcpstdio.Conn
 	// ss is go-sdk's session (guarded by Server.mu; nil until connected),
 	// own the requests answered before go-sdk sees them.
 	ss  *mcp.ServerSession

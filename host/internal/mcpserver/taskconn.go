@@ -8,10 +8,11 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/wasmtask/wasmtask/taskengine"
 )
 
 // taskConn is the connection decorator every session's transport passes
-// through (stdio's lineConn, the HTTP edge's session connection). On the
+// through (package mcpstdio's, the HTTP edge's session connection). On the
 // way in it lifts params.task out of tools/call before go-sdk decodes it
 // (go-sdk drops the member); on the way out it words JSON-RPC errors for
 // the client (clientRPCError) and writes the notifications go-sdk has no
@@ -132,7 +133,7 @@ func (c *taskConn) holdStatus(t wireTask) bool {
 	c.nmu.Lock()
 	defer c.nmu.Unlock()
 	if c.announced[t.TaskID] {
-		if terminal(t.Status) {
+		if taskengine.Status(t.Status).Terminal() {
 			delete(c.announced, t.TaskID)
 		}
 		return false

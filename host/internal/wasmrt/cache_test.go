@@ -3,20 +3,17 @@ package wasmrt
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/wasmtask/wasmtask/host/internal/wasmcode"
+	"github.com/wasmtask/wasmtask/host/internal/compilecache"
 )
 
 // variant is module wasm with a custom section named n appended: the same
@@ -43,7 +40,7 @@ func entries(t *testing.T, dir string) []string {
 	}
 	var out []string
 	for _, d := range ds {
-		if strings.HasPrefix(d.Name(), entryPrefix) {
+		if strings.HasPrefix(d.Name(), compilecache.EntryPrefix) {
 			out = append(out, d.Name())
 		}
 	}
@@ -73,63 +70,8 @@ func loadBytes(t *testing.T, r *Runtime, name string, wasm []byte) {
 type counts struct{ restored, refused, stored int64 }
 
 func cacheCounts(r *Runtime) counts {
-	return counts{r.disk.restored.Load(), r.disk.refused.Load(), r.disk.stored.Load()}
-}
-
-// TestCacheEvictsLeastRecentlyUsed: the cache stays within its bound by
-// removing the entries used longest ago, and a load marks its entry used.
-func TestCacheEvictsLeastRecentlyUsed(t *testing.T) {
-	dir := t.TempDir()
-	r := newRuntime(t, cacheConfig(t, dir, 1))
-	base := wasmFile(t, "ok")
-	loadBytes(t, r, "v", variant(base, 99))
-	fi, err := os.Stat(onlyEntry(t, dir))
-	if err != nil || fi.Size() == 0 {
-		t.Fatalf("the first load wrote no entry: %v", err)
-	}
-	r.disk.maxBytes = 3 * fi.Size() // room for three entries
-	if err := os.Remove(onlyEntry(t, dir)); err != nil {
-		t.Fatal(err)
-	}
-
-	// name[i] is the entry of variant i: the one its load added.
-	name := map[int]string{}
-	add := func(i int) {
-		before := entries(t, dir)
-		loadBytes(t, r, fmt.Sprint(i), variant(base, i))
-		for _, e := range entries(t, dir) {
-			if !slices.Contains(before, e) {
-				name[i] = e
-			}
-		}
-		if name[i] == "" {
-			t.Fatalf("loading variant %d added no entry", i)
-		}
-	}
-	for i := range 3 {
-		add(i)
-	}
-	// Used at known times: 1 longest ago, then 2, then 0.
-	t0 := time.Now().Add(-time.Hour)
-	for i, age := range map[int]time.Duration{1: 0, 2: time.Minute, 0: 2 * time.Minute} {
-		if err := os.Chtimes(filepath.Join(dir, name[i]), t0.Add(age), t0.Add(age)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	add(3)
-	got := entries(t, dir)
-	want := []string{name[0], name[2], name[3]}
-	slices.Sort(want)
-	if !slices.Equal(got, want) {
-		t.Errorf("entries after the fourth load %v, want %v (1, used longest ago, evicted)", got, want)
-	}
-
-	// Loading 2 again makes it the most recent: 0 goes next.
-	loadBytes(t, r, "2", variant(base, 2))
-	add(4)
-	if got := entries(t, dir); slices.Contains(got, name[0]) || !slices.Contains(got, name[2]) || len(got) != 3 {
-		t.Errorf("entries %v: want 0 evicted, 2 kept, three in all", got)
-	}
+	c := r.disk.Counts()
+	return counts{c.Restored, c.Refused, c.Stored}
 }
 
 // TestCachePruneRemovesForeignNames: names of the cache's entries that are
@@ -139,7 +81,7 @@ func TestCacheEvictsLeastRecentlyUsed(t *testing.T) {
 func TestCachePruneRemovesForeignNames(t *testing.T) {
 	dir := t.TempDir()
 	r := newRuntime(t, cacheConfig(t, dir, 1))
-	planted := filepath.Join(dir, entryPrefix+"planted")
+	planted := filepath.Join(dir, compilecache.EntryPrefix+"planted")
 	if err := os.WriteFile(planted, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +95,7 @@ func TestCachePruneRemovesForeignNames(t *testing.T) {
 	if err := os.Chown(planted, 65534, 65534); err != nil {
 		t.Skipf("chown: %v", err)
 	}
-	pipe := filepath.Join(dir, entryPrefix+"pipe")
+	pipe := filepath.Join(dir, compilecache.EntryPrefix+"pipe")
 	if err := syscall.Mkfifo(pipe, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +141,7 @@ func TestCacheWarmLoadReadsEntry(t *testing.T) {
 	}
 	ds, _ := os.ReadDir(dir)
 	for _, d := range ds {
-		if !d.Type().IsRegular() || !strings.HasPrefix(d.Name(), entryPrefix) {
+		if !d.Type().IsRegular() || !strings.HasPrefix(d.Name(), compilecache.EntryPrefix) {
 			t.Errorf("the shared directory holds %s (%v): only entry files belong there", d.Name(), d.Type())
 		}
 	}
@@ -264,7 +206,7 @@ func TestCacheHostileEntries(t *testing.T) {
 			}
 		}, "a device"},
 		{"oversized", func(t *testing.T, p string, _ Config) {
-			if err := os.Truncate(p, maxEntryBytes(len(base))+1<<30); err != nil { // sparse
+			if err := os.Truncate(p, compilecache.MaxEntryBytes(len(base))+1<<30); err != nil { // sparse
 				t.Fatal(err)
 			}
 		}, "more than the"},
@@ -279,7 +221,7 @@ func TestCacheHostileEntries(t *testing.T) {
 			}
 		}, "writable by group or others"},
 		{"truncated", rewrite(func(b []byte) []byte { return b[:len(b)/2] }), "MAC does not match"},
-		{"cut to its header", rewrite(func(b []byte) []byte { return b[:entryHeadSize] }), "truncated"},
+		{"cut to its header", rewrite(func(b []byte) []byte { return b[:6] }), "truncated"}, // magic, version, file count,
 		{"empty", rewrite(func([]byte) []byte { return nil }), "truncated"},
 		{"garbage", rewrite(func([]byte) []byte { return bytes.Repeat([]byte("not an entry "), 100) }), "MAC does not match"},
 		{"flipped code byte", rewrite(func(b []byte) []byte { c := slices.Clone(b); c[len(c)/2] ^= 0x01; return c }), "MAC does not match"},
@@ -342,130 +284,6 @@ func TestCacheHostileEntries(t *testing.T) {
 				t.Errorf("the next load: %+v, want %+v (the replaced entry read)", got, want)
 			}
 		})
-	}
-}
-
-// TestCacheEntryWazeroRefuses: an entry that passes every check of the
-// host but that wazero cannot read (the key is known, the body is not
-// what wazero wrote) fails the compile, is removed, and the module is
-// compiled in memory: a cache is never a reason to refuse a module.
-func TestCacheEntryWazeroRefuses(t *testing.T) {
-	base := wasmFile(t, "ok")
-	for _, tc := range []struct {
-		name   string
-		mangle func([]byte) []byte
-	}{
-		{"garbage", func([]byte) []byte { return []byte("not a compiled module at all") }},
-		{"truncated", func(b []byte) []byte { return b[:len(b)/2] }},
-		{"flipped code byte", func(b []byte) []byte { c := slices.Clone(b); c[len(c)-64] ^= 0xff; return c }},
-		{"huge offsets", func(b []byte) []byte {
-			// Past wazero's magic, version and function count, which
-			// are left alone: a function count of 0xffffffff makes
-			// wazero allocate 32 GiB, and the process dies of it
-			// (TestCacheHostileEntries keeps such bytes from wazero).
-			c := slices.Clone(b)
-			for i := 6 + 1 + 20; i < min(len(c), 64); i++ {
-				c[i] = 0xff
-			}
-			return c
-		}},
-		{"empty", func([]byte) []byte { return nil }},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			cfg := cacheConfig(t, dir, 64)
-			first := newRuntime(t, cfg)
-			loadBytes(t, first, "ok", base)
-			entry := onlyEntry(t, dir)
-			data, err := os.ReadFile(entry)
-			if err != nil {
-				t.Fatal(err)
-			}
-			digest := instrumentedDigest(t, base, entry)
-			files, err := openEntry(first.disk.key, digest, data)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var buf bytes.Buffer
-			w := newEntryWriter(&buf, first.disk.key, digest, len(files))
-			for _, f := range files {
-				b := tc.mangle(f.data)
-				w.add(f.name, int64(len(b)), bytes.NewReader(b))
-			}
-			if err := w.close(); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(entry, buf.Bytes(), 0o600); err != nil {
-				t.Fatal(err)
-			}
-
-			r := newRuntime(t, cfg)
-			m, err := r.Load(context.Background(), "ok", base, loadLimits)
-			if err != nil {
-				t.Fatalf("Load over an entry wazero cannot read: %v", err)
-			}
-			defer m.Close(context.Background())
-			if got := callText(t, m, "hello", `{}`, testLimits, nil); got != "hello" {
-				t.Errorf("call = %q, want hello", got)
-			}
-			if got := cacheCounts(r); got.restored != 1 || got.refused != 0 {
-				t.Errorf("counts %+v: want the entry passed to wazero once", got)
-			}
-			// wazero either failed the compile (the entry is removed, the
-			// module compiled in memory) or took the entry for a stale one
-			// and compiled (its new entry replaced it).
-			if b, err := os.ReadFile(entry); err == nil && bytes.Equal(b, buf.Bytes()) {
-				t.Errorf("the entry wazero could not read is still there")
-			}
-		})
-	}
-}
-
-// instrumentedDigest is the digest of wasm as Load compiles it (guarded,
-// its data merged), checked against the name of its entry.
-func instrumentedDigest(t *testing.T, wasm []byte, entry string) [sha256.Size]byte {
-	t.Helper()
-	g, err := guardModule(wasm, false, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := sha256.Sum256(wasmcode.MergeDataSection(g.Wasm))
-	if want := entryPrefix + hex.EncodeToString(d[:16]); filepath.Base(entry) != want {
-		t.Fatalf("entry %s, want %s: Load instruments modules otherwise than this test", filepath.Base(entry), want)
-	}
-	return d
-}
-
-// TestCacheSharedByRuntimes: runtimes sharing one small cache load
-// modules at once, evicting each other's entries; every load succeeds.
-func TestCacheSharedByRuntimes(t *testing.T) {
-	dir := t.TempDir()
-	cfg := cacheConfig(t, dir, 1)
-	base := wasmFile(t, "ok")
-	var rs []*Runtime
-	for range 3 {
-		r := newRuntime(t, cfg)
-		r.disk.maxBytes = 1 // every load evicts every other entry
-		rs = append(rs, r)
-	}
-	var wg sync.WaitGroup
-	errs := make(chan error, 3*20)
-	for i, r := range rs {
-		wg.Go(func() {
-			for j := range 20 {
-				m, err := r.Load(context.Background(), "ok", variant(base, (i+j)%5), loadLimits)
-				if err != nil {
-					errs <- err
-					continue
-				}
-				m.Close(context.Background())
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Errorf("Load: %v", err)
 	}
 }
 

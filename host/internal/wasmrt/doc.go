@@ -72,18 +72,13 @@
 // and keeps the Module across reloads. Each Module has a wazero runtime and
 // compilation cache of its own, so its compiled code is freed, all of it,
 // when it is closed and its last call has ended. With Config.CacheDir the
-// compiled code is also kept on disk, a file per module (cache.go): bounded
-// by Config.MaxCacheMiB with the least recently used evicted, shared safely
-// by several processes. wazero never reads that directory: an entry is
-// read only when it is a regular file of this user, not writable by
-// others, within 16 times the module's instrumented size plus 1 MiB, and
-// authenticated by an HMAC-SHA256 with the key in Config.CacheKeyFile over
-// the module's digest and the entry (cacheentry.go, cachekey.go); its files
-// are then written into a private directory that wazero's cache is given
-// for that one compile, and what wazero writes there is authenticated and
-// published by rename. An entry that fails a check is logged
-// (Config.Logger), removed, and the module compiled again; one wazero
-// cannot read is removed and the module compiled in memory.
+// compiled code is also kept on disk, a file per module, by the package
+// compilecache: bounded by Config.MaxCacheMiB with the least recently used
+// evicted, shared safely by several processes, every entry authenticated
+// with the key in Config.CacheKeyFile before wazero is given it, in a
+// private directory of that one compile. An entry that fails a check is
+// logged (Config.Logger), removed, and the module compiled again; one
+// wazero cannot read is removed and the module compiled in memory.
 //
 // # Load bounds
 //

@@ -18,6 +18,7 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/wasmtask/wasmtask/abi"
+	"github.com/wasmtask/wasmtask/host/internal/compilecache"
 	"github.com/wasmtask/wasmtask/host/internal/schema"
 	"github.com/wasmtask/wasmtask/host/internal/wasmcode"
 )
@@ -246,36 +247,36 @@ func (m *Module) compile(ctx context.Context, wasm []byte, lim Limits) error {
 
 // compileCached gives the module its runtime and compiles wasm in it: with
 // the disk cache, in a runtime whose cache is a private directory holding
-// the module's checked entry (cache.go); when that entry cannot be read or
+// the module's checked entry (compilecache); when that entry cannot be read or
 // written, the entry is removed and the module compiled again in memory (a
 // cache is an optimisation, never a reason to refuse a module). On error,
 // the module has no runtime left open.
 func (m *Module) compileCached(ctx context.Context, wasm []byte) (wazero.CompiledModule, error) {
-	var st *stage
+	var st *compilecache.Stage
 	if d := m.r.disk; d != nil && !m.memOnly {
-		st = d.stage(m.name, wasm) // nil when the disk cannot be used
+		st = d.Stage(m.name, wasm) // nil when the disk cannot be used
 	}
 	if st != nil {
-		defer st.close()
-		cache, err := wazero.NewCompilationCacheWithDir(st.dir)
+		defer st.Close()
+		cache, err := wazero.NewCompilationCacheWithDir(st.Dir())
 		if err == nil {
 			rt, err := m.r.engine(ctx, cache)
 			if err == nil {
 				compiled, err := rt.CompileModule(ctx, wasm)
 				if err == nil {
 					m.rt, m.cache = rt, cache
-					st.publish()
+					st.Publish()
 					return compiled, nil
 				}
 				_ = rt.Close(ctx)
-				if !cacheFault(err) {
+				if !compilecache.Fault(err) {
 					_ = cache.Close(ctx)
 					return nil, err
 				}
 			}
 		}
 		_ = cache.Close(ctx)
-		st.drop()
+		st.Drop()
 	}
 	cache := wazero.NewCompilationCache()
 	rt, err := m.r.engine(ctx, cache)

@@ -17,6 +17,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/wasmtask/wasmtask/abi"
+	"github.com/wasmtask/wasmtask/host/internal/compilecache"
 	"github.com/wasmtask/wasmtask/host/internal/wasmcode"
 )
 
@@ -93,11 +94,11 @@ func (c Config) validate() error {
 // Each module gets a wazero runtime and compilation cache of its own (see
 // Module.compileCached): closing them frees everything compiled for the
 // module, and with a disk cache the module's entry is a file of its own,
-// which the host can authenticate, bound and evict (cache.go).
+// which the host can authenticate, bound and evict (package compilecache).
 type Runtime struct {
 	cfg  Config
 	rc   wazero.RuntimeConfig // of every module's runtime, without its cache
-	disk *diskCache           // nil: compiled code is kept in memory only
+	disk *compilecache.Cache  // nil: compiled code is kept in memory only
 	base wazero.ModuleConfig
 
 	wasi   map[string]hostSignature // the WASI functions the runtime provides
@@ -128,7 +129,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		if log == nil {
 			log = slog.New(slog.DiscardHandler)
 		}
-		d, err := openDiskCache(cfg.CacheDir, cfg.MaxCacheMiB, cfg.CacheKeyFile, log)
+		d, err := compilecache.Open(cfg.CacheDir, cfg.MaxCacheMiB, cfg.CacheKeyFile, log)
 		if err != nil {
 			return nil, err
 		}

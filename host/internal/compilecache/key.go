@@ -1,4 +1,4 @@
-package wasmrt
+package compilecache
 
 import (
 	"crypto/rand"
@@ -11,7 +11,7 @@ import (
 	"syscall"
 )
 
-// The compile cache's key authenticates its entries (cacheentry.go). It
+// The compile cache's key authenticates its entries (entry.go). It
 // lives in a file outside the cache directory: whoever can write the cache
 // but not read the key can plant, copy or alter entries, and the server
 // refuses every one of them.

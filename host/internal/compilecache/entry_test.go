@@ -1,4 +1,4 @@
-package wasmrt
+package compilecache
 
 import (
 	"bytes"
@@ -131,7 +131,7 @@ func FuzzEntryFile(f *testing.F) {
 		if err := os.WriteFile(p, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		read, err := readEntryFile(p, maxEntryBytes(len(data)))
+		read, err := readEntryFile(p, MaxEntryBytes(len(data)))
 		if err != nil {
 			t.Fatalf("reading a regular file of its bound: %v", err)
 		}
@@ -142,7 +142,7 @@ func FuzzEntryFile(f *testing.F) {
 		if got := encodeEntry(t, fuzzKey, fuzzDigest, files); !bytes.Equal(got, data) {
 			t.Fatalf("decoded %d files that encode to other bytes", len(files))
 		}
-		s := &stage{dir: t.TempDir()}
+		s := &Stage{dir: t.TempDir()}
 		if err := s.restore(files); err != nil {
 			t.Fatalf("restoring a decoded entry: %v", err)
 		}

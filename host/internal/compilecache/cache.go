@@ -1,4 +1,4 @@
-package wasmrt
+package compilecache
 
 import (
 	"cmp"
@@ -18,29 +18,9 @@ import (
 	"time"
 )
 
-// diskCache is the compile cache on disk: one file per module content (the
-// instrumented bytes), named by its digest, holding what wazero's file
-// cache wrote for that module alone, authenticated with the server's key
-// (cacheentry.go). Owning a file per module is what lets the host bound the
-// cache, evict it least recently used first, and refuse an entry, none of
-// which wazero's own file cache does: its file names are keyed by values
-// internal to wazero, it never deletes anything, it reads whatever it finds
-// at a name (a named pipe blocks the compile, forged native code runs), and
-// a corrupt entry fails the compile.
-//
-// wazero is never pointed at the shared directory. Each compile gets a
-// private directory of its own (stage): the module's entry is read there
-// into memory, checked, and its files written to that directory, which
-// wazero's cache is given; after the compile, what wazero wrote there is
-// authenticated and published into the shared directory by rename. What
-// wazero opens is therefore only ever bytes this process checked and wrote
-// itself, in a directory no one else can write.
-//
-// Several servers may share the directory: entries are written by rename,
-// a reader keeps a file it opened even when another server evicts it, and
-// every entry is checked by whoever reads it. Servers that share it share
-// the key, or each refuses (and replaces) the others' entries.
-type diskCache struct {
+// Cache is one compile cache directory, its key and its bound. It is safe
+// for concurrent use, and by several servers at once (see the package doc).
+type Cache struct {
 	dir      string
 	maxBytes int64
 	key      []byte
@@ -48,20 +28,27 @@ type diskCache struct {
 	log      *slog.Logger
 	mu       sync.Mutex // one prune at a time in this process
 
-	// What the compiles found, for tests: entries read and given to
-	// wazero, entries refused, and compiles that wrote an entry (wazero
-	// compiled the module rather than read it).
-	restored, refused, stored atomic.Int64
+	restored, refused, stored atomic.Int64 // see Counts
 }
 
-// entryPrefix names the cache's entries, so that a prune never removes a
-// file it did not make, whatever else the directory holds.
-const entryPrefix = "m-"
+// Counts is what the compiles of one Cache found: entries read and given
+// to wazero, entries refused, and compiles that wrote an entry (wazero
+// compiled the module rather than read it).
+type Counts struct{ Restored, Refused, Stored int64 }
 
-// openDiskCache creates dir if needed, checks that only this user can
+// Counts returns what the compiles found so far.
+func (d *Cache) Counts() Counts {
+	return Counts{d.restored.Load(), d.refused.Load(), d.stored.Load()}
+}
+
+// EntryPrefix names the cache's entries, so that a prune never removes a
+// file it did not make, whatever else the directory holds.
+const EntryPrefix = "m-"
+
+// Open creates dir if needed, checks that only this user can
 // write it (the cache holds native code the server runs), and reads or
 // creates the key in keyFile.
-func openDiskCache(dir string, maxMiB int, keyFile string, log *slog.Logger) (*diskCache, error) {
+func Open(dir string, maxMiB int, keyFile string, log *slog.Logger) (*Cache, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("compile cache %q: %w", dir, err)
@@ -87,7 +74,7 @@ func openDiskCache(dir string, maxMiB int, keyFile string, log *slog.Logger) (*d
 	if err := safeStageDir(stage); err != nil {
 		return nil, fmt.Errorf("compile cache: the temporary directory %s: %w", stage, err)
 	}
-	return &diskCache{dir: abs, maxBytes: int64(maxMiB) << 20, key: key, stageDir: stage, log: log}, nil
+	return &Cache{dir: abs, maxBytes: int64(maxMiB) << 20, key: key, stageDir: stage, log: log}, nil
 }
 
 // ownedPrivately refuses a directory another user owns or may write.
@@ -118,28 +105,28 @@ func safeStageDir(dir string) error {
 	return nil
 }
 
-// stage is one compile's use of the cache: the private directory wazero's
+// Stage is one compile's use of the cache: the private directory wazero's
 // cache is given, what was restored into it, and where its entry lives.
-type stage struct {
-	d        *diskCache
+type Stage struct {
+	d        *Cache
 	module   string // for the log
 	entry    string // the entry's path in the shared directory
 	digest   [sha256.Size]byte
-	max      int64                  // bound of the entry (maxEntryBytes)
+	max      int64                  // bound of the entry (MaxEntryBytes)
 	dir      string                 // the private directory
 	restored map[string]fs.FileInfo // the files written from the entry, by name
 }
 
-// stage makes the private directory of one compile of the module named
+// Stage makes the private directory of one compile of the module named
 // name whose instrumented bytes are wasm, and writes there the files of the
 // module's entry, if it has one that passes every check. An entry that
 // does not is logged, removed, and the module compiled again (the stage
 // starts empty). It returns nil, having logged why, only when the private
 // directory cannot be made or written: then the module is compiled without
 // the disk.
-func (d *diskCache) stage(name string, wasm []byte) *stage {
-	s := &stage{d: d, module: name, digest: sha256.Sum256(wasm), max: maxEntryBytes(len(wasm))}
-	s.entry = filepath.Join(d.dir, entryPrefix+hex.EncodeToString(s.digest[:16]))
+func (d *Cache) Stage(name string, wasm []byte) *Stage {
+	s := &Stage{d: d, module: name, digest: sha256.Sum256(wasm), max: MaxEntryBytes(len(wasm))}
+	s.entry = filepath.Join(d.dir, EntryPrefix+hex.EncodeToString(s.digest[:16]))
 	dir, err := os.MkdirTemp(d.stageDir, "wasmtask-compile-") // mode 0700
 	if err != nil {
 		d.log.Warn("compile cache: not used: "+err.Error(), "module", name)
@@ -157,7 +144,7 @@ func (d *diskCache) stage(name string, wasm []byte) *stage {
 	if err := s.restore(files); err != nil {
 		// The private directory is this process's own: a failure to
 		// write it is the disk's, not the entry's.
-		s.close()
+		s.Close()
 		d.log.Warn("compile cache: not used: "+err.Error(), "module", name)
 		return nil
 	}
@@ -166,7 +153,7 @@ func (d *diskCache) stage(name string, wasm []byte) *stage {
 }
 
 // readEntry reads and authenticates s's entry.
-func (d *diskCache) readEntry(s *stage) ([]entryFile, error) {
+func (d *Cache) readEntry(s *Stage) ([]entryFile, error) {
 	data, err := readEntryFile(s.entry, s.max)
 	if err != nil {
 		return nil, err
@@ -176,7 +163,7 @@ func (d *diskCache) readEntry(s *stage) ([]entryFile, error) {
 
 // refuse logs an entry refused for why and removes it, so that the
 // compile's own entry replaces it.
-func (d *diskCache) refuse(s *stage, why error) {
+func (d *Cache) refuse(s *Stage, why error) {
 	d.refused.Add(1)
 	d.log.Warn("compile cache: entry refused, compiling the module again: "+why.Error(),
 		"module", s.module, "entry", s.entry)
@@ -193,7 +180,7 @@ func removeEntry(p string) {
 
 // restore writes files into the private directory, through an os.Root so
 // that no name can lead out of it.
-func (s *stage) restore(files []entryFile) error {
+func (s *Stage) restore(files []entryFile) error {
 	root, err := os.OpenRoot(s.dir)
 	if err != nil {
 		return err
@@ -220,12 +207,12 @@ func (s *stage) restore(files []entryFile) error {
 	return nil
 }
 
-// publish runs after a successful compile: when wazero wrote files of its
+// Publish runs after a successful compile: when wazero wrote files of its
 // own (it compiled the module rather than read it), they become the
 // module's entry in the shared directory, replacing what was there; then
 // the cache is pruned. A failure costs only the next start a compile: it
 // is logged, never returned.
-func (s *stage) publish() {
+func (s *Stage) Publish() {
 	d := s.d
 	names, err := s.written()
 	if err == nil && len(names) == 0 {
@@ -249,7 +236,7 @@ func (s *stage) publish() {
 // that are not the entry's as restored: those wazero wrote (it writes a
 // file by rename, so one it rewrote, having found the entry stale, is
 // another file).
-func (s *stage) written() ([]string, error) {
+func (s *Stage) written() ([]string, error) {
 	var names []string
 	err := filepath.WalkDir(s.dir, func(p string, e fs.DirEntry, err error) error {
 		if err != nil || !e.Type().IsRegular() {
@@ -275,7 +262,7 @@ func (s *stage) written() ([]string, error) {
 // write publishes the named files of the private directory as s's entry:
 // encoded and authenticated into a temporary file of the shared directory,
 // renamed over the entry.
-func (s *stage) write(names []string) error {
+func (s *Stage) write(names []string) error {
 	if len(names) > maxEntryFiles {
 		return fmt.Errorf("wazero wrote %d files, more than the %d an entry holds", len(names), maxEntryFiles)
 	}
@@ -340,24 +327,28 @@ func (s *stage) write(names []string) error {
 	return nil
 }
 
-// drop removes s's entry: wazero refused what it held (see
-// Module.compileCached), although it passed every check.
-func (s *stage) drop() {
+// Drop removes s's entry: wazero refused what it held (its compile failed
+// with a [Fault]), although it passed every check.
+func (s *Stage) Drop() {
 	if len(s.restored) > 0 {
 		s.d.log.Warn("compile cache: wazero could not read an entry, compiling the module again", "module", s.module, "entry", s.entry)
 		removeEntry(s.entry)
 	}
 }
 
-// close removes the private directory.
-func (s *stage) close() { _ = os.RemoveAll(s.dir) }
+// Dir is the private directory to give wazero's file cache
+// (wazero.NewCompilationCacheWithDir) for this compile.
+func (s *Stage) Dir() string { return s.dir }
+
+// Close removes the private directory.
+func (s *Stage) Close() { _ = os.RemoveAll(s.dir) }
 
 // prune removes the least recently used entries, but keep, until the
 // entries together take at most maxBytes, and removes whatever holds an
 // entry's name without being a regular file of this user (whose size and
 // mtime would otherwise count, and could make it evict real entries). It
 // returns how many of the latter it removed.
-func (d *diskCache) prune(keep string) (odd int) {
+func (d *Cache) prune(keep string) (odd int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	ents, err := os.ReadDir(d.dir)
@@ -372,7 +363,7 @@ func (d *diskCache) prune(keep string) (odd int) {
 	var all []entry
 	var total int64
 	for _, e := range ents {
-		if !strings.HasPrefix(e.Name(), entryPrefix) {
+		if !strings.HasPrefix(e.Name(), EntryPrefix) {
 			continue
 		}
 		p := filepath.Join(d.dir, e.Name())
@@ -403,10 +394,10 @@ func (d *diskCache) prune(keep string) (odd int) {
 	return odd
 }
 
-// cacheFault reports whether a compile failed because of the disk cache
+// Fault reports whether a compile failed because of the disk cache
 // (an entry wazero cannot read, or one it cannot write) rather than
 // because of the module.
-func cacheFault(err error) bool {
+func Fault(err error) bool {
 	var pe *fs.PathError
 	var le *os.LinkError
 	return strings.Contains(err.Error(), "compilationcache") || errors.As(err, &pe) || errors.As(err, &le)

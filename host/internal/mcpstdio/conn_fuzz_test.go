@@ -1,4 +1,4 @@
-package mcpserver
+package mcpstdio
 
 import (
 	"bytes"
@@ -28,7 +28,7 @@ func FuzzStdioLine(f *testing.F) {
 			return // the reader never hands these to decode
 		}
 		var out bytes.Buffer
-		c := &lineConn{out: &out, closed: make(chan struct{}), max: 1 << 20}
+		c := &Conn{out: &out, closed: make(chan struct{}), max: 1 << 20}
 		msg, err := c.decode(line)
 		written := out.String()
 		if err == nil {

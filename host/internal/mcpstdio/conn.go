@@ -1,4 +1,4 @@
-package mcpserver
+package mcpstdio
 
 import (
 	"bufio"
@@ -15,21 +15,15 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wasmtask/wasmtask/host/internal/rpcmsg"
-	"github.com/wasmtask/wasmtask/taskengine"
 )
 
-// lineConn is an mcp.Connection over newline-delimited JSON, used for stdio
-// (behind taskConn, as every transport). It replaces go-sdk's own io
-// connection because a line that is not JSON, not a JSON-RPC message, or
-// too long gets a JSON-RPC error and the session goes on (go-sdk's
-// connection ends the session on the first such line).
-//
-// Batches are answered with -32600: JSON-RPC batching is not part of MCP
-// since 2025-06-18.
-type lineConn struct {
+// Conn is an mcp.Connection over newline-delimited JSON: one session on a
+// process's stdin and stdout (see the package doc).
+type Conn struct {
 	id     string
 	in     io.Reader
 	max    int
+	blocks func(method string) bool
 	frames chan frame
 	closed chan struct{}
 	once   sync.Once
@@ -59,16 +53,21 @@ type frame struct {
 	err      error
 }
 
-// newLineConn starts the reader goroutine. It ends when in returns an error
-// (EOF included) or when the connection is closed and in is an io.Closer (a
-// reader that can be neither closed nor ended keeps the goroutine parked in
-// Read until it returns, as with any blocking stdin read).
-func newLineConn(id string, in io.Reader, out io.Writer, max int) *lineConn {
-	c := &lineConn{
+// New returns the connection of the session id on in and out, whose
+// messages are at most max bytes; blocks names the methods whose answer
+// may wait as long as a task runs (the end of input does not wait for
+// them, see Conn.Flush). It starts the reader goroutine, which ends when
+// in returns an error (EOF included) or when the connection is closed and
+// in is an io.Closer (a reader that can be neither closed nor ended keeps
+// the goroutine parked in Read until it returns, as with any blocking
+// stdin read).
+func New(id string, in io.Reader, out io.Writer, max int, blocks func(method string) bool) *Conn {
+	c := &Conn{
 		id:     id,
 		in:     in,
 		out:    out,
 		max:    max,
+		blocks: blocks,
 		frames: make(chan frame),
 		closed: make(chan struct{}),
 	}
@@ -76,7 +75,7 @@ func newLineConn(id string, in io.Reader, out io.Writer, max int) *lineConn {
 	return c
 }
 
-func (c *lineConn) readLoop() {
+func (c *Conn) readLoop() {
 	br := bufio.NewReaderSize(c.in, 64<<10)
 	var buf []byte
 	tooLong := false
@@ -110,7 +109,7 @@ func (c *lineConn) readLoop() {
 	}
 }
 
-func (c *lineConn) send(f frame) bool {
+func (c *Conn) send(f frame) bool {
 	select {
 	case c.frames <- f:
 		return true
@@ -120,7 +119,7 @@ func (c *lineConn) send(f frame) bool {
 }
 
 // Read implements mcp.Connection.
-func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+func (c *Conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	for {
 		var f frame
 		select {
@@ -143,7 +142,7 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			continue // already answered
 		}
 		if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
-			if req.Method == methodTasksResult {
+			if c.blocks(req.Method) {
 				c.results.add(req.ID.Raw(), +1)
 			} else {
 				c.calls.add(req.ID.Raw(), +1)
@@ -154,7 +153,7 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 }
 
 // decode turns one line into a message, answering lines that are not one.
-func (c *lineConn) decode(data []byte) (jsonrpc.Message, error) {
+func (c *Conn) decode(data []byte) (jsonrpc.Message, error) {
 	data = bytes.TrimSpace(data)
 	if !json.Valid(data) {
 		c.writeError(nil, jsonrpc.CodeParseError, "parse error: not valid JSON")
@@ -166,7 +165,7 @@ func (c *lineConn) decode(data []byte) (jsonrpc.Message, error) {
 	}
 	msg, err := rpcmsg.Decode(data)
 	if err != nil {
-		c.writeError(rawID(data), jsonrpc.CodeInvalidRequest, clientRPCMessage("invalid request: "+err.Error()))
+		c.writeError(rawID(data), jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
 		return nil, errBadFrame
 	}
 	return msg, nil
@@ -189,7 +188,7 @@ func rawID(data []byte) json.RawMessage {
 	return nil
 }
 
-func (c *lineConn) writeError(id json.RawMessage, code int, msg string) {
+func (c *Conn) writeError(id json.RawMessage, code int, msg string) {
 	if id == nil {
 		id = json.RawMessage("null")
 	}
@@ -204,7 +203,7 @@ func (c *lineConn) writeError(id json.RawMessage, code int, msg string) {
 }
 
 // Write implements mcp.Connection.
-func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+func (c *Conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -219,10 +218,6 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		}
 	}
 	return err
-}
-
-func terminal(status string) bool {
-	return taskengine.Status(status).Terminal()
 }
 
 // answerSet counts the requests read and not yet answered, by ID.
@@ -267,7 +262,7 @@ func (a *answerSet) idleChan() chan struct{} {
 
 // waitAnswered blocks until every request of sets read so far has been
 // answered, eofGrace has passed, ctx is done, or the connection is closed.
-func (c *lineConn) waitAnswered(ctx context.Context, sets ...*answerSet) {
+func (c *Conn) waitAnswered(ctx context.Context, sets ...*answerSet) {
 	grace := time.NewTimer(eofGrace)
 	defer grace.Stop()
 	for _, set := range sets {
@@ -287,11 +282,12 @@ func (c *lineConn) waitAnswered(ctx context.Context, sets ...*answerSet) {
 	}
 }
 
-// flush waits (bounded by eofGrace) until every request read has been
-// answered: the session is ending and its blocked requests were released.
-func (c *lineConn) flush() { c.waitAnswered(context.Background(), &c.calls, &c.results) }
+// Flush waits (bounded by eofGrace) until every request read has been
+// answered, those of blocking methods included: call it when the session
+// is ending and its blocked requests were released.
+func (c *Conn) Flush() { c.waitAnswered(context.Background(), &c.calls, &c.results) }
 
-func (c *lineConn) writeLine(b []byte) error {
+func (c *Conn) writeLine(b []byte) error {
 	select {
 	case <-c.closed:
 		return mcp.ErrConnectionClosed
@@ -307,7 +303,7 @@ func (c *lineConn) writeLine(b []byte) error {
 
 // Close implements mcp.Connection. It closes the input when it is an
 // io.Closer, so the reader goroutine ends.
-func (c *lineConn) Close() error {
+func (c *Conn) Close() error {
 	c.once.Do(func() {
 		close(c.closed)
 		if cl, ok := c.in.(io.Closer); ok {
@@ -318,4 +314,4 @@ func (c *lineConn) Close() error {
 }
 
 // SessionID implements mcp.Connection: it names the session for ownership.
-func (c *lineConn) SessionID() string { return c.id }
+func (c *Conn) SessionID() string { return c.id }
