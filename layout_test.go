@@ -51,9 +51,13 @@ var rules = []rule{
 	// The MCP protocol room: go-sdk's server and the task engine; it
 	// serves connections and never touches HTTP (its tests drive it
 	// through the HTTP room).
-	{dir: "host/internal/mcpserver", allow: []string{module + "/abi", module + "/taskengine", module + "/host/internal/mcpserver", module + "/host/internal/mcpstdio", "github.com/modelcontextprotocol/go-sdk", "github.com/google/jsonschema-go", "github.com/google/go-cmp"},
+	{dir: "host/internal/mcpserver", allow: []string{module + "/abi", module + "/taskengine", module + "/host/internal/mcpserver", module + "/host/internal/mcpstdio", module + "/host/internal/mcpwire", module + "/host/internal/rpcmsg", "github.com/modelcontextprotocol/go-sdk", "github.com/google/jsonschema-go", "github.com/google/go-cmp"},
 		tests: []string{"golang.org/x/tools/txtar", module + "/host/hosttest", module + "/host/internal/mcphttp"},
 		deny:  []string{"net/http"}},
+	// The MCP messages as Go values: go-sdk's types, the guest contract and
+	// the JSON Schema library; it serves nothing (no task engine, no HTTP).
+	{dir: "host/internal/mcpwire", allow: []string{module + "/abi", module + "/host/internal/mcpwire", "github.com/modelcontextprotocol/go-sdk", "github.com/google/jsonschema-go"},
+		deny: []string{"net/http"}},
 	// The JSON-RPC message decoder both transports share: go-sdk's
 	// message types and the standard library.
 	{dir: "host/internal/rpcmsg", allow: []string{module + "/host/internal/rpcmsg", "github.com/modelcontextprotocol/go-sdk/jsonrpc"}},
@@ -62,7 +66,8 @@ var rules = []rule{
 	{dir: "host/internal/mcpstdio", allow: []string{module + "/host/internal/mcpstdio", module + "/host/internal/rpcmsg", "github.com/modelcontextprotocol/go-sdk"}},
 	// The HTTP room: the front, the sessions and their streams, on go-sdk's
 	// exported connection types; never the task engine or the MCP room.
-	{dir: "host/internal/mcphttp", allow: []string{module + "/host/internal/mcphttp", module + "/host/internal/rpcmsg", "github.com/modelcontextprotocol/go-sdk"}},
+	{dir: "host/internal/mcphttp", allow: []string{module + "/host/internal/mcphttp", module + "/host/internal/rpcmsg", "github.com/modelcontextprotocol/go-sdk"},
+		tests: []string{module + "/host/hosttest"}},
 	// The shared task store: the NATS client and embedded server beside
 	// taskengine, never inside it.
 	{dir: "host/internal/natsstore", allow: []string{module + "/taskengine", "github.com/nats-io/nats.go", "github.com/nats-io/nats-server/v2"}},
@@ -231,6 +236,9 @@ func TestLayeringCatchesViolations(t *testing.T) {
 		{"host/internal/mcphttp", module + "/host/internal/mcpserver", false, false},
 		{"host/internal/mcphttp", "github.com/modelcontextprotocol/go-sdk/jsonrpc", false, true},
 		{"host/internal/mcpstdio", module + "/taskengine", false, false},
+		{"host/internal/mcpwire", module + "/taskengine", false, false},
+		{"host/internal/mcpwire", module + "/host/internal/mcpserver", false, false},
+		{"host/internal/mcpwire", "net/http", false, false},
 		{"host/internal/mcpstdio", module + "/host/internal/mcpserver", false, false},
 		{"host/internal/mcpstdio", module + "/host/internal/rpcmsg", false, true},
 		{"cmd/wasmtask", module + "/host/internal/wasmrt", false, false},

@@ -1,7 +1,9 @@
 // Package host is the wasmtask server and its Wasm runtime: it wires the
 // sandbox (internal/wasmrt, the only user of wazero), the tool directory
-// (package plugins), the task engine (package taskengine) and the MCP
-// protocol (internal/mcpserver, the only user of go-sdk).
+// (package plugins), the task engine (package taskengine), the MCP
+// protocol (internal/mcpserver, its message shapes in internal/mcpwire)
+// and its transports (internal/mcpstdio, internal/mcphttp; the MCP rooms
+// are the only users of go-sdk).
 //
 // One entry point, [Server], used by the command line (serve, inspect,
 // call), by the tests of tool modules and by the hostile-guest suite alike:

@@ -260,7 +260,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	budget, budgetSrc := cfg.Policy.memoryBudget(machineMemory)
+	budget, budgetSrc := cfg.Policy.memoryBudget(admission.MachineMemory)
 	rt, err := wasmrt.New(ctx, wasmrt.Config{
 		CacheDir:       cfg.CacheDir,
 		MaxCacheMiB:    cmp.Or(cfg.CacheMaxMiB, DefaultCacheMaxMiB),
@@ -641,13 +641,13 @@ func (s *Server) notReady() string {
 // [Config.MaxConnections]).
 func (s *Server) Serve(l net.Listener) error {
 	total, perAddr := s.cfg.connectionLimits()
-	lim := newConnLimiter(l, total, perAddr)
-	lim.refused = func(addr net.Addr) {
+	lim := mcphttp.LimitConnections(l, total, perAddr)
+	lim.Refused = func(addr net.Addr) {
 		s.log.Debug("connection refused: its address has as many busy connections as it may", "addr", addr.String(), "max", perAddr)
 	}
-	connState := lim.connState
+	connState := lim.ConnState
 	if hook := s.cfg.connState; hook != nil {
-		connState = func(c net.Conn, st http.ConnState) { lim.connState(c, st); hook(c, st) }
+		connState = func(c net.Conn, st http.ConnState) { lim.ConnState(c, st); hook(c, st) }
 	}
 	l = lim
 	read := cmp.Or(s.cfg.ReadTimeout, 30*time.Second)

@@ -13,4 +13,7 @@
 //	t := c.NewTool(m, toolSlots, toolQueue)
 //	if err := c.EnterAs(ctx, t, reserve, admission.Caller{Tenant: "user:a"}); err != nil { … }
 //	defer c.LeaveAs(t, reserve, "user:a")
+//
+// [MachineMemory] reads what the default budget is derived from: the
+// memory this process may use, by its cgroup limits and /proc/meminfo.
 package admission

@@ -10,6 +10,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wasmtask/wasmtask/host/internal/rpcmsg"
 )
 
 // serveModern serves a 2026-07-28 request through go-sdk's stateless
@@ -87,7 +89,7 @@ func taskNameMatches(w http.ResponseWriter, r *http.Request, body []byte) bool {
 	// one, would let this check and go-sdk read different requests.
 	msg, err := members(body, "method", "params", "id")
 	if err != nil {
-		if errors.Is(err, errNotObject) {
+		if errors.Is(err, rpcmsg.ErrNotObject) {
 			return true // a batch, or not a request: go-sdk answers it
 		}
 		return refuse(nil, jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
@@ -102,7 +104,7 @@ func taskNameMatches(w http.ResponseWriter, r *http.Request, body []byte) bool {
 		return true
 	}
 	params, err := members(msg["params"], "taskId")
-	if err != nil && !errors.Is(err, errNotObject) {
+	if err != nil && !errors.Is(err, rpcmsg.ErrNotObject) {
 		return refuse(msg["id"], jsonrpc.CodeInvalidRequest, "invalid request: params: "+err.Error())
 	}
 	var taskID string
@@ -117,39 +119,19 @@ func taskNameMatches(w http.ResponseWriter, r *http.Request, body []byte) bool {
 	return true
 }
 
-var errNotObject = errors.New("not a JSON object")
-
 // members returns the members of the JSON object raw by their exact
 // names. It refuses an object that repeats a name, or that has a name
 // differing only in case from one of watched (decoders that fold case
 // would read that one instead).
 func members(raw json.RawMessage, watched ...string) (map[string]json.RawMessage, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return nil, errNotObject
-	}
-	out := make(map[string]json.RawMessage)
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, errNotObject
-		}
-		name, _ := tok.(string)
-		if _, dup := out[name]; dup {
-			return nil, fmt.Errorf("member %q appears twice", name)
-		}
+	return rpcmsg.Members(raw, func(name string) error {
 		for _, w := range watched {
 			if name != w && strings.EqualFold(name, w) {
-				return nil, fmt.Errorf("member %q is not %q", name, w)
+				return fmt.Errorf("member %q is not %q", name, w)
 			}
 		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, errNotObject
-		}
-		out[name] = v
-	}
-	return out, nil
+		return nil
+	})
 }
 
 // errorRewriter passes the JSON-RPC errors go-sdk's stateless handler

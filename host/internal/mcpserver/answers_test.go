@@ -10,6 +10,7 @@ import (
 
 	"github.com/wasmtask/wasmtask/abi"
 	"github.com/wasmtask/wasmtask/host/hosttest"
+	"github.com/wasmtask/wasmtask/host/internal/mcpwire"
 	"github.com/wasmtask/wasmtask/taskengine"
 )
 
@@ -74,7 +75,7 @@ var badAnswers = []struct {
 	{"extra property null", `{"name":"Ada","age":36,"extra":null}`, `property "extra" is null`, false},
 	{"array of numbers", `{"name":"Ada","age":36,"tags":[1]}`, `property "tags" is an array`, false},
 	{"string over maxLength", `{"name":"` + strings.Repeat("n", 17) + `","age":36}`, "name", false},
-	{"oversized content", `{"name":"Ada","age":36,"note":"` + strings.Repeat("x", maxAnswerBytes) + `"}`, "more than the limit", false},
+	{"oversized content", `{"name":"Ada","age":36,"note":"` + strings.Repeat("x", mcpwire.MaxAnswerBytes) + `"}`, "more than the limit", false},
 	{"number beyond float64", `{"name":"Ada","age":1e400}`, "64-bit float", true},
 	{"content not an object", `["Ada",36]`, `"content" must be an object`, true},
 	{"accepted without content", ``, "age", false},
@@ -97,28 +98,28 @@ func elicitResult(content string) map[string]any {
 func TestCheckAnswer(t *testing.T) {
 	for _, c := range badAnswers {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := checkAnswer(surveyQuestion, abi.ElicitReply{Action: "accept", Content: json.RawMessage(c.content)})
+			_, err := mcpwire.CheckAnswer(surveyQuestion, abi.ElicitReply{Action: "accept", Content: json.RawMessage(c.content)})
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("checkAnswer(%.80s) = %v, want an error naming %q", c.content, err, c.want)
 			}
-			if len(err.Error()) > maxAnswerDetail+100 {
+			if len(err.Error()) > mcpwire.MaxAnswerDetail+100 {
 				t.Errorf("the error is %d bytes long: %.120s…", len(err.Error()), err)
 			}
 		})
 	}
-	got, err := checkAnswer(surveyQuestion, abi.ElicitReply{Action: "accept", Content: json.RawMessage(goodAnswer)})
+	got, err := mcpwire.CheckAnswer(surveyQuestion, abi.ElicitReply{Action: "accept", Content: json.RawMessage(goodAnswer)})
 	if err != nil || "answer: accept "+string(got.Content) != goodReceived {
 		t.Errorf("checkAnswer(good) = %s, %v; want %s", got.Content, err, goodReceived)
 	}
-	got, err = checkAnswer(surveyQuestion, abi.ElicitReply{Action: "decline", Content: json.RawMessage(`{"x":{}}`)})
+	got, err = mcpwire.CheckAnswer(surveyQuestion, abi.ElicitReply{Action: "decline", Content: json.RawMessage(`{"x":{}}`)})
 	if err != nil || got.Action != "decline" || got.Content != nil {
 		t.Errorf("checkAnswer(decline with content) = %+v, %v; want decline without content", got, err)
 	}
-	if _, err := checkAnswer(surveyQuestion, abi.ElicitReply{Action: "maybe"}); err == nil {
+	if _, err := mcpwire.CheckAnswer(surveyQuestion, abi.ElicitReply{Action: "maybe"}); err == nil {
 		t.Error("checkAnswer(action maybe) passed")
 	}
 	// Lone surrogates reach the tool as U+FFFD.
-	got, err = checkAnswer(surveyQuestion, abi.ElicitReply{Action: "accept", Content: json.RawMessage(`{"name":"\ud800","age":1}`)})
+	got, err = mcpwire.CheckAnswer(surveyQuestion, abi.ElicitReply{Action: "accept", Content: json.RawMessage(`{"name":"\ud800","age":1}`)})
 	if err != nil || !strings.Contains(string(got.Content), "\uFFFD") || strings.Contains(string(got.Content), `\ud800`) {
 		t.Errorf("checkAnswer(lone surrogate) = %s, %v; want U+FFFD", got.Content, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/wasmtask/wasmtask/host/internal/mcpwire"
 	"github.com/wasmtask/wasmtask/taskengine"
 )
 
@@ -51,7 +52,7 @@ func (s *Server) AuditDenied(method, path, tenant string, status int, reason str
 
 // outcomeAttr is how a call ended: "ok", "tool error" (isError), or the
 // JSON-RPC error it was answered with.
-func outcomeAttr(res *callToolResult, err error) slog.Attr {
+func outcomeAttr(res *mcpwire.CallToolResult, err error) slog.Attr {
 	switch {
 	case err != nil:
 		return slog.String("outcome", "error: "+err.Error())

@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/wasmtask/wasmtask/abi"
+	"github.com/wasmtask/wasmtask/host/internal/mcpwire"
 	"github.com/wasmtask/wasmtask/taskengine"
 )
 
@@ -27,10 +28,10 @@ type wireMeta struct {
 }
 
 type wireOutcome struct {
-	Result  *callToolResult `json:"result,omitempty"`
-	Failed  bool            `json:"failed,omitempty"`
-	RPC     *jsonrpc.Error  `json:"rpc,omitempty"`
-	Failure *wireFailure    `json:"failure,omitempty"`
+	Result  *mcpwire.CallToolResult `json:"result,omitempty"`
+	Failed  bool                    `json:"failed,omitempty"`
+	RPC     *jsonrpc.Error          `json:"rpc,omitempty"`
+	Failure *wireFailure            `json:"failure,omitempty"`
 }
 
 type wireFailure struct {
@@ -56,7 +57,7 @@ func (codec) Encode(k taskengine.Kind, v any) ([]byte, error) {
 	case taskengine.KindOutcome:
 		out, _ := v.(taskengine.Outcome)
 		w := wireOutcome{Failed: out.Failed}
-		w.Result, _ = out.Value.(*callToolResult)
+		w.Result, _ = out.Value.(*mcpwire.CallToolResult)
 		var rpc *jsonrpc.Error
 		var f *Failure
 		switch {

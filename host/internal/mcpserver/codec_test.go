@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wasmtask/wasmtask/abi"
+	"github.com/wasmtask/wasmtask/host/internal/mcpwire"
 	"github.com/wasmtask/wasmtask/taskengine"
 )
 
@@ -32,9 +33,9 @@ func roundTrip(t *testing.T, k taskengine.Kind, v any) any {
 // TestCodecRendersTheSameOnEveryReplica: what a replica decodes answers a
 // client exactly as the replica that ran the task would.
 func TestCodecRendersTheSameOnEveryReplica(t *testing.T) {
-	res := &callToolResult{
+	res := &mcpwire.CallToolResult{
 		ResultBase:        mcp.ResultBase{Meta: mcp.Meta{cacheMetaKey: map[string]any{"hit": true}}},
-		Content:           contentList{textBlock(""), {Type: "image", Data: "aGk=", MIMEType: "image/png"}},
+		Content:           mcpwire.ContentList{mcpwire.TextBlock(""), {Type: "image", Data: "aGk=", MIMEType: "image/png"}},
 		StructuredContent: json.RawMessage(`{"n":1}`),
 		IsError:           true,
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wasmtask/wasmtask/abi"
+	"github.com/wasmtask/wasmtask/host/internal/mcpwire"
 )
 
 // Elicitation: a running tool asks the user for input. A plain call sends
@@ -81,7 +82,7 @@ func (s *Server) elicit(ctx context.Context, ss *mcp.ServerSession, taskID strin
 	// go-sdk checked the answer against the schema already; the check
 	// every era shares (answers.go) goes further. A response cannot be
 	// refused: the question fails.
-	reply, err = checkAnswer(req, reply)
+	reply, err = mcpwire.CheckAnswer(req, reply)
 	if err != nil {
 		return elicitAnswer{err: fmt.Errorf("elicitation failed: %w", err)}
 	}

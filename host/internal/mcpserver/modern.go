@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wasmtask/wasmtask/abi"
+	"github.com/wasmtask/wasmtask/host/internal/mcpwire"
 	"github.com/wasmtask/wasmtask/taskengine"
 )
 
@@ -79,54 +80,12 @@ func errTasksNotDeclared(what string) error {
 	}
 }
 
-// modernTask is a Task of the extension: flat, with ttlMs and
-// pollIntervalMs.
-type modernTask struct {
-	ResultType     string `json:"resultType"`
-	TaskID         string `json:"taskId"`
-	Status         string `json:"status"`
-	StatusMessage  string `json:"statusMessage,omitempty"`
-	CreatedAt      string `json:"createdAt"`
-	LastUpdatedAt  string `json:"lastUpdatedAt"`
-	TTLMs          *int64 `json:"ttlMs"` // null = unlimited
-	PollIntervalMs int64  `json:"pollIntervalMs,omitempty"`
-}
-
-// modernTaskResult is a CreateTaskResult (resultType "task") or a
-// GetTaskResult (resultType "complete", with the payload of its status).
-type modernTaskResult struct {
-	mcp.ResultBase
-	modernTask
-	InputRequests map[string]inputRequest `json:"inputRequests,omitempty"`
-	Result        *callToolResult         `json:"result,omitempty"`
-	Error         *jsonrpc.Error          `json:"error,omitempty"`
-}
-
-// inputRequest is one entry of inputRequests: the request a 2025-11-25
-// server would have sent the client.
-type inputRequest struct {
-	Method string       `json:"method"`
-	Params elicitParams `json:"params"`
-}
-
-type elicitParams struct {
-	Mode            string          `json:"mode"`
-	Message         string          `json:"message"`
-	RequestedSchema json.RawMessage `json:"requestedSchema,omitempty"`
-}
-
-// ackResult answers tasks/update and tasks/cancel.
-type ackResult struct {
-	mcp.ResultBase
-	ResultType string `json:"resultType"`
-}
-
 // modernTaskOf renders a task's fields. The status is the one the
 // extension defines: a tool that returned a result with isError ran to
 // completion (the engine's 2025-11-25 reading calls that failed).
-func modernTaskOf(t taskengine.Task, out *taskengine.Outcome, resultType string) modernTask {
+func modernTaskOf(t taskengine.Task, out *taskengine.Outcome, resultType string) mcpwire.ModernTask {
 	w := wireTaskOf(t)
-	m := modernTask{
+	m := mcpwire.ModernTask{
 		ResultType:     resultType,
 		TaskID:         w.TaskID,
 		Status:         w.Status,
@@ -137,7 +96,7 @@ func modernTaskOf(t taskengine.Task, out *taskengine.Outcome, resultType string)
 		PollIntervalMs: w.PollInterval,
 	}
 	if out != nil && t.Status == taskengine.StatusFailed {
-		if v, _ := out.Value.(*callToolResult); v != nil {
+		if v, _ := out.Value.(*mcpwire.CallToolResult); v != nil {
 			m.Status = string(taskengine.StatusCompleted)
 		}
 	}
@@ -146,7 +105,7 @@ func modernTaskOf(t taskengine.Task, out *taskengine.Outcome, resultType string)
 
 // renderModernTask is tasks/get's answer: the task and the payload of its
 // status — the input requests pending, the result, or the error.
-func (s *Server) renderModernTask(ctx context.Context, owner string, t taskengine.Task) (*modernTaskResult, error) {
+func (s *Server) renderModernTask(ctx context.Context, owner string, t taskengine.Task) (*mcpwire.ModernTaskResult, error) {
 	e := s.cfg.Engine
 	switch {
 	case t.Status == taskengine.StatusInputRequired:
@@ -154,33 +113,33 @@ func (s *Server) renderModernTask(ctx context.Context, owner string, t taskengin
 		if err != nil {
 			return nil, engineError(err, t.ID)
 		}
-		out := &modernTaskResult{modernTask: modernTaskOf(t, nil, resultComplete)}
+		out := &mcpwire.ModernTaskResult{ModernTask: modernTaskOf(t, nil, resultComplete)}
 		if len(reqs) == 0 {
 			// Answered since Get: input_required must list what it
 			// waits for, and nothing is waited for.
 			out.Status = string(taskengine.StatusWorking)
 			return out, nil
 		}
-		out.InputRequests = make(map[string]inputRequest, len(reqs))
+		out.InputRequests = make(map[string]mcpwire.InputRequest, len(reqs))
 		for _, r := range reqs {
 			req, _ := r.Payload.(abi.ElicitRequest)
-			out.InputRequests[r.ID] = elicitInput(req)
+			out.InputRequests[r.ID] = mcpwire.ElicitInput(req)
 		}
 		return out, nil
 	case !t.Status.Terminal():
-		return &modernTaskResult{modernTask: modernTaskOf(t, nil, resultComplete)}, nil
+		return &mcpwire.ModernTaskResult{ModernTask: modernTaskOf(t, nil, resultComplete)}, nil
 	}
 	id := t.ID
 	t, outcome, err := e.Wait(ctx, owner, id) // terminal: returns at once
 	if err != nil {
 		return nil, engineError(err, id)
 	}
-	out := &modernTaskResult{modernTask: modernTaskOf(t, &outcome, resultComplete)}
+	out := &mcpwire.ModernTaskResult{ModernTask: modernTaskOf(t, &outcome, resultComplete)}
 	if t.Status == taskengine.StatusCancelled {
 		return out, nil
 	}
 	var rpc *jsonrpc.Error
-	switch v, _ := outcome.Value.(*callToolResult); {
+	switch v, _ := outcome.Value.(*mcpwire.CallToolResult); {
 	case v != nil:
 		// The CallToolResult the call would have returned, a
 		// 2026-07-28 result: with its resultType (clients check it).
@@ -208,7 +167,7 @@ func (s *Server) modernTaskMethod(ctx context.Context, rq requestor, method stri
 	owner := rq.owner()
 	switch method {
 	case methodTasksGet:
-		p, _ := req.GetParams().(*taskIDParams)
+		p, _ := req.GetParams().(*mcpwire.TaskIDParams)
 		_, id, err := taskTarget(ctx, method, p)
 		if err != nil {
 			return nil, err
@@ -219,7 +178,7 @@ func (s *Server) modernTaskMethod(ctx context.Context, rq requestor, method stri
 		}
 		return s.renderModernTask(ctx, owner, t)
 	case methodTasksCancel:
-		p, _ := req.GetParams().(*taskIDParams)
+		p, _ := req.GetParams().(*mcpwire.TaskIDParams)
 		_, id, err := taskTarget(ctx, method, p)
 		if err != nil {
 			return nil, err
@@ -234,9 +193,9 @@ func (s *Server) modernTaskMethod(ctx context.Context, rq requestor, method stri
 		default:
 			s.audit(auditTaskCancel, owner, append(taskAttrs(t), slog.String("outcome", string(t.Status)))...)
 		}
-		return &ackResult{ResultType: resultComplete}, nil
+		return &mcpwire.AckResult{ResultType: resultComplete}, nil
 	case methodTasksUpdate:
-		p, _ := req.GetParams().(*taskUpdateParams)
+		p, _ := req.GetParams().(*mcpwire.TaskUpdateParams)
 		var id string
 		if p != nil {
 			id = p.TaskID
@@ -247,22 +206,14 @@ func (s *Server) modernTaskMethod(ctx context.Context, rq requestor, method stri
 		if err := s.answerInputs(ctx, owner, id, p.InputResponses); err != nil {
 			return nil, err
 		}
-		return &ackResult{ResultType: resultComplete}, nil
+		return &mcpwire.AckResult{ResultType: resultComplete}, nil
 	}
 	return nil, errMethodNotFound("method %q is not part of protocol version %s", method, modernVersion)
 }
 
-// taskUpdateParams are the params of tasks/update. The responses stay raw:
-// one is decoded only when it answers a pending request.
-type taskUpdateParams struct {
-	mcp.ParamsBase
-	TaskID         string                     `json:"taskId"`
-	InputResponses map[string]json.RawMessage `json:"inputResponses,omitempty"`
-}
-
 // answerInputs hands each response that answers a pending input request of
 // the task to the work waiting for it, once every one of them passed
-// checkAnswer: a refused answer refuses the update (-32602) and no question
+// mcpwire.CheckAnswer: a refused answer refuses the update (-32602) and no question
 // is answered. Keys that answer nothing (never asked, already answered,
 // withdrawn) are ignored without being decoded.
 func (s *Server) answerInputs(ctx context.Context, owner, id string, responses map[string]json.RawMessage) error {
@@ -280,10 +231,10 @@ func (s *Server) answerInputs(ctx context.Context, owner, id string, responses m
 		if !ok {
 			continue
 		}
-		reply, err := decodeElicitResult(raw)
+		reply, err := mcpwire.DecodeElicitResult(raw)
 		if err == nil {
 			req, _ := r.Payload.(abi.ElicitRequest)
-			reply, err = checkAnswer(req, reply)
+			reply, err = mcpwire.CheckAnswer(req, reply)
 		}
 		if err != nil {
 			return rpcError(jsonrpc.CodeInvalidParams, "inputResponses[%s]: %v", strconv.Quote(r.ID), err)
@@ -295,30 +246,6 @@ func (s *Server) answerInputs(ctx context.Context, owner, id string, responses m
 		_ = s.cfg.Engine.Answer(ctx, owner, id, a.key, elicitAnswer{reply: a.reply})
 	}
 	return nil
-}
-
-// decodeElicitResult reads an ElicitResult answering an elicitation/create.
-func decodeElicitResult(raw json.RawMessage) (abi.ElicitReply, error) {
-	var r struct {
-		Action  string          `json:"action"`
-		Content json.RawMessage `json:"content"`
-	}
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return abi.ElicitReply{}, errors.New("not an elicitation result object")
-	}
-	switch r.Action {
-	case "accept", "decline", "cancel":
-	default:
-		return abi.ElicitReply{}, errors.New(`"action" must be "accept", "decline" or "cancel"`)
-	}
-	reply := abi.ElicitReply{Action: r.Action}
-	if c := r.Content; len(c) > 0 && !isNull(c) {
-		if c[0] != '{' {
-			return abi.ElicitReply{}, errors.New(`"content" must be an object`)
-		}
-		reply.Content = c
-	}
-	return reply, nil
 }
 
 // discover adds the tasks extension to server/discover's capabilities,
@@ -349,24 +276,14 @@ func discover(res mcp.Result) mcp.Result {
 	return &out
 }
 
-type modernListTools struct {
-	mcp.ResultBase
-	ResultType string    `json:"resultType"`
-	Tools      []mcpTool `json:"tools"`
-	// The list changes on every reload: clients should not cache it, and
-	// what one tenant sees is its own.
-	TTLMs      int    `json:"ttlMs"`
-	CacheScope string `json:"cacheScope"`
-}
-
-func listModernTools(c Catalog, visible func(string) bool, private bool) *modernListTools {
+func listModernTools(c Catalog, visible func(string) bool, private bool) *mcpwire.ModernListTools {
 	tools := visibleTools(c, visible)
-	out := &modernListTools{ResultType: resultComplete, Tools: make([]mcpTool, len(tools)), CacheScope: "public"}
+	out := &mcpwire.ModernListTools{ResultType: resultComplete, Tools: make([]mcpwire.Tool, len(tools)), CacheScope: "public"}
 	if private {
 		out.CacheScope = "private"
 	}
 	for i, t := range tools {
-		out.Tools[i] = t.mcpTool
+		out.Tools[i] = t.Tool
 	}
 	return out
 }

@@ -2,10 +2,7 @@ package mcpserver
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"runtime/debug"
 	"slices"
@@ -16,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wasmtask/wasmtask/abi"
+	"github.com/wasmtask/wasmtask/host/internal/mcpwire"
 	"github.com/wasmtask/wasmtask/taskengine"
 )
 
@@ -35,29 +33,8 @@ import (
 // tasks extension): the task is created then, the client gets its handle,
 // and the instance goes on as the task's work.
 
-// inputRequiredResult is a round's answer: the questions still open.
-type inputRequiredResult struct {
-	mcp.ResultBase
-	ResultType    string                  `json:"resultType"`
-	InputRequests map[string]inputRequest `json:"inputRequests"`
-}
-
 // errNeedsInput ends a round's guest at its first unanswered question.
 var errNeedsInput = errors.New("the question waits for the client's next round")
-
-// questionKey names a question of a round: a digest of its text, and
-// which of the round's questions with that text it is (the n-th). The same
-// in every round that asks it, whatever order questions asked together
-// (elicit_all) reach the host in; identical questions are interchangeable.
-func questionKey(req abi.ElicitRequest, seen map[string]int) string {
-	h := sha256.New()
-	h.Write([]byte(req.Message))
-	h.Write([]byte{0})
-	h.Write(req.RequestedSchema)
-	d := fmt.Sprintf("%x", h.Sum(nil)[:6])
-	seen[d]++
-	return fmt.Sprintf("q-%s-%d", d, seen[d])
-}
 
 // staged is one round of a 2026-07-28 call that may ask questions, and
 // may become a task, before it ends.
@@ -72,12 +49,12 @@ type staged struct {
 	begin   func() (taskengine.Task, error)
 
 	mu        sync.Mutex
-	asked     map[string]int          // questions asked this round, by digest
-	missing   map[string]inputRequest // questions without an answer
-	task      *taskEvents             // once a task
-	begun     chan taskengine.Task    // the task, once begin_task made one
-	refused   error                   // why the engine did not take the task
-	badAnswer error                   // the round's first answer that checkAnswer refused
+	asked     map[string]int                  // questions asked this round, by digest
+	missing   map[string]mcpwire.InputRequest // questions without an answer
+	task      *taskEvents                     // once a task
+	begun     chan taskengine.Task            // the task, once begin_task made one
+	refused   error                           // why the engine did not take the task
+	badAnswer error                           // the round's first answer that checkAnswer refused
 }
 
 func (c *staged) Progress(p, total float64, msg string) {
@@ -105,7 +82,7 @@ func (c *staged) taskEvents() *taskEvents {
 }
 
 // Elicit answers from the round's inputResponses, each checked by
-// checkAnswer; a question without an answer ends the round (the guest is
+// mcpwire.CheckAnswer; a question without an answer ends the round (the guest is
 // stopped: it is asked again in the next one), and so does one whose
 // answer is refused (the round answers -32602). Once the call is a task,
 // questions go to tasks/get.
@@ -122,10 +99,10 @@ func (c *staged) Elicit(ctx context.Context, req abi.ElicitRequest) (abi.ElicitR
 	if c.asked == nil {
 		c.asked = make(map[string]int)
 	}
-	key := questionKey(req, c.asked)
+	key := mcpwire.QuestionKey(req, c.asked)
 	if a, ok := c.answers[key]; ok {
 		c.mu.Unlock()
-		a, err := checkAnswer(req, a)
+		a, err := mcpwire.CheckAnswer(req, a)
 		if err == nil {
 			return a, nil
 		}
@@ -140,10 +117,10 @@ func (c *staged) Elicit(ctx context.Context, req abi.ElicitRequest) (abi.ElicitR
 		return abi.ElicitReply{}, err
 	}
 	if c.missing == nil {
-		c.missing = make(map[string]inputRequest)
+		c.missing = make(map[string]mcpwire.InputRequest)
 	}
 	if len(c.missing) < abi.MaxElicitAll {
-		c.missing[key] = elicitInput(req)
+		c.missing[key] = mcpwire.ElicitInput(req)
 	}
 	c.mu.Unlock()
 	c.cancel()
@@ -178,35 +155,10 @@ func (c *staged) BeginTask() bool {
 }
 
 // openQuestions returns the round's unanswered questions, nil if none.
-func (c *staged) openQuestions() map[string]inputRequest {
+func (c *staged) openQuestions() map[string]mcpwire.InputRequest {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.missing
-}
-
-// elicitInput is the input request a question becomes on the wire.
-func elicitInput(req abi.ElicitRequest) inputRequest {
-	return inputRequest{Method: "elicitation/create", Params: elicitParams{Mode: "form", Message: req.Message, RequestedSchema: req.RequestedSchema}}
-}
-
-// answersOf reads a round's inputResponses: elicitation results only (the
-// only questions a tool asks); others answer nothing.
-func answersOf(m mcp.InputResponseMap) map[string]abi.ElicitReply {
-	out := make(map[string]abi.ElicitReply, len(m))
-	for k, v := range m {
-		r, ok := v.(*mcp.ElicitResult)
-		if !ok {
-			continue
-		}
-		reply := abi.ElicitReply{Action: r.Action}
-		if r.Content != nil {
-			if b, err := json.Marshal(r.Content); err == nil {
-				reply.Content = b
-			}
-		}
-		out[k] = reply
-	}
-	return out
 }
 
 // callStaged runs one round of a 2026-07-28 call: to its result, to its
@@ -224,13 +176,13 @@ func (s *Server) callStaged(ctx context.Context, rq requestor, cat Catalog, rele
 	runCtx, cancel := context.WithCancel(context.Background())
 	stopWithRequest := context.AfterFunc(ctx, cancel)
 	c := &staged{
-		s: s, rq: rq, tool: tool, answers: answersOf(p.InputResponses), mayTask: mayTask,
+		s: s, rq: rq, tool: tool, answers: mcpwire.AnswersOf(p.InputResponses), mayTask: mayTask,
 		plain:  &callEvents{s: s, rq: rq, ctx: ctx, token: p.GetProgressToken(), tool: tool},
 		cancel: cancel,
 		begun:  make(chan taskengine.Task, 1),
 	}
 	type ending struct {
-		res *callToolResult
+		res *mcpwire.CallToolResult
 		err error
 	}
 	ended := make(chan ending, 1)   // the instance's end, for the round
@@ -256,7 +208,7 @@ func (s *Server) callStaged(ctx context.Context, rq requestor, cat Catalog, rele
 			if e.res.IsError {
 				run.SetStatusMessage(firstText(e.res, "the tool reported an error"))
 			}
-			return taskengine.Outcome{Value: e.res, Failed: e.res.IsError, Size: e.res.size()}
+			return taskengine.Outcome{Value: e.res, Failed: e.res.IsError, Size: e.res.Size()}
 		}
 		t, err := s.cfg.Engine.Submit(ctx, owner, taskengine.SubmitOptions{Meta: info}, work)
 		if err != nil {
@@ -292,11 +244,11 @@ func (s *Server) callStaged(ctx context.Context, rq requestor, cat Catalog, rele
 
 	select {
 	case t := <-c.begun:
-		return &modernTaskResult{modernTask: modernTaskOf(t, nil, resultTask)}, nil
+		return &mcpwire.ModernTaskResult{ModernTask: modernTaskOf(t, nil, resultTask)}, nil
 	case e := <-ended:
 		select {
 		case t := <-c.begun: // it began, then ended at once
-			return &modernTaskResult{modernTask: modernTaskOf(t, nil, resultTask)}, nil
+			return &mcpwire.ModernTaskResult{ModernTask: modernTaskOf(t, nil, resultTask)}, nil
 		default:
 		}
 		c.mu.Lock()
@@ -309,7 +261,7 @@ func (s *Server) callStaged(ctx context.Context, rq requestor, cat Catalog, rele
 			return nil, bad
 		}
 		if open := c.openQuestions(); open != nil {
-			return &inputRequiredResult{ResultType: resultInputRequired, InputRequests: open}, nil
+			return &mcpwire.InputRequiredResult{ResultType: resultInputRequired, InputRequests: open}, nil
 		}
 		s.audit(auditCall, owner, append(toolAttrs(cat, tool), outcomeAttr(e.res, e.err))...)
 		if e.res != nil {

@@ -1,16 +1,19 @@
 package mcpserver
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wasmtask/wasmtask/host/internal/mcpwire"
+	"github.com/wasmtask/wasmtask/host/internal/rpcmsg"
 )
 
 // The requests a 2025-11-25 session sends most — tools/call, tasks/get,
@@ -58,7 +61,7 @@ func (s *Server) answerOwn(sess *session, req *jsonrpc.Request) bool {
 	}
 	rq := requestor{sess: sess, ss: ss, user: user}
 	var call *mcp.CallToolParamsRaw
-	var task *taskIDParams
+	var task *mcpwire.TaskIDParams
 	if req.Method == methodCallTool {
 		if call = ownCallParams(req.Params); call == nil {
 			return false
@@ -106,7 +109,7 @@ func extraOf(req *jsonrpc.Request) *mcp.RequestExtra {
 
 // runOwn runs the handler of a request answered here, recovering a panic
 // as the receiving middleware does on go-sdk's path.
-func (s *Server) runOwn(ctx context.Context, rq requestor, method string, call *mcp.CallToolParamsRaw, task *taskIDParams) (res any, err error) {
+func (s *Server) runOwn(ctx context.Context, rq requestor, method string, call *mcp.CallToolParamsRaw, task *mcpwire.TaskIDParams) (res any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			s.log.Error("panic while handling request", "method", method, "panic", r, "stack", string(debug.Stack()))
@@ -164,7 +167,7 @@ func ownCallParams(raw json.RawMessage) *mcp.CallToolParamsRaw {
 	}
 	p.Arguments = params["arguments"]
 	if m := params["_meta"]; m != nil {
-		meta, err := exactMembers(m, liftedTaskKey, requestIDKey)
+		meta, err := exactMembers(m, mcpwire.LiftedTaskKey, mcpwire.RequestIDKey)
 		if err != nil {
 			return nil
 		}
@@ -182,12 +185,12 @@ func ownCallParams(raw json.RawMessage) *mcp.CallToolParamsRaw {
 
 // ownTaskParams reads the params of tasks/get, tasks/cancel or
 // tasks/result answered here: exactly a taskId string. nil: go-sdk's.
-func ownTaskParams(raw json.RawMessage) *taskIDParams {
+func ownTaskParams(raw json.RawMessage) *mcpwire.TaskIDParams {
 	params, err := exactMembers(raw, "taskId")
 	if err != nil || params["taskId"] == nil {
 		return nil
 	}
-	var p taskIDParams
+	var p mcpwire.TaskIDParams
 	if json.Unmarshal(params["taskId"], &p.TaskID) != nil || p.TaskID == "" {
 		return nil
 	}
@@ -197,36 +200,12 @@ func ownTaskParams(raw json.RawMessage) *taskIDParams {
 // exactMembers returns the members of the JSON object raw when each is
 // one of names, spelled exactly and not repeated.
 func exactMembers(raw json.RawMessage, names ...string) (map[string]json.RawMessage, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return nil, errors.New("not an object")
-	}
-	out := make(map[string]json.RawMessage, len(names))
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, err
+	return rpcmsg.Members(raw, func(name string) error {
+		if !slices.Contains(names, name) {
+			return fmt.Errorf("member %q", name)
 		}
-		name, _ := tok.(string)
-		if _, dup := out[name]; dup || !contains(names, name) {
-			return nil, fmt.Errorf("member %q", name)
-		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, err
-		}
-		out[name] = v
-	}
-	return out, nil
-}
-
-func contains(names []string, name string) bool {
-	for _, n := range names {
-		if n == name {
-			return true
-		}
-	}
-	return false
+		return nil
+	})
 }
 
 // add records a request in flight; false when its ID already is.

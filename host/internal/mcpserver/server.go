@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wasmtask/wasmtask/host/internal/mcpstdio"
+	"github.com/wasmtask/wasmtask/host/internal/mcpwire"
 	"github.com/wasmtask/wasmtask/taskengine"
 )
 
@@ -306,7 +307,7 @@ func (s *Server) startSession(conn mcp.Connection, user, transport string) (*ses
 	tc.answer = func(req *jsonrpc.Request) bool { return s.answerOwn(sess, req) }
 	s.wg.Go(func() {
 		defer close(sess.relayDone)
-		sess.relay.run(sess.ctx, func(t wireTask) error { return tc.notify(methodTaskStatus, t) })
+		sess.relay.run(sess.ctx, func(t mcpwire.Task) error { return tc.notify(methodTaskStatus, t) })
 	})
 	s.audit(auditSessionOpen, requestor{sess: sess, user: user}.owner(), slog.String("transport", transport))
 	ss, err := s.mcp.Connect(context.Background(), connTransport{tc}, nil)

@@ -8,6 +8,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wasmtask/wasmtask/host/internal/mcpwire"
 	"github.com/wasmtask/wasmtask/taskengine"
 )
 
@@ -31,9 +33,9 @@ type taskConn struct {
 	// response carries it (expectTask). The maps are bounded by
 	// maxHeldTasks.
 	nmu       sync.Mutex
-	expected  map[any]string      // response ID → task ID it announces
-	announced map[string]bool     // task IDs whose CreateTaskResult was written
-	held      map[string]wireTask // latest status of a task not yet announced
+	expected  map[any]string          // response ID → task ID it announces
+	announced map[string]bool         // task IDs whose CreateTaskResult was written
+	held      map[string]mcpwire.Task // latest status of a task not yet announced
 }
 
 // maxHeldTasks bounds the task IDs a connection remembers for ordering
@@ -52,7 +54,7 @@ func (c *taskConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			return msg, err
 		}
 		if req.Method == methodCallTool {
-			req.Params = liftTaskParams(req.Params, req.ID.Raw())
+			req.Params = mcpwire.LiftTaskParams(req.Params, req.ID.Raw())
 		}
 		if c.answer == nil || !c.answer(req) {
 			return msg, nil
@@ -129,7 +131,7 @@ func (c *taskConn) announce(id string) {
 
 // holdStatus reports whether a status notification of t must wait for its
 // task to be announced, and keeps it if so.
-func (c *taskConn) holdStatus(t wireTask) bool {
+func (c *taskConn) holdStatus(t mcpwire.Task) bool {
 	c.nmu.Lock()
 	defer c.nmu.Unlock()
 	if c.announced[t.TaskID] {
@@ -139,7 +141,7 @@ func (c *taskConn) holdStatus(t wireTask) bool {
 		return false
 	}
 	if c.held == nil || len(c.held) >= maxHeldTasks {
-		c.held = make(map[string]wireTask)
+		c.held = make(map[string]mcpwire.Task)
 	}
 	c.held[t.TaskID] = t
 	return true
@@ -148,7 +150,7 @@ func (c *taskConn) holdStatus(t wireTask) bool {
 // notify writes a server notification that go-sdk has no API for. A task
 // status notification waits until the task's CreateTaskResult is written.
 func (c *taskConn) notify(method string, params any) error {
-	if t, ok := params.(wireTask); ok && method == methodTaskStatus && c.holdStatus(t) {
+	if t, ok := params.(mcpwire.Task); ok && method == methodTaskStatus && c.holdStatus(t) {
 		return nil
 	}
 	return c.sendNotification(method, params)

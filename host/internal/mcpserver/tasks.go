@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/wasmtask/wasmtask/host/internal/mcpwire"
 	"github.com/wasmtask/wasmtask/taskengine"
 )
 
@@ -25,35 +26,21 @@ const (
 // listPageSize is the tasks/list page size.
 const listPageSize = 50
 
-// wireTask is an MCP Task.
-type wireTask struct {
-	TaskID        string `json:"taskId"`
-	Status        string `json:"status"`
-	StatusMessage string `json:"statusMessage,omitempty"`
-	CreatedAt     string `json:"createdAt"`
-	LastUpdatedAt string `json:"lastUpdatedAt"`
-	TTL           *int64 `json:"ttl"` // null = unlimited
-	PollInterval  int64  `json:"pollInterval,omitempty"`
-}
-
-// timeFormat is RFC 3339 in UTC with milliseconds.
-const timeFormat = "2006-01-02T15:04:05.000Z07:00"
-
 // wireTaskOf renders a task. A task the engine or its work ended with an
 // error gets the status message errors.go words for it, in place of the
 // last one its tool set.
-func wireTaskOf(t taskengine.Task) wireTask {
+func wireTaskOf(t taskengine.Task) mcpwire.Task {
 	msg := t.StatusMessage
 	if t.Err != nil && t.Status.Terminal() {
 		tool := toolOf(t)
 		msg = taskEndText(tool, t.Err)
 	}
-	w := wireTask{
+	w := mcpwire.Task{
 		TaskID:        t.ID,
 		Status:        string(t.Status),
 		StatusMessage: msg,
-		CreatedAt:     t.CreatedAt.UTC().Format(timeFormat),
-		LastUpdatedAt: t.LastUpdatedAt.UTC().Format(timeFormat),
+		CreatedAt:     t.CreatedAt.UTC().Format(mcpwire.TimeFormat),
+		LastUpdatedAt: t.LastUpdatedAt.UTC().Format(mcpwire.TimeFormat),
 		PollInterval:  t.PollInterval.Milliseconds(),
 	}
 	if t.TTL > 0 {
@@ -61,32 +48,6 @@ func wireTaskOf(t taskengine.Task) wireTask {
 		w.TTL = &ms
 	}
 	return w
-}
-
-type taskResult struct {
-	mcp.ResultBase
-	wireTask
-}
-
-type createTaskResult struct {
-	mcp.ResultBase
-	Task wireTask `json:"task"`
-}
-
-type listTasksResult struct {
-	mcp.ResultBase
-	Tasks      []wireTask `json:"tasks"`
-	NextCursor string     `json:"nextCursor,omitempty"`
-}
-
-type taskIDParams struct {
-	mcp.ParamsBase
-	TaskID string `json:"taskId"`
-}
-
-type listTasksParams struct {
-	mcp.ParamsBase
-	Cursor string `json:"cursor,omitempty"`
 }
 
 func relatedMeta(id string) mcp.Meta {
@@ -100,7 +61,7 @@ func (s *Server) registerTaskMethods() error {
 		mcp.AddReceivingCustomMethod(s.mcp, methodTasksList, s.tasksList),
 		mcp.AddReceivingCustomMethod(s.mcp, methodTasksCancel, s.tasksCancel),
 		// Answered by the middleware (2026-07-28) or refused there.
-		mcp.AddReceivingCustomMethod(s.mcp, methodTasksUpdate, func(context.Context, *mcp.ServerSession, *taskUpdateParams) (*ackResult, error) {
+		mcp.AddReceivingCustomMethod(s.mcp, methodTasksUpdate, func(context.Context, *mcp.ServerSession, *mcpwire.TaskUpdateParams) (*mcpwire.AckResult, error) {
 			return nil, errMethodNotFound("method %q is not available", methodTasksUpdate)
 		}),
 	)
@@ -108,7 +69,7 @@ func (s *Server) registerTaskMethods() error {
 
 // taskTarget checks a task request's params (go-sdk passes nil when the
 // client omitted them) and returns the requestor and task ID.
-func taskTarget(ctx context.Context, method string, p *taskIDParams) (requestor, string, error) {
+func taskTarget(ctx context.Context, method string, p *mcpwire.TaskIDParams) (requestor, string, error) {
 	rq, err := requestorFrom(ctx)
 	if err != nil {
 		return rq, "", err
@@ -119,7 +80,7 @@ func taskTarget(ctx context.Context, method string, p *taskIDParams) (requestor,
 	return rq, p.TaskID, nil
 }
 
-func (s *Server) tasksGet(ctx context.Context, _ *mcp.ServerSession, p *taskIDParams) (*taskResult, error) {
+func (s *Server) tasksGet(ctx context.Context, _ *mcp.ServerSession, p *mcpwire.TaskIDParams) (*mcpwire.TaskResult, error) {
 	rq, id, err := taskTarget(ctx, methodTasksGet, p)
 	if err != nil {
 		return nil, err
@@ -128,10 +89,10 @@ func (s *Server) tasksGet(ctx context.Context, _ *mcp.ServerSession, p *taskIDPa
 	if err != nil {
 		return nil, engineError(err, id)
 	}
-	return &taskResult{wireTask: wireTaskOf(t)}, nil
+	return &mcpwire.TaskResult{Task: wireTaskOf(t)}, nil
 }
 
-func (s *Server) tasksList(ctx context.Context, _ *mcp.ServerSession, p *listTasksParams) (*listTasksResult, error) {
+func (s *Server) tasksList(ctx context.Context, _ *mcp.ServerSession, p *mcpwire.ListTasksParams) (*mcpwire.ListTasksResult, error) {
 	rq, err := requestorFrom(ctx)
 	if err != nil {
 		return nil, err
@@ -144,14 +105,14 @@ func (s *Server) tasksList(ctx context.Context, _ *mcp.ServerSession, p *listTas
 	if err != nil {
 		return nil, engineError(err, "")
 	}
-	out := &listTasksResult{Tasks: make([]wireTask, len(ts)), NextCursor: next}
+	out := &mcpwire.ListTasksResult{Tasks: make([]mcpwire.Task, len(ts)), NextCursor: next}
 	for i, t := range ts {
 		out.Tasks[i] = wireTaskOf(t)
 	}
 	return out, nil
 }
 
-func (s *Server) tasksCancel(ctx context.Context, _ *mcp.ServerSession, p *taskIDParams) (*taskResult, error) {
+func (s *Server) tasksCancel(ctx context.Context, _ *mcp.ServerSession, p *mcpwire.TaskIDParams) (*mcpwire.TaskResult, error) {
 	rq, id, err := taskTarget(ctx, methodTasksCancel, p)
 	if err != nil {
 		return nil, err
@@ -164,13 +125,13 @@ func (s *Server) tasksCancel(ctx context.Context, _ *mcp.ServerSession, p *taskI
 		return nil, engineError(err, id)
 	}
 	s.audit(auditTaskCancel, rq.owner(), append(taskAttrs(t), slog.String("outcome", string(t.Status)))...)
-	return &taskResult{wireTask: wireTaskOf(t)}, nil
+	return &mcpwire.TaskResult{Task: wireTaskOf(t)}, nil
 }
 
 // tasksResult blocks until the task is terminal and returns what tools/call
 // would have returned. While it waits it delivers the task's input requests
 // (elicitations) to the client, on this request's stream.
-func (s *Server) tasksResult(ctx context.Context, _ *mcp.ServerSession, p *taskIDParams) (*callToolResult, error) {
+func (s *Server) tasksResult(ctx context.Context, _ *mcp.ServerSession, p *mcpwire.TaskIDParams) (*mcpwire.CallToolResult, error) {
 	rq, id, err := taskTarget(ctx, methodTasksResult, p)
 	if err != nil {
 		return nil, err
@@ -195,7 +156,7 @@ func (s *Server) tasksResult(ctx context.Context, _ *mcp.ServerSession, p *taskI
 	}
 	s.audit(auditTaskResult, owner, append(taskAttrs(t), slog.String("outcome", string(t.Status)))...)
 	var rpc *jsonrpc.Error
-	switch v, _ := out.Value.(*callToolResult); {
+	switch v, _ := out.Value.(*mcpwire.CallToolResult); {
 	case v != nil:
 		r := *v
 		r.Meta = relatedMeta(id)
@@ -207,7 +168,7 @@ func (s *Server) tasksResult(ctx context.Context, _ *mcp.ServerSession, p *taskI
 		return nil, rpcError(jsonrpc.CodeInternalError, "task %q was cancelled", id)
 	case out.Err != nil:
 		tool := toolOf(t)
-		r := toolError(failureText(tool, out.Err))
+		r := mcpwire.ToolError(failureText(tool, out.Err))
 		r.Meta = relatedMeta(id)
 		return r, nil
 	}
@@ -315,20 +276,20 @@ func (s *Server) watchStatus(sess *session, owner, id string) {
 // of the session being followed (the engine bounds those).
 type statusRelay struct {
 	mu      sync.Mutex
-	pending map[string]wireTask // latest unsent status, by task ID
-	order   []string            // task IDs in pending, oldest change first
-	stops   map[string]func()   // the engine's callbacks to end, by task ID
+	pending map[string]mcpwire.Task // latest unsent status, by task ID
+	order   []string                // task IDs in pending, oldest change first
+	stops   map[string]func()       // the engine's callbacks to end, by task ID
 	ended   bool
 	wake    chan struct{} // capacity 1: something is pending
 }
 
 func newStatusRelay() *statusRelay {
-	return &statusRelay{pending: make(map[string]wireTask), stops: make(map[string]func()), wake: make(chan struct{}, 1)}
+	return &statusRelay{pending: make(map[string]mcpwire.Task), stops: make(map[string]func()), wake: make(chan struct{}, 1)}
 }
 
 // put records t as its task's latest status (terminal: its last). It
 // never blocks.
-func (r *statusRelay) put(t wireTask, terminal bool) {
+func (r *statusRelay) put(t mcpwire.Task, terminal bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.ended {
@@ -380,7 +341,7 @@ func (r *statusRelay) track(id string, stop func(), err error) {
 
 // run writes the pending statuses with notify until ctx is done or a
 // write fails, then ends every callback still registered.
-func (r *statusRelay) run(ctx context.Context, notify func(wireTask) error) {
+func (r *statusRelay) run(ctx context.Context, notify func(mcpwire.Task) error) {
 	defer r.end()
 	for {
 		select {
@@ -401,11 +362,11 @@ func (r *statusRelay) run(ctx context.Context, notify func(wireTask) error) {
 }
 
 // next takes the oldest pending status.
-func (r *statusRelay) next() (wireTask, bool) {
+func (r *statusRelay) next() (mcpwire.Task, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.order) == 0 {
-		return wireTask{}, false
+		return mcpwire.Task{}, false
 	}
 	id := r.order[0]
 	r.order[0] = ""

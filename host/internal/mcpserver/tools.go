@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wasmtask/wasmtask/abi"
+	"github.com/wasmtask/wasmtask/host/internal/mcpwire"
 	"github.com/wasmtask/wasmtask/taskengine"
 )
 
@@ -75,54 +76,27 @@ type Caller struct {
 	Queued func(ahead int)
 }
 
-// mcpTool is an MCP Tool as 2026-07-28 has it (task support is the
-// server's policy there, not part of the tool); both eras share it.
-type mcpTool struct {
-	Name         string           `json:"name"`
-	Title        string           `json:"title,omitempty"`
-	Description  string           `json:"description,omitempty"`
-	InputSchema  json.RawMessage  `json:"inputSchema"`
-	OutputSchema json.RawMessage  `json:"outputSchema,omitempty"`
-	Annotations  *abi.Annotations `json:"annotations,omitempty"`
-}
-
-// wireTool is a 2025-11-25 MCP Tool: with execution.taskSupport, which
-// go-sdk's Tool type lacks.
-type wireTool struct {
-	mcpTool
-	Execution toolExecution `json:"execution"`
-}
-
 // visibleTools returns the tools of c that visible admits, each as both
 // eras render it and with its task support.
-func visibleTools(c Catalog, visible func(tool string) bool) []wireTool {
+func visibleTools(c Catalog, visible func(tool string) bool) []mcpwire.ListedTool {
 	tools := c.Tools()
-	out := make([]wireTool, 0, len(tools))
+	out := make([]mcpwire.ListedTool, 0, len(tools))
 	for _, t := range tools {
 		if visible(t.Name) {
-			out = append(out, wireTool{
-				mcpTool:   mcpTool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema, OutputSchema: t.OutputSchema, Annotations: t.Annotations},
-				Execution: toolExecution{TaskSupport: t.TaskSupport},
+			out = append(out, mcpwire.ListedTool{
+				Tool:      mcpwire.Tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema, OutputSchema: t.OutputSchema, Annotations: t.Annotations},
+				Execution: mcpwire.ToolExecution{TaskSupport: t.TaskSupport},
 			})
 		}
 	}
 	return out
 }
 
-type toolExecution struct {
-	TaskSupport string `json:"taskSupport"`
-}
-
-type listToolsResult struct {
-	mcp.ResultBase
-	Tools []wireTool `json:"tools"`
-}
-
 // listTools renders the tools of the catalog that visible admits in one
 // page (the set is bounded by the tool directory; a cursor from the client
 // is ignored).
-func listTools(c Catalog, visible func(tool string) bool) *listToolsResult {
-	return &listToolsResult{Tools: visibleTools(c, visible)}
+func listTools(c Catalog, visible func(tool string) bool) *mcpwire.ListToolsResult {
+	return &mcpwire.ListToolsResult{Tools: visibleTools(c, visible)}
 }
 
 // ToolsChanged tells connected clients that the tool list changed
@@ -143,80 +117,16 @@ func (s *Server) ToolsChanged() {
 
 const listChangedPlaceholder = "io.wasmtask.list-changed"
 
-// callToolResult is an MCP CallToolResult.
-type callToolResult struct {
-	mcp.ResultBase
-	ResultType        string          `json:"resultType,omitempty"` // 2026-07-28: "complete"
-	Content           contentList     `json:"content"`
-	StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
-	IsError           bool            `json:"isError,omitempty"`
-}
-
-// contentList is the content of a CallToolResult on the wire. A text block
-// always has "text", even empty (MCP clients require the member; abi's
-// own encoding omits an empty one), and a block has only the members of
-// its type. It is a plain slice with no MarshalJSON of its own, so that
-// the encoder of the whole answer writes the blocks in place: the bytes a
-// MarshalJSON returns are copied and compacted again, twice a result's
-// text more in memory.
-type contentList []wireContent
-
-type wireContent struct {
-	Type     string  `json:"type"`
-	Text     *string `json:"text,omitempty"` // set for every text block
-	Data     string  `json:"data,omitempty"`
-	MIMEType string  `json:"mimeType,omitempty"`
-}
-
-func textBlock(s string) wireContent { return wireContent{Type: "text", Text: &s} }
-
-// text is the block's text, "" for a block of another type.
-func (c wireContent) text() string {
-	if c.Text == nil {
-		return ""
-	}
-	return *c.Text
-}
-
-func toolError(msg string) *callToolResult {
-	return &callToolResult{Content: contentList{textBlock(msg)}, IsError: true}
-}
-
-// renderResult is r as a CallToolResult. Text blocks point into r, which
-// no one changes (a result may be shared from the result cache).
-func renderResult(r *abi.Result) *callToolResult {
-	c := make(contentList, len(r.Content))
-	for i := range r.Content {
-		b := &r.Content[i]
-		if b.Type == "text" {
-			c[i] = wireContent{Type: b.Type, Text: &b.Text}
-		} else {
-			c[i] = wireContent{Type: b.Type, Data: b.Data, MIMEType: b.MIMEType}
-		}
-	}
-	return &callToolResult{Content: c, StructuredContent: r.StructuredContent, IsError: r.IsError}
-}
-
-// size estimates the bytes a result holds, for the task store's bound,
-// without encoding it again.
-func (r *callToolResult) size() int64 {
-	n := int64(len(r.StructuredContent)) + 32
-	for _, c := range r.Content {
-		n += int64(len(c.text())+len(c.Data)+len(c.MIMEType)) + 32
-	}
-	return n
-}
-
 // callTool answers tools/call, plain or task-augmented. The catalog is read
 // once: the declaration checked here and the tool run are of one generation.
 func (s *Server) callTool(ctx context.Context, rq requestor, p *mcp.CallToolParamsRaw) (mcp.Result, error) {
 	if p == nil {
 		return nil, rpcError(jsonrpc.CodeInvalidParams, "tools/call: missing params")
 	}
-	taskMeta, isTask := p.Meta[liftedTaskKey]
-	reqID := p.Meta[requestIDKey]
-	delete(p.Meta, liftedTaskKey)
-	delete(p.Meta, requestIDKey)
+	taskMeta, isTask := p.Meta[mcpwire.LiftedTaskKey]
+	reqID := p.Meta[mcpwire.RequestIDKey]
+	delete(p.Meta, mcpwire.LiftedTaskKey)
+	delete(p.Meta, mcpwire.RequestIDKey)
 	cat, release, err := s.cfg.Catalog(ctx, p.Name)
 	if err != nil {
 		return nil, err
@@ -339,22 +249,22 @@ func parseTaskParams(v any) (time.Duration, error) {
 // execute runs one tool call to its CallToolResult, or a JSON-RPC error for
 // what tools/call itself answers with one. A failure is logged in full and
 // answered with the text errors.go decides.
-func (s *Server) execute(ctx context.Context, who Caller, cat Catalog, tool string, args json.RawMessage, ev abi.Events) (*callToolResult, error) {
+func (s *Server) execute(ctx context.Context, who Caller, cat Catalog, tool string, args json.RawMessage, ev abi.Events) (*mcpwire.CallToolResult, error) {
 	res, hit, err := cat.Call(ctx, who, tool, args, ev)
 	switch {
 	case errors.Is(err, ErrUnknownTool):
 		return nil, rpcError(jsonrpc.CodeInvalidParams, "unknown tool %q", tool)
 	case err != nil:
 		s.log.Info("tool call failed", "tool", tool, "err", err)
-		return toolError(failureText(tool, err)), nil
+		return mcpwire.ToolError(failureText(tool, err)), nil
 	case res == nil:
 		s.log.Error("tool call returned no result", "tool", tool)
-		return toolError(failureText(tool, errors.New("no result"))), nil
+		return mcpwire.ToolError(failureText(tool, errors.New("no result"))), nil
 	case res.Error != nil:
 		// The tool asks for a protocol error (checked by abi.DecodeResult).
 		return nil, &jsonrpc.Error{Code: res.Error.Code, Message: res.Error.Message}
 	}
-	out := renderResult(res)
+	out := mcpwire.RenderResult(res)
 	if hit {
 		out.Meta = mcp.Meta{cacheMetaKey: map[string]any{"hit": true}}
 	}
@@ -394,7 +304,7 @@ func (s *Server) createTask(ctx context.Context, rq requestor, cat Catalog, rele
 		if res.IsError {
 			run.SetStatusMessage(firstText(res, "the tool reported an error"))
 		}
-		return taskengine.Outcome{Value: res, Failed: res.IsError, Size: res.size()}
+		return taskengine.Outcome{Value: res, Failed: res.IsError, Size: res.Size()}
 	}
 	t, err := s.cfg.Engine.Submit(ctx, owner, taskengine.SubmitOptions{TTL: ttl, Meta: info}, work)
 	if err != nil {
@@ -405,7 +315,7 @@ func (s *Server) createTask(ctx context.Context, rq requestor, cat Catalog, rele
 	s.audit(auditTaskCreate, owner, append(taskAttrs(t), slog.String("outcome", "created"), slog.Duration("ttl", t.TTL))...)
 	if rq.modern {
 		// Submit has returned: a tasks/get for this ID resolves.
-		return &modernTaskResult{modernTask: modernTaskOf(t, nil, resultTask)}, nil
+		return &mcpwire.ModernTaskResult{ModernTask: modernTaskOf(t, nil, resultTask)}, nil
 	}
 	if c := rq.sess.conn; c != nil {
 		if reqID != nil {
@@ -413,7 +323,7 @@ func (s *Server) createTask(ctx context.Context, rq requestor, cat Catalog, rele
 		}
 		s.watchStatus(rq.sess, owner, t.ID)
 	}
-	return &createTaskResult{Task: wireTaskOf(t)}, nil
+	return &mcpwire.CreateTaskResult{Task: wireTaskOf(t)}, nil
 }
 
 // endedBy is why the engine ended a task's context, in the engine's terms:
@@ -427,9 +337,9 @@ func endedBy(ctx context.Context) error {
 	return context.Cause(ctx)
 }
 
-func firstText(r *callToolResult, def string) string {
+func firstText(r *mcpwire.CallToolResult, def string) string {
 	for _, c := range r.Content {
-		if t := c.text(); c.Type == "text" && t != "" {
+		if t := c.PlainText(); c.Type == "text" && t != "" {
 			if len(t) > 200 {
 				return t[:200]
 			}

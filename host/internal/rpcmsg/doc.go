@@ -9,4 +9,8 @@
 // was half of what the call allocated (RATIONALE: "Why do the transports
 // decode JSON-RPC messages themselves?"). Params, results and error data
 // stay raw: go-sdk decodes them where it always does.
+//
+// [Members] reads one object's members as exactly as the rooms that answer
+// a request before go-sdk must (repeated names refused), so that they and
+// go-sdk never read two different requests from one body.
 package rpcmsg

@@ -1,37 +1,37 @@
-package mcpserver
+package mcpwire
 
 import (
 	"bytes"
 	"encoding/json"
 )
 
-// liftedTaskKey is the private _meta key that carries a tools/call request's
+// LiftedTaskKey is the private _meta key that carries a tools/call request's
 // params.task past go-sdk, which drops unknown params fields when it decodes
 // tools/call. A client-supplied value under this key is always removed first,
 // so a client cannot inject one.
-const liftedTaskKey = "io.wasmtask/lifted-task"
+const LiftedTaskKey = "io.wasmtask/lifted-task"
 
-// requestIDKey is the private _meta key that carries the JSON-RPC ID of a
+// RequestIDKey is the private _meta key that carries the JSON-RPC ID of a
 // task-augmented tools/call: the code that creates the task tells the
 // connection which response announces it (see taskConn.expectTask).
-// Like liftedTaskKey, a client-supplied value is removed first.
-const requestIDKey = "io.wasmtask/request-id"
+// Like LiftedTaskKey, a client-supplied value is removed first.
+const RequestIDKey = "io.wasmtask/request-id"
 
 var (
 	taskField   = []byte(`"task"`)
 	privateKeys = []byte("io.wasmtask/")
 )
 
-// liftTaskParams rewrites the params of a tools/call request: it deletes any
-// _meta[liftedTaskKey] and _meta[requestIDKey] the client sent, then moves
-// params.task (if present) to _meta[liftedTaskKey] and, when reqID is not
-// nil, puts reqID in _meta[requestIDKey]. Params that are not a JSON object,
+// LiftTaskParams rewrites the params of a tools/call request: it deletes any
+// _meta[LiftedTaskKey] and _meta[RequestIDKey] the client sent, then moves
+// params.task (if present) to _meta[LiftedTaskKey] and, when reqID is not
+// nil, puts reqID in _meta[RequestIDKey]. Params that are not a JSON object,
 // or whose _meta is not an object, are returned unchanged for go-sdk to
 // reject.
 //
 // The fast path skips the decode when neither name can occur; a backslash
 // anywhere (a JSON escape could spell either name) always takes the slow path.
-func liftTaskParams(params json.RawMessage, reqID any) json.RawMessage {
+func LiftTaskParams(params json.RawMessage, reqID any) json.RawMessage {
 	if bytes.IndexByte(params, '\\') < 0 && !bytes.Contains(params, taskField) && !bytes.Contains(params, privateKeys) {
 		return params
 	}
@@ -46,22 +46,22 @@ func liftTaskParams(params json.RawMessage, reqID any) json.RawMessage {
 			return params
 		}
 	}
-	_, injected := meta[liftedTaskKey]
-	_, injectedID := meta[requestIDKey]
+	_, injected := meta[LiftedTaskKey]
+	_, injectedID := meta[RequestIDKey]
 	if !hasTask && !injected && !injectedID {
 		return params
 	}
-	delete(meta, liftedTaskKey)
-	delete(meta, requestIDKey)
+	delete(meta, LiftedTaskKey)
+	delete(meta, RequestIDKey)
 	delete(fields, "task")
 	if hasTask && !isNull(task) {
 		if meta == nil {
 			meta = make(map[string]json.RawMessage, 2)
 		}
-		meta[liftedTaskKey] = task
+		meta[LiftedTaskKey] = task
 		if reqID != nil {
 			if b, err := marshal(reqID); err == nil {
-				meta[requestIDKey] = b
+				meta[RequestIDKey] = b
 			}
 		}
 	}

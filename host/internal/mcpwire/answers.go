@@ -1,4 +1,4 @@
-package mcpserver
+package mcpwire
 
 import (
 	"bytes"
@@ -23,39 +23,39 @@ import (
 // -32602 (the question stays open); a 2025-11-25 answer is a response,
 // which cannot be refused, so the tool's question fails instead.
 
-// maxAnswerBytes bounds one answer's content as the tool receives it: as
+// MaxAnswerBytes bounds one answer's content as the tool receives it: as
 // much as a question may take (the runtime's bound on an elicit request).
 // A form of strings, numbers and choices fits many times over.
-const maxAnswerBytes = 64 << 10
+const MaxAnswerBytes = 64 << 10
 
-// maxAnswerDetail bounds the validator's finding quoted in the error: it
+// MaxAnswerDetail bounds the validator's finding quoted in the error: it
 // may quote the offending value.
-const maxAnswerDetail = 256
+const MaxAnswerDetail = 256
 
-// answerError is an answer the check refused: Detail says why, in the
+// AnswerError is an answer the check refused: Detail says why, in the
 // client's terms.
-type answerError struct{ Detail string }
+type AnswerError struct{ Detail string }
 
-func (e *answerError) Error() string {
+func (e *AnswerError) Error() string {
 	return "the answer does not match the question: " + e.Detail
 }
 
 func badAnswer(format string, args ...any) error {
 	d := fmt.Sprintf(format, args...)
-	if len(d) > maxAnswerDetail {
-		i := maxAnswerDetail
+	if len(d) > MaxAnswerDetail {
+		i := MaxAnswerDetail
 		for i > 0 && !utf8.RuneStart(d[i]) {
 			i--
 		}
 		d = d[:i] + "…"
 	}
-	return &answerError{Detail: d}
+	return &AnswerError{Detail: d}
 }
 
-// checkAnswer checks reply, the client's answer to req, and returns it as
+// CheckAnswer checks reply, the client's answer to req, and returns it as
 // the tool receives it. The action is accept, decline or cancel; only an
 // accepted answer carries content (a declined one's is dropped). Content is
-// an object of at most maxAnswerBytes whose members are strings, numbers,
+// an object of at most MaxAnswerBytes whose members are strings, numbers,
 // booleans or arrays of strings (MCP's ElicitResult), that req's
 // requestedSchema accepts; the schema's defaults are then filled in, as
 // go-sdk does for a 2025-11-25 answer, and the content is encoded anew
@@ -65,7 +65,7 @@ func badAnswer(format string, args ...any) error {
 // req.RequestedSchema is the flat form MCP allows, without references: the
 // runtime refuses any other question before it reaches [abi.Events]
 // (jsonschema-go follows references without bound).
-func checkAnswer(req abi.ElicitRequest, reply abi.ElicitReply) (abi.ElicitReply, error) {
+func CheckAnswer(req abi.ElicitRequest, reply abi.ElicitReply) (abi.ElicitReply, error) {
 	switch reply.Action {
 	case "accept":
 	case "decline", "cancel":
@@ -77,8 +77,8 @@ func checkAnswer(req abi.ElicitRequest, reply abi.ElicitReply) (abi.ElicitReply,
 	if len(raw) == 0 || isNull(raw) {
 		raw = []byte("{}")
 	}
-	if len(raw) > maxAnswerBytes {
-		return abi.ElicitReply{}, badAnswer("its content is %d bytes, more than the limit of %d", len(raw), maxAnswerBytes)
+	if len(raw) > MaxAnswerBytes {
+		return abi.ElicitReply{}, badAnswer("its content is %d bytes, more than the limit of %d", len(raw), MaxAnswerBytes)
 	}
 	var content map[string]any
 	if err := json.Unmarshal(raw, &content); err != nil || content == nil {

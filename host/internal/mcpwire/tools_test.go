@@ -1,4 +1,4 @@
-package mcpserver
+package mcpwire
 
 import (
 	"encoding/json"
@@ -11,7 +11,7 @@ import (
 // a text block keeps "text" even when empty (MCP clients require it), and
 // no block carries the members of another type.
 func TestRenderedContentHasItsMembers(t *testing.T) {
-	r := renderResult(&abi.Result{Content: []abi.Content{
+	r := RenderResult(&abi.Result{Content: []abi.Content{
 		{Type: "text"},
 		{Type: "image", Data: "AA==", MIMEType: "image/png"},
 	}})
@@ -23,7 +23,7 @@ func TestRenderedContentHasItsMembers(t *testing.T) {
 	if string(b) != want {
 		t.Errorf("rendered\n%s\nwant\n%s", b, want)
 	}
-	b, err = json.Marshal(renderResult(&abi.Result{}))
+	b, err = json.Marshal(RenderResult(&abi.Result{}))
 	if err != nil {
 		t.Fatal(err)
 	}

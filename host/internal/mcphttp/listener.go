@@ -1,4 +1,4 @@
-package host
+package mcphttp
 
 import (
 	"container/list"
@@ -7,11 +7,11 @@ import (
 	"sync"
 )
 
-// connLimiter is a listener of [Server.Serve] that bounds the connections
+// ConnLimiter is a listener (of host.Server.Serve) that bounds the connections
 // open at once, in total (max) and from one client address (perAddr), and
 // makes room for a new client by closing idle keep-alive connections.
 //
-// Which connections are idle it learns from net/http itself: its connState
+// Which connections are idle it learns from net/http itself: its ConnState
 // method is the http.Server's ConnState hook, so a connection is idle from
 // net/http's StateIdle (a response finished, no request begun) until its
 // next StateActive, and nothing else is ever closed for room — not a
@@ -37,12 +37,12 @@ import (
 // sending at that moment, exactly as net/http's IdleTimeout and Shutdown
 // do: HTTP/1.1 clients retry on a closed idle connection (RFC 9112 §9.3.1).
 //
-// A connLimiter is safe for concurrent use; its state is guarded by mu.
-type connLimiter struct {
+// A ConnLimiter is safe for concurrent use; its state is guarded by mu.
+type ConnLimiter struct {
 	net.Listener
 	max     int
 	perAddr int                 // <= 0: no per-address bound
-	refused func(addr net.Addr) // told of each refused connection; may be nil
+	Refused func(addr net.Addr) // told of each refused connection; may be nil; set before Accept
 
 	mu      sync.Mutex
 	open    int
@@ -60,23 +60,26 @@ type connLimiter struct {
 	waiting func()
 }
 
-// trackedConn is a connection a connLimiter admitted.
+// trackedConn is a connection a ConnLimiter admitted.
 type trackedConn struct {
 	net.Conn
-	l    *connLimiter
+	l    *ConnLimiter
 	key  string        // its address key; "" when not bounded per address
 	elem *list.Element // in l.idle while idle; guarded by l.mu
 	gone bool          // its place is given back; guarded by l.mu
 }
 
-func newConnLimiter(l net.Listener, max, perAddr int) *connLimiter {
-	return &connLimiter{Listener: l, max: max, perAddr: perAddr, byAddr: map[string]int{},
+// LimitConnections bounds the connections l accepts to max open at once,
+// and perAddr from one client address (<= 0: no such bound). Serve it
+// with an http.Server whose ConnState hook calls the limiter's ConnState.
+func LimitConnections(l net.Listener, max, perAddr int) *ConnLimiter {
+	return &ConnLimiter{Listener: l, max: max, perAddr: perAddr, byAddr: map[string]int{},
 		changed: make(chan struct{}), closed: make(chan struct{})}
 }
 
 // Accept accepts a connection and admits it as the type's documentation
 // says; a refused connection is closed and Accept goes on to the next.
-func (l *connLimiter) Accept() (net.Conn, error) {
+func (l *ConnLimiter) Accept() (net.Conn, error) {
 	for {
 		c, err := l.Listener.Accept()
 		if err != nil {
@@ -95,7 +98,7 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 // admit admits c, closing an idle connection to make room if it must, or
 // refuses it (nil, nil), or waits for a place while every connection is
 // busy. It returns net.ErrClosed, with c closed, when the listener closes.
-func (l *connLimiter) admit(c net.Conn) (*trackedConn, error) {
+func (l *ConnLimiter) admit(c net.Conn) (*trackedConn, error) {
 	key := ""
 	if l.perAddr > 0 {
 		key = addressKey(c.RemoteAddr())
@@ -107,8 +110,8 @@ func (l *connLimiter) admit(c net.Conn) (*trackedConn, error) {
 			if victim = l.leastRecentlyIdle(key); victim == nil {
 				l.mu.Unlock()
 				c.Close()
-				if l.refused != nil {
-					l.refused(c.RemoteAddr())
+				if l.Refused != nil {
+					l.Refused(c.RemoteAddr())
 				}
 				return nil, nil
 			}
@@ -155,7 +158,7 @@ func (l *connLimiter) admit(c net.Conn) (*trackedConn, error) {
 // leastRecentlyIdle is the connection idle the longest, from the address
 // key when key is not "", or nil. mu is held. Its cost is bounded by the
 // idle connections, at most max.
-func (l *connLimiter) leastRecentlyIdle(key string) *trackedConn {
+func (l *ConnLimiter) leastRecentlyIdle(key string) *trackedConn {
 	for e := l.idle.Front(); e != nil; e = e.Next() {
 		if tc := e.Value.(*trackedConn); key == "" || tc.key == key {
 			return tc
@@ -165,7 +168,7 @@ func (l *connLimiter) leastRecentlyIdle(key string) *trackedConn {
 }
 
 // drop gives tc's place back. mu is held.
-func (l *connLimiter) drop(tc *trackedConn) {
+func (l *ConnLimiter) drop(tc *trackedConn) {
 	if tc.elem != nil {
 		l.idle.Remove(tc.elem)
 		tc.elem = nil
@@ -180,15 +183,15 @@ func (l *connLimiter) drop(tc *trackedConn) {
 }
 
 // notify wakes the waiting Accepts. mu is held.
-func (l *connLimiter) notify() {
+func (l *ConnLimiter) notify() {
 	if l.waiters > 0 {
 		close(l.changed)
 		l.changed = make(chan struct{})
 	}
 }
 
-// connState is the http.Server's ConnState hook: it keeps the idle list.
-func (l *connLimiter) connState(c net.Conn, st http.ConnState) {
+// ConnState is the http.Server's ConnState hook: it keeps the idle list.
+func (l *ConnLimiter) ConnState(c net.Conn, st http.ConnState) {
 	tc, ok := c.(*trackedConn)
 	if !ok || tc.l != l {
 		return
@@ -223,7 +226,7 @@ func (c *trackedConn) Close() error {
 
 // Close closes the listener and ends an Accept waiting for a place. Only
 // the first call closes; later ones return its error.
-func (l *connLimiter) Close() error {
+func (l *ConnLimiter) Close() error {
 	l.once.Do(func() {
 		l.closeErr = l.Listener.Close()
 		close(l.closed)
