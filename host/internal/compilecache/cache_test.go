@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -277,5 +278,175 @@ func TestCacheSharedByServers(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Errorf("compile: %v", err)
+	}
+}
+
+// TestCachePruneRemovesForeignNames: names of the cache's entries that are
+// not regular files of this user are removed when the cache is pruned, so
+// that a planted file, however large or recent, never counts against the
+// bound and never makes real entries go first.
+func TestCachePruneRemovesForeignNames(t *testing.T) {
+	dir := t.TempDir()
+	r := testCache(t, dir)
+	planted := filepath.Join(dir, EntryPrefix+"planted")
+	if err := os.WriteFile(planted, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(planted, 1<<30); err != nil { // past the bound, sparse
+		t.Fatal(err)
+	}
+	future := time.Now().Add(time.Hour)
+	if err := os.Chtimes(planted, future, future); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(planted, 65534, 65534); err != nil {
+		t.Skipf("chown: %v", err)
+	}
+	pipe := filepath.Join(dir, EntryPrefix+"pipe")
+	if err := syscall.Mkfifo(pipe, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(dir, "not-an-entry")
+	if err := os.WriteFile(other, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mustCompile(t, r, answer)
+	got := entries(t, dir)
+	if len(got) != 1 || slices.Contains(got, filepath.Base(planted)) || slices.Contains(got, filepath.Base(pipe)) {
+		t.Errorf("entries after a prune %v: want the module's alone", got)
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Errorf("a file without the entries' prefix was removed: %v", err)
+	}
+}
+
+// TestCacheHostileEntries: whatever holds a module's entry name, if it is
+// not a regular file of this user, within its bound, authenticated by this
+// server's key for this module, it is refused and logged, the module is
+// compiled again (one compile, counted), and its entry is replaced by one
+// the next server reads.
+func TestCacheHostileEntries(t *testing.T) {
+	base := answer
+	rewrite := func(f func([]byte) []byte) func(t *testing.T, p, _ string) {
+		return func(t *testing.T, p, _ string) {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, f(b), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	replace := func(t *testing.T, p string) {
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		plant  func(t *testing.T, entry, keyFile string)
+		reason string // in the log line
+	}{
+		{"named pipe", func(t *testing.T, p, _ string) {
+			replace(t, p)
+			if err := syscall.Mkfifo(p, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, "a named pipe"},
+		{"symbolic link to a valid entry", func(t *testing.T, p, _ string) {
+			elsewhere := filepath.Join(t.TempDir(), "entry")
+			if err := os.Rename(p, elsewhere); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(elsewhere, p); err != nil {
+				t.Fatal(err)
+			}
+		}, "a symbolic link"},
+		{"directory", func(t *testing.T, p, _ string) {
+			replace(t, p)
+			if err := os.MkdirAll(filepath.Join(p, "wazero-dev-amd64-linux"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}, "a directory"},
+		{"device", func(t *testing.T, p, _ string) {
+			replace(t, p)
+			if err := syscall.Mknod(p, syscall.S_IFCHR|0o600, 1<<8|3); err != nil { // /dev/null's numbers
+				t.Skipf("mknod: %v", err)
+			}
+		}, "a device"},
+		{"oversized", func(t *testing.T, p, _ string) {
+			if err := os.Truncate(p, MaxEntryBytes(len(base))+1<<30); err != nil { // sparse
+				t.Fatal(err)
+			}
+		}, "more than the"},
+		{"owned by another user", func(t *testing.T, p, _ string) {
+			if err := os.Chown(p, 65534, 65534); err != nil {
+				t.Skipf("chown: %v", err)
+			}
+		}, "owned by uid 65534"},
+		{"writable by others", func(t *testing.T, p, _ string) {
+			if err := os.Chmod(p, 0o666); err != nil {
+				t.Fatal(err)
+			}
+		}, "writable by group or others"},
+		{"truncated", rewrite(func(b []byte) []byte { return b[:len(b)/2] }), "MAC does not match"},
+		{"cut to its header", rewrite(func(b []byte) []byte { return b[:entryHeadSize] }), "truncated"},
+		{"empty", rewrite(func([]byte) []byte { return nil }), "truncated"},
+		{"garbage", rewrite(func([]byte) []byte { return bytes.Repeat([]byte("not an entry "), 100) }), "MAC does not match"},
+		{"flipped code byte", rewrite(func(b []byte) []byte { c := slices.Clone(b); c[len(c)/2] ^= 0x01; return c }), "MAC does not match"},
+		{"flipped MAC byte", rewrite(func(b []byte) []byte { c := slices.Clone(b); c[len(c)-1] ^= 0x80; return c }), "MAC does not match"},
+		{"copied from another module", func(t *testing.T, p, keyFile string) {
+			other := t.TempDir()
+			mustCompile(t, testCacheKey(t, other, keyFile), variant(base, 1)) // same key, same code, another module
+			b, err := os.ReadFile(onlyEntry(t, other))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, "MAC does not match"},
+		{"written with another key", func(t *testing.T, p, _ string) {
+			other := t.TempDir()
+			mustCompile(t, testCache(t, other), base)
+			b, err := os.ReadFile(onlyEntry(t, other))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, "MAC does not match"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, keyFile := t.TempDir(), filepath.Join(t.TempDir(), "key")
+			mustCompile(t, testCacheKey(t, dir, keyFile), base)
+			entry := onlyEntry(t, dir)
+			tc.plant(t, entry, keyFile)
+
+			var log bytes.Buffer
+			r, err := Open(dir, 64, keyFile, slog.New(slog.NewTextHandler(&log, nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := compile(r, base); err != nil {
+				t.Fatalf("compile over the planted entry: %v", err)
+			}
+			if got, want := r.Counts(), (Counts{Refused: 1, Stored: 1}); got != want {
+				t.Errorf("compile over the planted entry: %+v, want %+v (refused, compiled once, stored)", got, want)
+			}
+			if !strings.Contains(log.String(), "entry refused") || !strings.Contains(log.String(), tc.reason) || !strings.Contains(log.String(), "module=answer") {
+				t.Errorf("log %q: want a line refusing the entry of answer: %s", log.String(), tc.reason)
+			}
+			if fi, err := os.Lstat(entry); err != nil || !fi.Mode().IsRegular() {
+				t.Fatalf("the entry after the compile: %v, %v; want a regular file", fi, err)
+			}
+			again := testCacheKey(t, dir, keyFile)
+			mustCompile(t, again, base)
+			if got, want := again.Counts(), (Counts{Restored: 1}); got != want {
+				t.Errorf("the next compile: %+v, want %+v (the replaced entry read)", got, want)
+			}
+		})
 	}
 }
