@@ -257,3 +257,46 @@ func TestLayeringCatchesViolations(t *testing.T) {
 		}
 	}
 }
+
+// maxRoomLines bounds the non-test Go lines of one package (a room): the
+// design aims at about 3,000 and splits a room before it reaches this.
+const maxRoomLines = 3500
+
+// TestRoomSizes fails when a package's non-test Go files together pass
+// maxRoomLines: the room has taken a second job, or should be split by
+// the one it has.
+func TestRoomSizes(t *testing.T) {
+	lines := map[string]int{}
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			name := d.Name()
+			if path != "." && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules" || isModule(path)) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		lines[filepath.ToSlash(filepath.Dir(path))] += strings.Count(string(b), "\n")
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lines) < 10 {
+		t.Fatalf("counted %d packages: the walk missed the tree", len(lines))
+	}
+	for dir, n := range lines {
+		if n > maxRoomLines {
+			t.Errorf("%s has %d non-test lines, more than %d: split it by its jobs", dir, n, maxRoomLines)
+		}
+	}
+}
