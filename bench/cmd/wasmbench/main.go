@@ -339,10 +339,10 @@ the peers with their defaults.
 5. **Plain tools/call over HTTP vs go-sdk.** A plain ` + "`tools/call`" + ` of ` + "`noop`" + `:
    wasmtask (a fresh Wasm instance per call) against a bare
    go-sdk v1.8.0 server with a Go handler, 1, 8 and 32 clients. In both
-   HTTP figures the client accepts JSON and event streams; wasmtask's front
-   answers these requests as one JSON body (RATIONALE: "Why does the HTTP
-   front answer task polls and tool calls itself"), go-sdk on an SSE
-   stream, mcp-go as JSON.
+   HTTP figures the client accepts JSON and event streams; wasmtask
+   answers these requests as one JSON body (RATIONALE: "Why are the
+   commonest requests answered before go-sdk sees them?"), go-sdk on an
+   SSE stream, mcp-go as JSON.
 6. **1,000 running tasks: memory.** Separate processes, one after the
    other: ` + "`wasmtask serve --http`" + ` (the binary built from this tree) with
    1,000 task calls of the C ` + "`sleep`" + ` tool, each a live instance blocked in
