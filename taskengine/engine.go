@@ -475,6 +475,19 @@ func (e *Engine) Get(ctx context.Context, owner, id string) (Task, error) {
 	return e.snapshotLocked(t), nil
 }
 
+// Local returns a snapshot of owner's task id when this replica holds it,
+// without reaching the shared store: a question a caller may ask where it
+// must not wait (a connection's read loop).
+func (e *Engine) Local(owner, id string) (Task, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t, err := e.lookupLocked(owner, id, time.Now())
+	if err != nil {
+		return Task{}, false
+	}
+	return e.snapshotLocked(t), true
+}
+
 // isRemote says whether a lookup that failed with err should try the
 // shared store: the task may be another replica's.
 func (e *Engine) isRemote(err error) bool {

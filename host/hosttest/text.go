@@ -12,13 +12,17 @@ import (
 // configuration field of a Go struct (they are the operator's words, and
 // the client cannot change them).
 var forbiddenText = regexp.MustCompile(strings.Join([]string{
-	`\b(taskengine|wasmrt|mcpserver|plugins|host|abi|hosttest|jsonrpc2?|mcp|json): [a-z]`, // "taskengine: task not found"
-	`\b(taskengine|wasmrt|mcpserver|hosttest|jsonrpc2?)\.\w`,                              // "mcpserver.taskIDParams"
-	`\*[a-z]\w*\.[A-Za-z]\w*`, // "*mcp.CallToolParamsRaw"
+	`\b(` + ourPackages + `|plugins|host|abi|mcp|json): [a-z]`,             // "taskengine: task not found"
+	`\b(` + ourPackages + `)\.\w`,                                          // "mcpwire.TaskIDParams"
+	`\*[a-z]\w*\.[A-Za-z]\w*`,                                              // "*mcp.CallToolParamsRaw"
 	`\bGo (struct field|value of type)\b|\binterface \{\}|\bmap\[string\]`, // encoding/json's wording
 	`\b(MaxResultBytes|MaxRetainedTasks|MaxRunningPerOwner|MaxArgumentBytes|MaxMessageBytes|MaxOutputBytes|MaxResultBlocks|MaxResultDepth|MaxResultValues|MaxLogBytes|MemoryMiB|MaxConcurrency|MaxQueue|MaxInstances|MemoryBudgetMiB|DefaultTTL|MaxTTL|CancelRemoved|ToolsDir)\b`,
 	`\bgoroutine \d+\b|\.go:\d+`, // stack traces
 }, "|"))
+
+// ourPackages are the names of the packages whose Go names must never
+// reach a client (the product's own and go-sdk's JSON-RPC).
+const ourPackages = `taskengine|wasmrt|wasmcode|compilecache|admission|resultcache|natsstore|mcpserver|mcpwire|mcpstdio|mcphttp|rpcmsg|hosttest|jsonrpc2?`
 
 // CheckClientText returns an error when any client-facing text in msg — an
 // error message, a tool result's text, a status message, a log or progress

@@ -112,7 +112,7 @@ type Stage struct {
 	module   string // for the log
 	entry    string // the entry's path in the shared directory
 	digest   [sha256.Size]byte
-	max      int64                  // bound of the entry (MaxEntryBytes)
+	max      int64                  // bound of the entry (maxEntryBytes)
 	dir      string                 // the private directory
 	restored map[string]fs.FileInfo // the files written from the entry, by name
 }
@@ -125,7 +125,7 @@ type Stage struct {
 // directory cannot be made or written: then the module is compiled without
 // the disk.
 func (d *Cache) Stage(name string, wasm []byte) *Stage {
-	s := &Stage{d: d, module: name, digest: sha256.Sum256(wasm), max: MaxEntryBytes(len(wasm))}
+	s := &Stage{d: d, module: name, digest: sha256.Sum256(wasm), max: maxEntryBytes(len(wasm))}
 	s.entry = filepath.Join(d.dir, EntryPrefix+hex.EncodeToString(s.digest[:16]))
 	dir, err := os.MkdirTemp(d.stageDir, "wasmtask-compile-") // mode 0700
 	if err != nil {

@@ -187,7 +187,8 @@ func TestEntryWazeroRefuses(t *testing.T) {
 				t.Errorf("the entry wazero could not read is still there")
 			}
 			if err != nil {
-				// What the runtime does next: compile in memory.
+				// The runtime then compiles in memory; here a stage again, the entry
+				// gone: wazero compiles and writes a new one.
 				if err := compile(c, answer); err != nil {
 					t.Errorf("the compile after the entry was dropped: %v", err)
 				}
@@ -376,7 +377,7 @@ func TestCacheHostileEntries(t *testing.T) {
 			}
 		}, "a device"},
 		{"oversized", func(t *testing.T, p, _ string) {
-			if err := os.Truncate(p, MaxEntryBytes(len(base))+1<<30); err != nil { // sparse
+			if err := os.Truncate(p, maxEntryBytes(len(base))+1<<30); err != nil { // sparse
 				t.Fatal(err)
 			}
 		}, "more than the"},

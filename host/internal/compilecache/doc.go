@@ -9,7 +9,7 @@
 // a corrupt entry fails the compile.
 //
 // wazero is never pointed at the shared directory. Each compile gets a
-// private directory of its own (stage): the module's entry is read there
+// private directory of its own (a Stage): the module's entry is read there
 // into memory, checked, and its files written to that directory, which
 // wazero's cache is given; after the compile, what wazero wrote there is
 // authenticated and published into the shared directory by rename. What

@@ -40,12 +40,12 @@ const (
 	entryHeadSize = len(entryMagic) + 2
 )
 
-// MaxEntryBytes bounds the entry of a module whose instrumented bytes are n
+// maxEntryBytes bounds the entry of a module whose instrumented bytes are n
 // long: 16n + 1 MiB. wazero's compiled code is 1.8 to 3.9 times the
 // instrumented module (measured on WAT, C and Go tools: the Go demo's
 // 4.6 MB give a 15.6 MB entry), so no real module comes near it; an entry
 // past it is neither written nor read.
-func MaxEntryBytes(n int) int64 { return 16*int64(n) + 1<<20 }
+func maxEntryBytes(n int) int64 { return 16*int64(n) + 1<<20 }
 
 // entryFile is one file of an entry.
 type entryFile struct {

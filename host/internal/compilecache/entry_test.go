@@ -131,7 +131,7 @@ func FuzzEntryFile(f *testing.F) {
 		if err := os.WriteFile(p, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		read, err := readEntryFile(p, MaxEntryBytes(len(data)))
+		read, err := readEntryFile(p, maxEntryBytes(len(data)))
 		if err != nil {
 			t.Fatalf("reading a regular file of its bound: %v", err)
 		}

@@ -61,6 +61,14 @@
 // its POST. The task methods of that era need Mcp-Name = params.taskId
 // (-32020), which go-sdk checks for tools/call only.
 //
+// # Connections (listener.go)
+//
+// [LimitConnections] wraps the listener host.Server.Serve accepts on: at
+// most a total and a per-address number of connections open at once, and
+// at either bound the connection idle the longest (as net/http's ConnState
+// hook reports it) is closed to admit a new one; a new connection from an
+// address whose connections are all busy is closed unanswered.
+//
 // # go-sdk workarounds (v1.8.0) and the upstream change that retires each
 //
 //   - go-sdk's StreamableServerTransport serves only the methods go-sdk

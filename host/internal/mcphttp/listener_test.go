@@ -13,7 +13,7 @@ import (
 	"github.com/wasmtask/wasmtask/host/hosttest"
 )
 
-// connHarness serves a connLimiter on a real loopback listener with an
+// connHarness serves a ConnLimiter on a real loopback listener with an
 // http.Server whose ConnState feeds the limiter, as Serve does. /ok
 // answers at once; /hold/{id} answers when the test releases id. The test
 // follows the server's view of each connection through ConnState events,
@@ -130,7 +130,6 @@ func (h *connHarness) gone(cs ...*hosttest.RawConn) []bool {
 	return out
 }
 
-// testConn is a client connection speaking HTTP/1.1 by hand.
 // dial connects to h from source address src ("": the default).
 func (h *connHarness) dial(src string) *hosttest.RawConn {
 	h.t.Helper()

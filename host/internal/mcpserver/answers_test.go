@@ -100,7 +100,7 @@ func TestCheckAnswer(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := mcpwire.CheckAnswer(surveyQuestion, abi.ElicitReply{Action: "accept", Content: json.RawMessage(c.content)})
 			if err == nil || !strings.Contains(err.Error(), c.want) {
-				t.Fatalf("checkAnswer(%.80s) = %v, want an error naming %q", c.content, err, c.want)
+				t.Fatalf("CheckAnswer(%.80s) = %v, want an error naming %q", c.content, err, c.want)
 			}
 			if len(err.Error()) > mcpwire.MaxAnswerDetail+100 {
 				t.Errorf("the error is %d bytes long: %.120s…", len(err.Error()), err)
@@ -109,19 +109,19 @@ func TestCheckAnswer(t *testing.T) {
 	}
 	got, err := mcpwire.CheckAnswer(surveyQuestion, abi.ElicitReply{Action: "accept", Content: json.RawMessage(goodAnswer)})
 	if err != nil || "answer: accept "+string(got.Content) != goodReceived {
-		t.Errorf("checkAnswer(good) = %s, %v; want %s", got.Content, err, goodReceived)
+		t.Errorf("CheckAnswer(good) = %s, %v; want %s", got.Content, err, goodReceived)
 	}
 	got, err = mcpwire.CheckAnswer(surveyQuestion, abi.ElicitReply{Action: "decline", Content: json.RawMessage(`{"x":{}}`)})
 	if err != nil || got.Action != "decline" || got.Content != nil {
-		t.Errorf("checkAnswer(decline with content) = %+v, %v; want decline without content", got, err)
+		t.Errorf("CheckAnswer(decline with content) = %+v, %v; want decline without content", got, err)
 	}
 	if _, err := mcpwire.CheckAnswer(surveyQuestion, abi.ElicitReply{Action: "maybe"}); err == nil {
-		t.Error("checkAnswer(action maybe) passed")
+		t.Error("CheckAnswer(action maybe) passed")
 	}
 	// Lone surrogates reach the tool as U+FFFD.
 	got, err = mcpwire.CheckAnswer(surveyQuestion, abi.ElicitReply{Action: "accept", Content: json.RawMessage(`{"name":"\ud800","age":1}`)})
 	if err != nil || !strings.Contains(string(got.Content), "\uFFFD") || strings.Contains(string(got.Content), `\ud800`) {
-		t.Errorf("checkAnswer(lone surrogate) = %s, %v; want U+FFFD", got.Content, err)
+		t.Errorf("CheckAnswer(lone surrogate) = %s, %v; want U+FFFD", got.Content, err)
 	}
 }
 

@@ -56,7 +56,7 @@
 // A client without the elicitation capability makes Events.Elicit fail at
 // once with an error that is errors.ErrUnsupported.
 //
-// # Answers (answers.go)
+// # Answers (mcpwire.CheckAnswer)
 //
 // Every answer a client gives a tool's question, in either era, passes one
 // check before the tool sees it: the action, MCP's shape of an answer
@@ -98,8 +98,9 @@
 //
 // # Ownership and security
 //
-// A task belongs to the auth user (go-sdk's auth.TokenInfo.UserID, carried
-// into handlers by a receiving middleware) when one is known, so it can be
+// A task belongs to the auth user (go-sdk's auth.TokenInfo.UserID, read
+// from the request's extra by the receiving middleware, or where the
+// request is answered before go-sdk) when one is known, so it can be
 // fetched again from a new session of the same user; otherwise to the
 // session that created it. Requests for another owner's task get -32602,
 // exactly as for an unknown or expired ID, and tasks/list shows only the
@@ -109,7 +110,10 @@
 //
 // # Robustness
 //
-// Every request goes through a middleware that recovers panics (-32603).
+// Every request go-sdk serves goes through a middleware that recovers
+// panics (-32603), and so does every request answered before go-sdk.
+// A request reusing the ID of one still unanswered on its session is
+// refused with -32600, whichever path serves the first.
 // Task methods accept a missing or null params (tasks/list needs none).
 // On stdio, a line that is not JSON (-32700), a batch or an invalid message
 // (-32600), or a line over MaxMessageBytes (-32600) is answered and the
@@ -119,6 +123,16 @@
 // announced by request ID: the code that creates it tells the connection
 // which response carries it, and the task's status notifications wait for
 // that response.
+//
+// # Requests answered before go-sdk (ownanswers.go)
+//
+// Of a 2025-11-25 session, tools/call, tasks/get, tasks/cancel and the
+// tasks/result of a task this replica holds that has ended are answered
+// as the connection reads them, by the same handlers go-sdk would call, in
+// a goroutine of the Server: go-sdk decodes each request's params several
+// times with a fresh 32 KiB buffer. Only requests go-sdk would read alike
+// are taken (exact member names, no _meta but our own keys); the rest,
+// and every request of a 2026-07-28 session, are go-sdk's.
 //
 // # Concurrency and lifecycle
 //
@@ -130,7 +144,7 @@
 // tasks and waiting tasks/result requests in flight. Close ends every
 // session — a stdio session first answers the requests the close released
 // (bounded) — and waits for the goroutines the Server started (stdio status
-// notifiers); it does not close the Engine, which belongs to the caller.
+// notifiers, requests answered before go-sdk); it does not close the Engine, which belongs to the caller.
 // When stdin ends, a stdio session answers what it can within a bound and
 // ends, even with a request that would wait longer.
 //

@@ -80,7 +80,7 @@ func (s *Server) elicit(ctx context.Context, ss *mcp.ServerSession, taskID strin
 		}
 	}
 	// go-sdk checked the answer against the schema already; the check
-	// every era shares (answers.go) goes further. A response cannot be
+	// every era shares (mcpwire.CheckAnswer) goes further. A response cannot be
 	// refused: the question fails.
 	reply, err = mcpwire.CheckAnswer(req, reply)
 	if err != nil {

@@ -54,7 +54,7 @@ type staged struct {
 	task      *taskEvents                     // once a task
 	begun     chan taskengine.Task            // the task, once begin_task made one
 	refused   error                           // why the engine did not take the task
-	badAnswer error                           // the round's first answer that checkAnswer refused
+	badAnswer error                           // the round's first answer that mcpwire.CheckAnswer refused
 }
 
 func (c *staged) Progress(p, total float64, msg string) {

@@ -71,10 +71,12 @@ func (s *Server) answerOwn(sess *session, req *jsonrpc.Request) bool {
 			return false
 		}
 		if req.Method == methodTasksResult {
-			// Only a task that has ended: a waiting tasks/result is
-			// go-sdk's to serve, like any long request.
-			t, err := s.cfg.Engine.Get(sess.ctx, rq.owner(), task.TaskID)
-			if err != nil || !t.Status.Terminal() {
+			// Only a task this replica holds that has ended: a waiting
+			// tasks/result is go-sdk's to serve, like any long request,
+			// and so is one the shared store must answer (this runs on
+			// the session's read loop, which must not wait).
+			t, ok := s.cfg.Engine.Local(rq.owner(), task.TaskID)
+			if !ok || !t.Status.Terminal() {
 				return false
 			}
 		}
@@ -93,7 +95,7 @@ func (s *Server) answerOwn(sess *session, req *jsonrpc.Request) bool {
 		resp := &jsonrpc.Response{ID: req.ID}
 		if err != nil {
 			resp.Error = wireError(err)
-		} else if resp.Result, err = json.Marshal(res); err != nil {
+		} else if resp.Result, err = mcpwire.Marshal(res); err != nil {
 			s.log.Error("encoding an answer", "method", req.Method, "err", err)
 			resp.Result, resp.Error = nil, rpcError(jsonrpc.CodeInternalError, "internal error")
 		}

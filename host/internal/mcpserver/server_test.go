@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -243,5 +244,51 @@ func TestElicitLimiter(t *testing.T) {
 			t.Fatalf("question %d after a long pause: %v", i, err)
 		}
 		l.end()
+	}
+}
+
+// TestStdioDuplicateRequestID: a request reusing the ID of one still in
+// flight is refused with -32600 and never runs, whichever path serves the
+// first (tools/call is answered before go-sdk, ping by go-sdk); once the
+// first is answered the ID may be used again.
+func TestStdioDuplicateRequestID(t *testing.T) {
+	ts := newTestServer(t, taskengine.Config{})
+	c := ts.connectStdio(t)
+	c.initialize(true)
+	c.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"slow","arguments":{}}}`)
+	<-ts.tools.started
+	dup := c.call(5, "tools/call", map[string]any{"name": "quick", "arguments": map[string]any{"name": "x"}})
+	if got := errCode(dup); got != -32600 || !strings.Contains(errMessage(dup), "still in flight") {
+		t.Fatalf("a second request with id 5: %v, want -32600 naming the request in flight", dup)
+	}
+	ts.tools.release <- struct{}{}
+	first := c.next()
+	if idOf(first) != "5" || first["result"] == nil {
+		t.Fatalf("the first request's answer: %v", first)
+	}
+	if got := result(c.call(5, "tools/call", map[string]any{"name": "quick", "arguments": map[string]any{"name": "again"}})); got == nil {
+		t.Errorf("id 5 once answered: no result")
+	}
+}
+
+// TestOwnAnswerKeepsHTML: a result answered before go-sdk keeps <, > and &
+// as they are, as go-sdk writes them.
+func TestOwnAnswerKeepsHTML(t *testing.T) {
+	ts := newTestServer(t, taskengine.Config{})
+	c := ts.connectStdio(t)
+	c.initialize(true)
+	c.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"quick","arguments":{"name":"<b>&</b>"}}}`)
+	for {
+		m, raw, ok := c.nextRaw()
+		if !ok {
+			t.Fatal("no answer")
+		}
+		if idOf(m) != "7" {
+			continue
+		}
+		if !strings.Contains(raw, "hello <b>&</b>") {
+			t.Errorf("answer %s: want the text unescaped", raw)
+		}
+		return
 	}
 }

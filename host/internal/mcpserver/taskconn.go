@@ -15,8 +15,10 @@ import (
 
 // taskConn is the connection decorator every session's transport passes
 // through (package mcpstdio's, the HTTP edge's session connection). On the
-// way in it lifts params.task out of tools/call before go-sdk decodes it
-// (go-sdk drops the member); on the way out it words JSON-RPC errors for
+// way in it refuses a request reusing the ID of one unanswered, lifts
+// params.task out of tools/call before go-sdk decodes it (go-sdk drops the
+// member), and hands the requests this layer answers itself to
+// ownanswers.go; on the way out it words JSON-RPC errors for
 // the client (clientRPCError) and writes the notifications go-sdk has no
 // API for (notifications/tasks/status), each task's only after the
 // response that announced the task.
@@ -36,7 +38,17 @@ type taskConn struct {
 	expected  map[any]string          // response ID → task ID it announces
 	announced map[string]bool         // task IDs whose CreateTaskResult was written
 	held      map[string]mcpwire.Task // latest status of a task not yet announced
+
+	// The IDs of the requests read and not yet answered, whoever answers
+	// them (go-sdk or ownanswers.go): a request reusing one is refused
+	// here, as neither of them can see the other's. Bounded by
+	// maxInFlight.
+	imu      sync.Mutex
+	inFlight map[jsonrpc.ID]bool
 }
+
+// maxInFlight bounds the requests a session may have unanswered at once.
+const maxInFlight = 4096
 
 // maxHeldTasks bounds the task IDs a connection remembers for ordering
 // status notifications; past it the oldest knowledge is dropped (a status
@@ -52,6 +64,12 @@ func (c *taskConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		req, ok := msg.(*jsonrpc.Request)
 		if !ok || err != nil {
 			return msg, err
+		}
+		if req.IsCall() {
+			if why := c.begin(req.ID); why != "" {
+				_ = c.Connection.Write(ctx, &jsonrpc.Response{ID: req.ID, Error: rpcError(jsonrpc.CodeInvalidRequest, "invalid request: %s", why)})
+				continue
+			}
 		}
 		if req.Method == methodCallTool {
 			req.Params = mcpwire.LiftTaskParams(req.Params, req.ID.Raw())
@@ -70,6 +88,13 @@ func (c *taskConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		clean.Error = clientRPCError(resp.Error)
 		msg = &clean
 	}
+	if isResp {
+		// Answered from now: the client may reuse the ID as soon as it
+		// reads the answer.
+		c.imu.Lock()
+		delete(c.inFlight, resp.ID)
+		c.imu.Unlock()
+	}
 	err := c.Connection.Write(ctx, msg)
 	if isResp {
 		c.nmu.Lock()
@@ -81,6 +106,23 @@ func (c *taskConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		}
 	}
 	return err
+}
+
+// begin counts in a request read with id, or says why it is refused.
+func (c *taskConn) begin(id jsonrpc.ID) string {
+	c.imu.Lock()
+	defer c.imu.Unlock()
+	switch {
+	case c.inFlight[id]:
+		return "a request with this ID is still in flight on the session"
+	case len(c.inFlight) >= maxInFlight:
+		return fmt.Sprintf("more than %d requests in flight on the session", maxInFlight)
+	}
+	if c.inFlight == nil {
+		c.inFlight = make(map[jsonrpc.ID]bool)
+	}
+	c.inFlight[id] = true
+	return ""
 }
 
 // requestRouter is a connection with a stream per request (Streamable

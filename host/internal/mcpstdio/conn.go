@@ -36,7 +36,7 @@ type Conn struct {
 	// so that a client that writes its requests and closes its end still
 	// gets every answer; a blocked tasks/result is not waited for there (it
 	// may wait as long as its task runs). When the server closes the
-	// session, both are waited for (flush): a tasks/result released by the
+	// session, both are waited for (Flush): a tasks/result released by the
 	// close is answered, not cut off.
 	calls, results answerSet
 }

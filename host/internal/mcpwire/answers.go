@@ -36,6 +36,7 @@ const MaxAnswerDetail = 256
 // client's terms.
 type AnswerError struct{ Detail string }
 
+// Error says the answer does not match its question, and why.
 func (e *AnswerError) Error() string {
 	return "the answer does not match the question: " + e.Detail
 }

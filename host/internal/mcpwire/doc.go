@@ -8,6 +8,8 @@
 // go-sdk's decoder ([LiftTaskParams]).
 //
 // It serves nothing and keeps no state: the MCP room
-// (host/internal/mcpserver) decides what to send and words every text a
-// client sees; this package only gives the messages their shape.
+// (host/internal/mcpserver) decides what to send and words the errors a
+// client sees, but for the refusals of CheckAnswer and
+// DecodeElicitResult, which say what in an answer does not fit its
+// question.
 package mcpwire

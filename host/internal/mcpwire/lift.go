@@ -13,7 +13,7 @@ const LiftedTaskKey = "io.wasmtask/lifted-task"
 
 // RequestIDKey is the private _meta key that carries the JSON-RPC ID of a
 // task-augmented tools/call: the code that creates the task tells the
-// connection which response announces it (see taskConn.expectTask).
+// connection which response announces it.
 // Like LiftedTaskKey, a client-supplied value is removed first.
 const RequestIDKey = "io.wasmtask/request-id"
 
@@ -60,7 +60,7 @@ func LiftTaskParams(params json.RawMessage, reqID any) json.RawMessage {
 		}
 		meta[LiftedTaskKey] = task
 		if reqID != nil {
-			if b, err := marshal(reqID); err == nil {
+			if b, err := Marshal(reqID); err == nil {
 				meta[RequestIDKey] = b
 			}
 		}
@@ -75,13 +75,13 @@ func LiftTaskParams(params json.RawMessage, reqID any) json.RawMessage {
 // as their _meta; ok is false when either does not encode.
 func encodeParams(fields, meta map[string]json.RawMessage) (json.RawMessage, bool) {
 	if meta != nil {
-		b, err := marshal(meta)
+		b, err := Marshal(meta)
 		if err != nil {
 			return nil, false
 		}
 		fields["_meta"] = b
 	}
-	out, err := marshal(fields)
+	out, err := Marshal(fields)
 	return out, err == nil
 }
 
@@ -89,10 +89,12 @@ func isNull(raw json.RawMessage) bool {
 	return string(bytes.TrimSpace(raw)) == "null"
 }
 
-// marshal is json.Marshal without HTML escaping: a rewritten message keeps
-// the size the client sent (json.Marshal would spell each <, > and & as six
-// bytes, and could push an accepted body past the limits behind it).
-func marshal(v any) ([]byte, error) {
+// Marshal is json.Marshal without HTML escaping, as go-sdk encodes what it
+// sends: an answer is the same bytes whichever path wrote it, and a
+// rewritten message keeps the size the client sent (json.Marshal would
+// spell each <, > and & as six bytes, and could push an accepted body past
+// the limits behind it).
+func Marshal(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)

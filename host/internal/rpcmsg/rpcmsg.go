@@ -8,15 +8,27 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
+// MaxDepth bounds how deeply a message's arrays and objects nest, as
+// go-sdk's decoder bounds them: params are handed on raw, and the handlers
+// behind would otherwise each walk whatever depth encoding/json accepts.
+const MaxDepth = 1000
+
 // Decode reads data, one JSON value, as a JSON-RPC 2.0 request or response.
 func Decode(data []byte) (jsonrpc.Message, error) {
+	if deeper(data, MaxDepth) {
+		return nil, fmt.Errorf("nested more than %d levels deep", MaxDepth)
+	}
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(data, &members); err != nil {
 		return nil, errors.New("not a JSON object")
 	}
 	var version string
 	if err := json.Unmarshal(members["jsonrpc"], &version); err != nil || version != "2.0" {
-		return nil, fmt.Errorf("invalid message version tag %q; expected %q", version, "2.0")
+		got := string(members["jsonrpc"]) // a string quoted, as go-sdk words it
+		if got == "" {
+			got = "(none)"
+		}
+		return nil, fmt.Errorf("invalid message version tag %s; expected %q", got, "2.0")
 	}
 	id, err := decodeID(members["id"])
 	if err != nil {
@@ -67,12 +79,40 @@ func decodeID(b json.RawMessage) (jsonrpc.ID, error) {
 		return jsonrpc.ID{}, nil
 	}
 	var v any
-	if err := json.Unmarshal(b, &v); err != nil {
-		return jsonrpc.ID{}, err
+	id, err := jsonrpc.ID{}, json.Unmarshal(b, &v)
+	if err == nil {
+		id, err = jsonrpc.MakeID(v)
 	}
-	id, err := jsonrpc.MakeID(v)
 	if err != nil {
 		return jsonrpc.ID{}, errors.New("the id must be a string or a number")
 	}
 	return id, nil
+}
+
+// deeper reports whether the arrays and objects of data, valid JSON, nest
+// more than max levels deep.
+func deeper(data []byte, max int) bool {
+	depth, inString, escaped := 0, false, false
+	for _, c := range data {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '[' || c == '{':
+			if depth++; depth > max {
+				return true
+			}
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return false
 }

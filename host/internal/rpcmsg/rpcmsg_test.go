@@ -3,6 +3,7 @@ package rpcmsg_test
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -52,7 +53,7 @@ func same(t *testing.T, data []byte) {
 		return // the transports refuse those before decoding
 	}
 	if bytes.Count(data, []byte("["))+bytes.Count(data, []byte("{")) > 900 {
-		return // go-sdk refuses nesting past 1000; params are go-sdk's to refuse
+		return // both bound nesting at 1000 (TestDecodeRefuses), counted alike only away from the bound
 	}
 	want, werr := jsonrpc.DecodeMessage(data)
 	got, gerr := rpcmsg.Decode(data)
@@ -79,5 +80,31 @@ func same(t *testing.T, data []byte) {
 				t.Fatalf("%s: error %#v, want %#v", data, ge, we)
 			}
 		}
+	}
+}
+
+// TestDecodeRefuses: what Decode refuses, worded without Go's terms: the
+// nesting bound go-sdk's decoder has, a version that is not the string
+// "2.0", an id that is neither a string nor a number.
+func TestDecodeRefuses(t *testing.T) {
+	deep := `{"jsonrpc":"2.0","id":1,"method":"m","params":` + strings.Repeat("[", 2000) + strings.Repeat("]", 2000) + `}`
+	for _, tc := range []struct{ in, want string }{
+		{deep, "nested more than 1000 levels deep"},
+		{`{"jsonrpc":"1.0","id":1,"method":"m"}`, `invalid message version tag "1.0"; expected "2.0"`},
+		{`{"jsonrpc":2,"id":1,"method":"m"}`, `invalid message version tag 2; expected "2.0"`},
+		{`{"id":1,"method":"m"}`, `invalid message version tag (none); expected "2.0"`},
+		{`{"jsonrpc":"2.0","id":1e400,"method":"m"}`, "the id must be a string or a number"},
+		{`{"jsonrpc":"2.0","id":{},"method":"m"}`, "the id must be a string or a number"},
+	} {
+		if _, err := rpcmsg.Decode([]byte(tc.in)); err == nil || err.Error() != tc.want {
+			t.Errorf("Decode(%.60s): %v, want %q", tc.in, err, tc.want)
+		}
+	}
+	if _, err := jsonrpc.DecodeMessage([]byte(deep)); err == nil {
+		t.Error("go-sdk's decoder took the deep message: the bound is no longer the same")
+	}
+	ok := `{"jsonrpc":"2.0","id":1,"method":"m","params":` + strings.Repeat("[", 999) + `"[{\""` + strings.Repeat("]", 999) + `}`
+	if _, err := rpcmsg.Decode([]byte(ok)); err != nil {
+		t.Errorf("Decode at 1000 levels, brackets in a string: %v", err)
 	}
 }
