@@ -120,6 +120,14 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	return nil // a notification nobody can receive now
 }
 
+// Listening reports whether the session's GET stream is open: whether a
+// notification that belongs to no request would reach the client now.
+func (c *conn) Listening() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.standalone != nil
+}
+
 // forgetLocked drops the record of request id. c.mu is held.
 func (c *conn) forgetLocked(id jsonrpc.ID) {
 	if s := c.calls[id]; s != nil {

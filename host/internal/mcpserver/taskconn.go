@@ -125,6 +125,10 @@ func (c *taskConn) begin(id jsonrpc.ID) string {
 	return ""
 }
 
+// listener is a connection that may have no stream for notifications
+// that belong to no request (Streamable HTTP without its GET stream).
+type listener interface{ Listening() bool }
+
 // requestRouter is a connection with a stream per request (Streamable
 // HTTP): what is written with the context it returns travels on the
 // stream of the request extra came with.
@@ -194,6 +198,9 @@ func (c *taskConn) holdStatus(t mcpwire.Task) bool {
 func (c *taskConn) notify(method string, params any) error {
 	if t, ok := params.(mcpwire.Task); ok && method == methodTaskStatus && c.holdStatus(t) {
 		return nil
+	}
+	if l, ok := c.Connection.(listener); ok && !l.Listening() {
+		return nil // nobody would receive it: not even encoded
 	}
 	return c.sendNotification(method, params)
 }
