@@ -54,10 +54,11 @@ const (
 
 // Errors of loading a module, wrapped by the Err of a [Problem].
 var (
-	ErrNotWasm   = wasmrt.ErrNotWasm // not a WebAssembly binary
-	ErrCompile   = wasmrt.ErrCompile // wazero cannot compile it
-	ErrModuleABI = wasmrt.ErrABI     // no _start, unknown or mistyped wasmtask_v1 import, foreign import
-	ErrSchema    = wasmrt.ErrSchema  // a tool's input or output schema is refused
+	ErrNotWasm   = wasmrt.ErrNotWasm   // not a WebAssembly binary
+	ErrComponent = wasmrt.ErrComponent // a component-model binary, not a core module
+	ErrCompile   = wasmrt.ErrCompile   // wazero cannot compile it
+	ErrModuleABI = wasmrt.ErrABI       // no _start, unknown or mistyped wasmtask_v1 import, foreign import
+	ErrSchema    = wasmrt.ErrSchema    // a tool's input or output schema is refused
 	// ErrLoadLimit: the load passed one of its limits — what the module
 	// would cost to compile or to instantiate (Policy.MaxCodeMiB, its
 	// tools' memoryMiB), describe or _initialize at their time, memory or

@@ -285,6 +285,8 @@ func explain(err error) string {
 	switch {
 	case errors.Is(err, host.ErrNotWasm):
 		return "hint: pass the compiled .wasm binary (not .wat source, not a native executable)."
+	case errors.Is(err, host.ErrComponent):
+		return "hint: wasmtask runs core modules of WASI preview 1: GOOS=wasip1 GOARCH=wasm go build; cargo build --target wasm32-wasip1 (or wasm32-wasi); clang --target=wasm32-wasi."
 	case errors.Is(err, host.ErrCompile):
 		return "hint: the binary is damaged or uses a Wasm feature wazero does not support."
 	case errors.Is(err, abi.ErrVersion):

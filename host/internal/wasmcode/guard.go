@@ -69,6 +69,21 @@ const (
 	StartExport = "wasmtask:start"
 )
 
+// checkHeader refuses what is not a core WebAssembly module, saying what
+// it is when that is known: a component (the component model's binaries,
+// as wasm32-wasip2 toolchains write) needs another build, not a fix.
+func checkHeader(wasm []byte) error {
+	switch {
+	case len(wasm) < 8 || string(wasm[:4]) != "\x00asm":
+		return errors.New("not a WebAssembly module (it does not start with the \\0asm magic)")
+	case string(wasm[4:8]) == "\x01\x00\x00\x00":
+		return nil
+	case wasm[6] == 1 && wasm[7] == 0: // layer 1: a component
+		return errors.New("a WebAssembly component, not a core module: build the tool for wasm32-wasip1 (WASI preview 1), as abi/ABI.md shows")
+	}
+	return fmt.Errorf("WebAssembly binary version %d, not 1", binary.LittleEndian.Uint32(wasm[4:8]))
+}
+
 // Guard returns the module wasm as the host compiles it for one of
 // wazero's engines (o.Interpreter or the compiler):
 //
@@ -111,8 +126,8 @@ func Guard(wasm []byte, o Options) (*Guarded, error) {
 		return nil, errors.New("no fuel per check")
 	}
 	maxCode := int(o.MaxWork)
-	if len(wasm) < 8 {
-		return nil, errors.New("truncated header")
+	if err := checkHeader(wasm); err != nil {
+		return nil, err
 	}
 	var secs []section
 	p := wasm[8:]

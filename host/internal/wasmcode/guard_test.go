@@ -98,3 +98,23 @@ func testModule(tb testing.TB, name string) []byte {
 	}
 	return hosttest.Wasm(tb, src)
 }
+
+// TestGuardNamesWhatIsNotACoreModule: a binary that is not a core module
+// is refused before anything else is read, saying what it is.
+func TestGuardNamesWhatIsNotACoreModule(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		wasm []byte
+		want string
+	}{
+		{"component", []byte("\x00asm\x0d\x00\x01\x00\x07\x10\x01\x41"), "a WebAssembly component, not a core module: build the tool for wasm32-wasip1"},
+		{"future version", []byte("\x00asm\x02\x00\x00\x00"), "WebAssembly binary version 2, not 1"},
+		{"not wasm", []byte("#!/bin/sh\necho hi\n"), "not a WebAssembly module"},
+		{"short", []byte("\x00as"), "not a WebAssembly module"},
+	} {
+		_, err := Guard(tc.wasm, Options{FuelPerCheck: 1, MaxWork: 1 << 20, MaxMemory: 1 << 20})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}

@@ -14,6 +14,10 @@ var (
 	ErrClosed = errors.New("runtime closed")
 	// ErrNotWasm means the bytes are not a WebAssembly binary module.
 	ErrNotWasm = errors.New("not a WebAssembly module")
+	// ErrComponent means the bytes are a WebAssembly component (the
+	// component model's binary, as wasm32-wasip2 toolchains write), not a
+	// core module: the tool needs another build.
+	ErrComponent = errors.New("a WebAssembly component, not a core module")
 	// ErrCompile means wazero refused to compile the module.
 	ErrCompile = errors.New("cannot compile module")
 	// ErrABI means the module does not follow the ABI: no _start export,

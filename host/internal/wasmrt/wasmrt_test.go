@@ -42,6 +42,7 @@ func TestLoadRefused(t *testing.T) {
 		want   []string // substrings of the error text
 	}{
 		{name: "not wasm", wasm: []byte("#!/bin/sh\necho hi\n"), is: ErrNotWasm, want: []string{`load "not wasm"`, "not a WebAssembly module"}},
+		{name: "component", wasm: []byte("\x00asm\x0d\x00\x01\x00\x07\x10"), is: ErrComponent, want: []string{`load "component"`, "a WebAssembly component, not a core module: build the tool for wasm32-wasip1"}},
 		{name: "truncated", wasm: []byte("\x00asm\x01\x00\x00\x00\x01\xff"), is: ErrCompile, want: []string{"cannot compile"}},
 		{name: "manifest abi 2", module: "abi2", is: abi.ErrVersion, want: []string{"declares ABI v2", "speaks v1", "rebuild"}},
 		{name: "imports wasmtask_v2", module: "import_v2", is: abi.ErrVersion, want: []string{`"wasmtask_v2" (ABI v2)`, `ABI v1 ("wasmtask_v1")`, "rebuild"}},
