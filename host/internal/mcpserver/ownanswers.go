@@ -44,14 +44,21 @@ func (s *Server) answerOwn(sess *session, req *jsonrpc.Request) bool {
 		}
 		return false
 	}
+	s.mu.Lock()
+	ss := sess.ss
+	s.mu.Unlock()
+	if ss != nil && ss.InitializeParams() == nil && req.Method != "initialize" && req.Method != "ping" && !speaksModern(req.Params) {
+		// MCP's lifecycle: a 2025-11-25 session's first request is
+		// initialize. Said here in the client's terms.
+		_ = sess.conn.Write(sess.ctx, &jsonrpc.Response{ID: req.ID, Error: rpcError(jsonrpc.CodeInvalidRequest,
+			"invalid request: %q before initialize: a session starts with an initialize request (then notifications/initialized)", req.Method)})
+		return true
+	}
 	switch req.Method {
 	case methodCallTool, methodTasksGet, methodTasksCancel, methodTasksResult:
 	default:
 		return false
 	}
-	s.mu.Lock()
-	ss := sess.ss
-	s.mu.Unlock()
 	if ss == nil || ss.InitializeParams() == nil || ss.InitializeParams().ProtocolVersion >= modernVersion {
 		return false
 	}
@@ -102,6 +109,19 @@ func (s *Server) answerOwn(sess *session, req *jsonrpc.Request) bool {
 		_ = sess.conn.Write(context.Background(), resp)
 	})
 	return true
+}
+
+// speaksModern reports whether a request's params name a protocol version
+// of 2026-07-28 or later in their _meta: such a request stands alone,
+// without initialize.
+func speaksModern(params json.RawMessage) bool {
+	var p struct {
+		Meta map[string]any `json:"_meta"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return false
+	}
+	return eraOf(p.Meta).modern
 }
 
 func extraOf(req *jsonrpc.Request) *mcp.RequestExtra {

@@ -292,3 +292,24 @@ func TestOwnAnswerKeepsHTML(t *testing.T) {
 		return
 	}
 }
+
+// TestRequestBeforeInitialize: a 2025-11-25 session's request before
+// initialize gets -32600 saying what to send first, not an internal error;
+// ping is allowed, and the session goes on to initialize.
+func TestRequestBeforeInitialize(t *testing.T) {
+	ts := newTestServer(t, taskengine.Config{})
+	c := ts.connectStdio(t)
+	for _, method := range []string{"tools/list", "tools/call", "tasks/get"} {
+		r := c.call(1, method, map[string]any{})
+		if got := errCode(r); got != -32600 || !strings.Contains(errMessage(r), "before initialize") {
+			t.Errorf("%s before initialize: %v, want -32600 naming initialize", method, r)
+		}
+	}
+	if r := c.call(2, "ping", nil); r["result"] == nil {
+		t.Errorf("ping before initialize: %v, want a result", r)
+	}
+	c.initialize(true)
+	if r := c.call(3, "tools/list", nil); r["result"] == nil {
+		t.Errorf("tools/list after initialize: %v", r)
+	}
+}
