@@ -120,6 +120,11 @@ func parseServe(args []string, stderr io.Writer) (*serveSetup, error) {
 		MaxSessions:              *maxSessions,
 		MaxSessionsPerTenant:     *maxTenantSessions,
 	}
+	if *tenantsFile != "" && *httpAddr == "" {
+		// Tenants authenticate HTTP requests; a stdio session belongs to
+		// whoever started the process, so the file would guard nothing.
+		return nil, errors.New("serve: --tenants authenticates HTTP requests and needs --http ADDR; on stdio the session is the local user's (drop --tenants, or add --http)")
+	}
 	if *httpAddr != "" {
 		hosts, err := checkHTTPExposure(loopbackDefault(*httpAddr), *tenantsFile != "", *insecure, cfg.AllowedHosts, *publicURL)
 		if err != nil {

@@ -254,3 +254,12 @@ func TestServeCacheKeyFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestServeTenantsNeedHTTP: --tenants without --http is refused, saying
+// why, instead of serving stdio as if the file guarded it.
+func TestServeTenantsNeedHTTP(t *testing.T) {
+	_, err := parseServe([]string{"--tenants", "tenants.yaml"}, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "needs --http") {
+		t.Errorf("--tenants without --http: %v, want a refusal naming --http", err)
+	}
+}
