@@ -270,6 +270,12 @@ func DecodeManifest(b []byte) (*Manifest, error) {
 	if err := strictUnmarshal(b, &m); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrManifest, err)
 	}
+	var declared struct {
+		ABI *int `json:"abi"`
+	}
+	if m.ABI == 0 && json.Unmarshal(b, &declared) == nil && declared.ABI == nil {
+		return nil, fmt.Errorf("%w: the manifest has no \"abi\" member: add \"abi\": %d to the object describe writes", ErrVersion, Version)
+	}
 	if m.ABI != Version {
 		return nil, fmt.Errorf("%w: module declares ABI v%d, this host speaks v%d: rebuild the module against wasmtask abi v%d", ErrVersion, m.ABI, Version, Version)
 	}
