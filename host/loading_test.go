@@ -205,3 +205,39 @@ func TestStartupWithoutCache(t *testing.T) {
 		t.Errorf("log %q lacks the start-up line without a cache", logs.lines)
 	}
 }
+
+// TestEmptyToolDirectoryWarns: a tool directory with no module is served
+// (it is watched), with one warning saying nothing is served yet; a
+// directory with a module gets none.
+func TestEmptyToolDirectoryWarns(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		modules int
+		want    int
+	}{{"empty", 0, 1}, {"one module", 1, 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if tc.modules > 0 {
+				put(t, dir, "a.wasm", verModule(t, "alpha", "alpha-1"))
+			}
+			logs := newLogSink()
+			s, err := New(context.Background(), Config{ToolsDir: dir, ReloadDebounce: testDebounce, CacheDir: testCacheDir, Logger: slog.New(logs)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			<-s.started
+			logs.mu.Lock()
+			defer logs.mu.Unlock()
+			n := 0
+			for _, l := range logs.lines {
+				if strings.HasPrefix(l, "WARN the tool directory holds no .wasm modules") {
+					n++
+				}
+			}
+			if n != tc.want {
+				t.Errorf("%d warnings of an empty directory, want %d: %q", n, tc.want, logs.lines)
+			}
+		})
+	}
+}

@@ -918,6 +918,9 @@ func (s *Server) rebuild(ctx context.Context, snap *plugins.Snapshot) {
 				attrs = append(attrs, "loading", n)
 			}
 			s.log.Info(msg, append(attrs, "took", time.Since(s.begun))...)
+			if len(gen.Modules()) == 0 && len(next.problems) == 0 && s.cfg.ToolsDir != "" {
+				s.log.Warn("the tool directory holds no .wasm modules: nothing is served until one is added (it is watched)", "dir", s.cfg.ToolsDir)
+			}
 			close(s.started)
 		})
 	}
