@@ -37,6 +37,8 @@ var rules = []rule{
 	// rewrite (a module wazero refuses must stay refused).
 	{dir: "host/internal/wasmcode", allow: []string{module + "/host/internal/wasmcode"},
 		tests: []string{module + "/host/hosttest", "github.com/tetratelabs/wazero"}},
+	// Strict decoding of the operator's files: the standard library only.
+	{dir: "host/internal/strictjson", allow: []string{module + "/host/internal/strictjson"}},
 	// The admission controller: numbers and names in, the standard
 	// library only (it knows nothing of Wasm, MCP or policy files).
 	{dir: "host/internal/admission", allow: []string{module + "/host/internal/admission"}},

@@ -239,9 +239,9 @@ const MaxTools = 256
 
 // Errors returned by the decoders; wrapped with details.
 var (
-	ErrVersion  = errors.New("abi: version mismatch")
-	ErrManifest = errors.New("abi: invalid manifest")
-	ErrResult   = errors.New("abi: invalid result")
+	ErrVersion  = errors.New("ABI version mismatch")
+	ErrManifest = errors.New("invalid manifest")
+	ErrResult   = errors.New("invalid result")
 )
 
 // ValidToolName reports whether name is a valid tool name: 1 to 128 of

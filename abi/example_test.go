@@ -23,5 +23,5 @@ func ExampleDecodeManifest() {
 	// Output:
 	// echo forbidden {"type":"object"}
 	// render required {"type":"object"}
-	// abi: version mismatch: module declares ABI v2, this host speaks v1: rebuild the module against wasmtask abi v1
+	// ABI version mismatch: module declares ABI v2, this host speaks v1: rebuild the module against wasmtask abi v1
 }

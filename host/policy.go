@@ -15,6 +15,7 @@ import (
 
 	"github.com/wasmtask/wasmtask/abi"
 	"github.com/wasmtask/wasmtask/host/internal/admission"
+	"github.com/wasmtask/wasmtask/host/internal/strictjson"
 	"github.com/wasmtask/wasmtask/host/internal/wasmrt"
 	"github.com/wasmtask/wasmtask/plugins"
 )
@@ -262,14 +263,12 @@ func LoadPolicy(path string) (*Policy, error) {
 
 // ParsePolicy decodes and validates a policy document.
 func ParsePolicy(b []byte) (*Policy, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	var p Policy
-	if err := dec.Decode(&p); err != nil {
-		return nil, fmt.Errorf("%w: %v%s", ErrPolicy, err, formatHint(err))
+	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] != '{' {
+		return nil, fmt.Errorf("%w: a policy is a JSON object, and this document does not start with {", ErrPolicy)
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("%w: trailing data after the policy", ErrPolicy)
+	var p Policy
+	if err := strictjson.Decode(b, nil, &p); err != nil {
+		return nil, fmt.Errorf("%w: %v%s", ErrPolicy, err, formatHint(err))
 	}
 	if err := p.validate(); err != nil {
 		return nil, err

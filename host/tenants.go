@@ -1,7 +1,6 @@
 package host
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
@@ -26,6 +25,7 @@ import (
 
 	"github.com/wasmtask/wasmtask/host/internal/mcphttp"
 	"github.com/wasmtask/wasmtask/host/internal/mcpserver"
+	"github.com/wasmtask/wasmtask/host/internal/strictjson"
 	"github.com/wasmtask/wasmtask/plugins"
 	"github.com/wasmtask/wasmtask/taskengine"
 )
@@ -161,24 +161,21 @@ func LoadTenants(file string) (*Tenants, error) {
 // YAML. A YAML document is turned into JSON first, so both are decoded and
 // checked by the same strict rules.
 func ParseTenants(b []byte, yamlDoc bool) (*Tenants, error) {
+	var src []byte
 	if yamlDoc {
 		var v any
 		if err := yaml.Unmarshal(b, &v); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrTenants, err)
 		}
+		src = b
 		var err error
 		if b, err = json.Marshal(v); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrTenants, err)
 		}
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
 	var t Tenants
-	if err := dec.Decode(&t); err != nil {
+	if err := strictjson.Decode(b, src, &t); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrTenants, err)
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("%w: trailing data after the document", ErrTenants)
 	}
 	if err := t.validate(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrTenants, err)

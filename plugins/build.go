@@ -12,8 +12,8 @@ import (
 
 // Errors of [Build].
 var (
-	ErrLoad         = errors.New("plugins: module failed to load")
-	ErrToolConflict = errors.New("plugins: tool name declared by two modules")
+	ErrLoad         = errors.New("module failed to load")
+	ErrToolConflict = errors.New("tool name declared by two modules")
 )
 
 // Loader is what the host provides to [Build]: it compiles a module and runs

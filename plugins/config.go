@@ -20,17 +20,17 @@ const (
 // Errors reported by this package. Problems in a [Snapshot] and errors
 // returned by functions wrap one of these; branch with [errors.Is].
 var (
-	ErrConfig         = errors.New("plugins: invalid config")
-	ErrNoDir          = errors.New("plugins: module directory does not exist")
-	ErrNotDir         = errors.New("plugins: module directory is not a directory")
-	ErrTooLarge       = errors.New("plugins: module file too large")
-	ErrTooMany        = errors.New("plugins: too many module files")
-	ErrNotRegular     = errors.New("plugins: module file is not a regular file")
-	ErrBadName        = errors.New("plugins: invalid module name")
-	ErrUnreadable     = errors.New("plugins: cannot read module file or directory")
-	ErrDigestMismatch = errors.New("plugins: module file changed since it was scanned")
-	ErrUnstable       = errors.New("plugins: module file is still being written")
-	ErrWatch          = errors.New("plugins: cannot watch the module directory")
+	ErrConfig         = errors.New("invalid config")
+	ErrNoDir          = errors.New("module directory does not exist")
+	ErrNotDir         = errors.New("module directory is not a directory")
+	ErrTooLarge       = errors.New("module file too large")
+	ErrTooMany        = errors.New("too many module files")
+	ErrNotRegular     = errors.New("module file is not a regular file")
+	ErrBadName        = errors.New("invalid module name")
+	ErrUnreadable     = errors.New("cannot read module file or directory")
+	ErrDigestMismatch = errors.New("module file changed since it was scanned")
+	ErrUnstable       = errors.New("module file is still being written")
+	ErrWatch          = errors.New("cannot watch the module directory")
 )
 
 // Config says which directory holds the tool modules and how it is read and

@@ -17,10 +17,10 @@ var (
 	// ErrLoading marks a module whose load has not finished: [Build]
 	// reports it as a problem and does not remember it against the digest;
 	// a later Build takes the result.
-	ErrLoading = errors.New("plugins: module is still loading")
+	ErrLoading = errors.New("module is still loading")
 	// ErrLoadTimeout marks a load that passed [LoadConfig].Timeout. It is
 	// remembered against the digest like any other load failure.
-	ErrLoadTimeout = errors.New("plugins: module took too long to load")
+	ErrLoadTimeout = errors.New("module took too long to load")
 )
 
 // LoadConfig bounds the loads a [Loads] runs.

@@ -235,7 +235,7 @@ func TestNamesFirstStartByName(t *testing.T) {
 	if ce.Why != ConflictDeclared || ce.OwnerPath != "a.wasm" {
 		t.Errorf("conflict %+v", ce)
 	}
-	want := `plugins: tool name declared by two modules: tool "x" is already declared by module "a" (a.wasm), first in file-name order`
+	want := `tool name declared by two modules: tool "x" is already declared by module "a" (a.wasm), first in file-name order`
 	if got := ce.Error(); got != want {
 		t.Errorf("message %q, want %q", got, want)
 	}

@@ -277,7 +277,7 @@ func (r scanResult) nextLook() (time.Time, bool) {
 // errNotModule is a listed name that is no module file after all: it
 // vanished since it was listed, is a dangling symbolic link, or is a
 // directory. It is left out, and is no problem.
-var errNotModule = errors.New("plugins: not a module file")
+var errNotModule = errors.New("not a module file")
 
 // unsettledError is a file that may still be being written: it was
 // modified less than the settle time ago, or changed while it was read. It

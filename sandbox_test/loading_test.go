@@ -72,11 +72,11 @@ func TestLoadingIsBounded(t *testing.T) {
 		ps := problemsText(s) // waits for every named load
 		all := time.Since(start)
 		for _, want := range []string{
-			"hugecode.wasm: plugins: module failed to load: load \"hugecode\": code section: function 1: module too large to load: with it the module's compile may cost as much as",
+			"hugecode.wasm: module failed to load: load \"hugecode\": code section: function 1: module too large to load: with it the module's compile may cost as much as",
 			"more than the limit of 1 MiB",
-			"hugefunc.wasm: plugins: module failed to load: load \"hugefunc\": code section: function 0: module too large to load: its body is 1048592 bytes, more than 1048576",
-			"slowdescribe.wasm: plugins: module failed to load: load \"slowdescribe\": describe failed",
-			"bulkdescribe.wasm: plugins: module failed to load: load \"bulkdescribe\": describe failed",
+			"hugefunc.wasm: module failed to load: load \"hugefunc\": code section: function 0: module too large to load: its body is 1048592 bytes, more than 1048576",
+			"slowdescribe.wasm: module failed to load: load \"slowdescribe\": describe failed",
+			"bulkdescribe.wasm: module failed to load: load \"bulkdescribe\": describe failed",
 		} {
 			if !strings.Contains(ps, want) {
 				t.Errorf("problems lack %q:\n%s", want, ps)
@@ -99,7 +99,7 @@ func TestLoadTimeout(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer s.Close()
-		want := "normal.wasm: plugins: module failed to load: plugins: module took too long to load: more than 1ns (the operator's load timeout)"
+		want := "normal.wasm: module failed to load: module took too long to load: more than 1ns (the operator's load timeout)"
 		if ps := problemsText(s); !strings.Contains(ps, want) {
 			t.Errorf("problems:\n%s\nwant %q", ps, want)
 		}
