@@ -89,7 +89,7 @@ func rustWASIStd() string {
 		}
 		tried = append(tried, "no wasm32-wasi standard library in "+dir)
 	}
-	return "a rustc that knows the wasm32-wasi target, Rust 1.83 or older, with its standard library (" + strings.Join(tried, "; ") + ")"
+	return "no rustc here has the wasm32-wasi target with its standard library, which Rust 1.83 and older have (" + strings.Join(tried, "; ") + ")"
 }
 
 const defaultTools = "../host/defaulttools"
@@ -109,15 +109,17 @@ func needToolchain(t *testing.T, ex example) {
 			missing = append(missing, f)
 		}
 	}
+	msg := "the " + ex.lang + " toolchain is missing: " + strings.Join(missing, ", ") + " (" + ex.install + ")"
 	if ex.probe != nil && len(missing) == 0 {
-		if m := ex.probe(); m != "" {
-			missing = append(missing, m)
+		m := ex.probe()
+		if m == "" {
+			return
 		}
+		msg = "the " + ex.lang + " toolchain cannot build the example: " + m + " (" + ex.install + ")"
 	}
-	if len(missing) == 0 {
+	if len(missing) == 0 && ex.probe == nil {
 		return
 	}
-	msg := "the " + ex.lang + " toolchain is missing: " + strings.Join(missing, ", ") + " (" + ex.install + ")"
 	if os.Getenv("CI") == "true" {
 		t.Fatal(msg)
 	}
