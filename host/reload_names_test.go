@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -242,5 +243,34 @@ func TestNamesBindingPolicyChecks(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("problems %v lack the unmatched binding of gamma", f.s.Problems())
+	}
+}
+
+// TestBrokenModuleWarnedOnce: a module that fails to load is warned about
+// when its problem appears, not again at every reload that finds it
+// unchanged; a new problem is warned about.
+func TestBrokenModuleWarnedOnce(t *testing.T) {
+	dir := t.TempDir()
+	put(t, dir, "a.wasm", verModule(t, "alpha", "alpha-1"))
+	put(t, dir, "junk.wasm", []byte("\x00asm\x01\x00\x00\x00garbage"))
+	s, logs := newReloadServer(t, Config{ToolsDir: dir, CacheDir: testCacheDir})
+	for i := range 3 {
+		before := seq(s)
+		put(t, dir, "a.wasm", verModule(t, "alpha", fmt.Sprint("alpha-", i+2)))
+		await(s, after(before, serves("alpha")))
+	}
+	count := func(subs ...string) int {
+		logs.mu.Lock()
+		defer logs.mu.Unlock()
+		return len(logs.grepLocked(subs))
+	}
+	if n := count("WARN tool problem", "junk.wasm"); n != 1 {
+		t.Errorf("%d warnings of junk.wasm over four catalogs, want 1", n)
+	}
+	before := seq(s)
+	put(t, dir, "junk2.wasm", []byte("not wasm"))
+	await(s, after(before, func(c *catalog) bool { return len(c.problems) == 2 }))
+	if n := count("WARN tool problem", "junk2.wasm"); n != 1 {
+		t.Errorf("%d warnings of the new junk2.wasm, want 1", n)
 	}
 }

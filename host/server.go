@@ -945,10 +945,18 @@ func (s *Server) rebuild(ctx context.Context, snap *plugins.Snapshot) {
 		// modules that the new one does not use close after the last.
 		prev.retire(released)
 	}
+	known := map[string]bool{} // problems the last catalog had: warned about already
+	if prev != nil {
+		for _, p := range prev.problems {
+			known[p.String()] = true
+		}
+	}
 	for _, p := range next.problems {
 		var ce *plugins.ConflictError
 		switch {
 		case errors.Is(p.Err, plugins.ErrLoading):
+		case known[p.String()]:
+			s.log.Debug("tool problem, as before", "problem", p.String())
 		case errors.As(p.Err, &ce):
 			// Both files, as fields of their own.
 			s.log.Warn("tool problem", "problem", p.String(), "tool", ce.Tool, "file", p.Path, "ownerFile", ce.OwnerPath, "owner", ce.Owner, "why", ce.Why)
