@@ -83,6 +83,13 @@ type Config struct {
 	// it answer for each other's tasks, and finished results survive a
 	// restart (README, "Running several replicas").
 	Store StoreConfig
+	// LocalOwner, when set, owns the tasks of stdio sessions, so that with
+	// a Store their finished results are read back after a restart by the
+	// same local user; the command sets it to "local:" and the user's
+	// name when it has a store. Empty: each stdio session owns its own
+	// tasks, which no later session can read. HTTP sessions without
+	// authentication always own their own.
+	LocalOwner string
 	// ReloadDebounce is the quiet time after a change of ToolsDir before it
 	// is reloaded. Default 250ms.
 	ReloadDebounce time.Duration
@@ -340,6 +347,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		Version:          cfg.Version,
 		MaxMessageBytes:  cfg.MaxMessageBytes,
 		MaxArgumentBytes: cfg.MaxArgumentBytes,
+		LocalOwner:       cfg.LocalOwner,
 		Visible:          s.visibleFunc(),
 		OnDenied:         func(status int) { s.metrics.denied.WithLabelValues(strconv.Itoa(status)).Inc() },
 	})

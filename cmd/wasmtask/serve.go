@@ -13,7 +13,9 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -139,6 +141,9 @@ func parseServe(args []string, stderr io.Writer) (*serveSetup, error) {
 			cfg.Store.Dir = *store
 		}
 		cfg.Store.KeysFile = *storeKeys
+		// A stdio session's tasks are the local user's: after a restart
+		// the same user reads their stored results back.
+		cfg.LocalOwner = localOwner()
 	} else if *storeKeys != "" {
 		return nil, errors.New("serve: --store-keys needs --store")
 	}
@@ -176,7 +181,7 @@ func runServe(args []string) error {
 	defer srv.Close()
 	// Load problems are logged by the server as the tools load, in the
 	// background: it answers clients meanwhile.
-	logger.Info("serving", "version", version, "dir", cfg.ToolsDir, "http", set.httpAddr) // "tools reloaded" lines count the tools as they load
+	logger.Info("serving", "version", version, "dir", cfg.ToolsDir, "http", set.httpAddr, "store", storeName(cfg.Store)) // "tools reloaded" lines count the tools as they load
 
 	stopSignals := shutdownOnSignal(srv, logger, set.drain)
 	defer stopSignals()
@@ -392,4 +397,23 @@ func defaultCacheDir() string {
 		return ""
 	}
 	return filepath.Join(d, "wasmtask")
+}
+
+// localOwner names the local user who owns stdio sessions' tasks.
+func localOwner() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return "local:" + u.Username
+	}
+	return "local:uid-" + strconv.Itoa(os.Getuid())
+}
+
+// storeName says where tasks are kept, for the serving line.
+func storeName(st host.StoreConfig) string {
+	switch {
+	case st.URL != "":
+		return "nats " + st.URL
+	case st.Dir != "":
+		return "embedded, in " + st.Dir
+	}
+	return "memory"
 }

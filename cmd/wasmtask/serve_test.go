@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/wasmtask/wasmtask/host"
+	"github.com/wasmtask/wasmtask/host/hosttest"
 )
 
 // servedProcess is `wasmtask serve` running as a child process, with its
@@ -261,5 +262,49 @@ func TestServeTenantsNeedHTTP(t *testing.T) {
 	_, err := parseServe([]string{"--tenants", "tenants.yaml"}, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "needs --http") {
 		t.Errorf("--tenants without --http: %v, want a refusal naming --http", err)
+	}
+}
+
+// TestServeStoreKeepsStdioResults: with --store DIR alone (its key file is
+// made in DIR), a task's result is read back by the local user's next
+// stdio session after the server restarts.
+func TestServeStoreKeepsStdioResults(t *testing.T) {
+	bin := buildWasmtask(t)
+	dir := filepath.Join(t.TempDir(), "store")
+	session := func() (*hosttest.Client, func()) {
+		cmd := exec.Command(bin, "serve", "--store", dir, "--cache-dir", "")
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		c := hosttest.NewClient(t, stdin, stdout)
+		c.Initialize(nil)
+		return c, func() {
+			c.CloseInput()
+			if err := cmd.Wait(); err != nil {
+				t.Errorf("serve: %v", err)
+			}
+		}
+	}
+	c, end := session()
+	task := c.StartTask("slow_count", map[string]any{"steps": 1, "delay_ms": 1}, 600000)
+	first := c.TaskResult(task.TaskID)
+	end()
+	if fi, err := os.Stat(filepath.Join(dir, "store.keys")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the store's key file: %v, %v; want one of mode 0600 in the store", fi, err)
+	}
+
+	c, end = session()
+	defer end()
+	again := c.TaskResult(task.TaskID)
+	if len(again.Content) != 1 || len(first.Content) != 1 || again.Content[0].Text != first.Content[0].Text {
+		t.Errorf("after a restart: %+v, want the first run's %+v", again, first)
 	}
 }

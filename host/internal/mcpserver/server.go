@@ -53,6 +53,11 @@ type Config struct {
 	// first, then the Engine. Its Config sets the task limits (maximum TTL,
 	// running tasks per requestor, store size).
 	Engine *taskengine.Engine
+	// LocalOwner, when set, owns the tasks of every stdio session without
+	// an auth user, so that a store that outlives the process gives them
+	// back to the same local user after a restart. Empty: each stdio
+	// session owns its own tasks.
+	LocalOwner string
 	// Logger receives the audit log — one "audit" line per tenant action:
 	// session opened, plain call, task created or refused, finished,
 	// cancelled, result retrieved, request denied; with the tenant, tool,
@@ -303,6 +308,9 @@ func (s *Server) startSession(conn mcp.Connection, user, transport string) (*ses
 		return nil, nil, ErrClosed
 	}
 	sess := s.newSessionLocked(conn.SessionID(), user, tc)
+	if transport == "stdio" && s.cfg.LocalOwner != "" {
+		sess.owner = s.cfg.LocalOwner
+	}
 	s.mu.Unlock()
 	tc.answer = func(req *jsonrpc.Request) bool { return s.answerOwn(sess, req) }
 	s.wg.Go(func() {
