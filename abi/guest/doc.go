@@ -23,19 +23,15 @@
 //
 // # In your module
 //
-// The SDK is part of the module github.com/wasmtask/wasmtask; a tool's
-// module requires it and needs no replace directive:
+// The SDK is part of the module github.com/wasmtask/wasmtask. Until the
+// module is published, a tool's module points at a clone:
 //
 //	go mod init example.com/mytool
-//	go get github.com/wasmtask/wasmtask@latest
+//	go mod edit -require=github.com/wasmtask/wasmtask@v0.0.0 -replace=github.com/wasmtask/wasmtask=../wasmtask
+//	go mod tidy
 //
-// which leaves a go.mod such as
-//
-//	module example.com/mytool
-//
-//	go 1.26.0
-//
-//	require github.com/wasmtask/wasmtask v0.1.0 // the release go get chose
+// After the first release, go get github.com/wasmtask/wasmtask@latest
+// instead, with no replace directive.
 //
 // The host's own dependencies (wazero, the MCP SDK, …) stay out of the
 // tool's go.sum and build: the module graph is pruned at wasmtask, and

@@ -321,3 +321,32 @@ func TestGuestSDKFromModulePath(t *testing.T) {
 		t.Errorf("greet(Ada) = %s (%v), want the text Hello, Ada!", out.String(), err)
 	}
 }
+
+// TestGuestSDKFromClone: until the module is published, a plugin author
+// builds against a clone with the replace line README.md and ABI.md give:
+// a module outside the repository requires wasmtask at v0.0.0, replaced by
+// the clone's directory, and its tool builds and serves.
+func TestGuestSDKFromClone(t *testing.T) {
+	needInstallTools(t)
+	e := newGoEnv(t)
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	goMod := "module example.com/greet\n\ngo 1.26.0\n\nrequire github.com/wasmtask/wasmtask v0.0.0\n\nreplace github.com/wasmtask/wasmtask => " + root + "\n"
+	for name, data := range map[string]string{"go.mod": goMod, "main.go": pluginMain} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.run(t, dir, "go", "mod", "tidy")
+	e.env = append(e.env, "GOOS=wasip1", "GOARCH=wasm")
+	e.run(t, dir, "go", "build", "-o", "greet.wasm", ".")
+	var out, errOut strings.Builder
+	err = runCall(t.Context(), []string{filepath.Join(dir, "greet.wasm"), "greet", "--args", `{"name":"Ada"}`},
+		terminal{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut})
+	if err != nil || !strings.Contains(out.String(), "Hello, Ada!") {
+		t.Errorf("wasmtask call greet.wasm greet: %v %s\n%s", err, out.String(), errOut.String())
+	}
+}
