@@ -144,7 +144,8 @@ func TestStartupSaysWhatItDoes(t *testing.T) {
 	put(t, dir, "b.wasm", verModule(t, "beta", "beta-1"))
 	gate := make(chan struct{})
 	logs := newLogSink()
-	s, err := New(context.Background(), Config{ToolsDir: dir, ReloadDebounce: testDebounce, CacheDir: testCacheDir, Logger: slog.New(logs),
+	cacheDir := t.TempDir() // a first run
+	s, err := New(context.Background(), Config{ToolsDir: dir, ReloadDebounce: testDebounce, CacheDir: cacheDir, Logger: slog.New(logs),
 		wrapLoader: holding(map[string]chan struct{}{"b": gate})})
 	if err != nil {
 		t.Fatal(err)
@@ -162,8 +163,8 @@ func TestStartupSaysWhatItDoes(t *testing.T) {
 		return out
 	}
 	// New has read the directory: the first line is written.
-	want := "INFO compiling 2 modules in the background (a first run fills the compile cache at " + testCacheDir + "; later starts read it)"
-	if got := find("INFO compiling"); len(got) != 1 || !strings.HasPrefix(got[0], want+" modules=2 cacheDir="+testCacheDir) {
+	want := "INFO compiling 2 modules in the background (a first run fills the compile cache at " + cacheDir + "; later starts read it)"
+	if got := find("INFO compiling"); len(got) != 1 || !strings.HasPrefix(got[0], want+" modules=2 cacheDir="+cacheDir) {
 		t.Errorf("start-up lines %q, want one starting %q", got, want)
 	}
 	if got := find("INFO loaded"); len(got) != 0 {
@@ -185,6 +186,24 @@ func TestStartupSaysWhatItDoes(t *testing.T) {
 	}
 	if got := find("INFO loaded"); len(got) != 1 {
 		t.Errorf("loaded lines after a reload %q, want the one of the start", got)
+	}
+
+	// The next start reads the cache, and says so, not "a first run".
+	s.Close()
+	warmLogs := newLogSink()
+	warm, err := New(context.Background(), Config{ToolsDir: dir, ReloadDebounce: testDebounce, CacheDir: cacheDir, Logger: slog.New(warmLogs)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer warm.Close()
+	warm.Tools()
+	warmLogs.mu.Lock()
+	defer warmLogs.mu.Unlock()
+	if got := warmLogs.grepLocked([]string{"INFO loading 3 modules in the background (from the compile cache at " + cacheDir}); len(got) != 1 {
+		t.Errorf("a warm start's lines %q, want one saying it loads from the compile cache", warmLogs.lines)
+	}
+	if got := warmLogs.grepLocked([]string{"first run"}); len(got) != 0 {
+		t.Errorf("a warm start speaks of a first run: %q", got)
 	}
 }
 

@@ -172,6 +172,7 @@ type Server struct {
 	cfg       Config
 	log       *slog.Logger
 	rt        *wasmrt.Runtime
+	warmCache bool // the compile cache held entries at New: not a first run
 	engine    *taskengine.Engine
 	store     *natsstore.Store // nil: tasks live in this process only
 	mcp       *mcpserver.Server
@@ -307,6 +308,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		cfg:        cfg,
 		log:        cfg.Logger,
 		rt:         rt,
+		warmCache:  rt.CachedModules() > 0,
 		engine:     engine,
 		store:      store,
 		adm:        admission.New(cfg.Policy.maxInstances(), budget),
@@ -991,11 +993,14 @@ func startDone(gen *generation) bool {
 // Together with the "loaded" line written when they are done, it is what
 // an operator sees of a slow first start.
 func (s *Server) logLoading(n int) {
-	why := "no compile cache: every start compiles them"
-	if s.cfg.CacheDir != "" {
-		why = "a first run fills the compile cache at " + s.cfg.CacheDir + "; later starts read it"
+	msg := fmt.Sprintf("compiling %s in the background (no compile cache: every start compiles them)", plural(n, "module"))
+	switch {
+	case s.cfg.CacheDir != "" && s.warmCache:
+		msg = fmt.Sprintf("loading %s in the background (from the compile cache at %s; a module not in it compiles)", plural(n, "module"), s.cfg.CacheDir)
+	case s.cfg.CacheDir != "":
+		msg = fmt.Sprintf("compiling %s in the background (a first run fills the compile cache at %s; later starts read it)", plural(n, "module"), s.cfg.CacheDir)
 	}
-	s.log.Info(fmt.Sprintf("compiling %s in the background (%s)", plural(n, "module"), why), "modules", n, "cacheDir", s.cfg.CacheDir)
+	s.log.Info(msg, "modules", n, "cacheDir", s.cfg.CacheDir)
 }
 
 // plural is "1 module", "2 modules".

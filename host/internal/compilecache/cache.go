@@ -36,6 +36,22 @@ type Cache struct {
 // compiled the module rather than read it).
 type Counts struct{ Restored, Refused, Stored int64 }
 
+// Entries counts the entries the directory holds now (of this server's or
+// another's: their keys are checked when they are read).
+func (d *Cache) Entries() int {
+	ents, err := os.ReadDir(d.dir)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), EntryPrefix) {
+			n++
+		}
+	}
+	return n
+}
+
 // Counts returns what the compiles found so far.
 func (d *Cache) Counts() Counts {
 	return Counts{d.restored.Load(), d.refused.Load(), d.stored.Load()}

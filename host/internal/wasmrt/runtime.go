@@ -117,6 +117,15 @@ type Runtime struct {
 	snapshots uint64                            // bytes held by snapshots (snapshotHold)
 }
 
+// CachedModules counts the modules whose compiled code the disk cache
+// holds now (0 without Config.CacheDir).
+func (r *Runtime) CachedModules() int {
+	if r.disk == nil {
+		return 0
+	}
+	return r.disk.Entries()
+}
+
 // New returns a Runtime. Close it when done.
 func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if err := cfg.validate(); err != nil {
