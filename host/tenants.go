@@ -165,7 +165,9 @@ func ParseTenants(b []byte, yamlDoc bool) (*Tenants, error) {
 	if yamlDoc {
 		var v any
 		if err := yaml.Unmarshal(b, &v); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrTenants, err)
+			// "yaml: line 3: …": the line is the operator's; the package
+			// name is not.
+			return nil, fmt.Errorf("%w: %s", ErrTenants, strings.TrimPrefix(err.Error(), "yaml: "))
 		}
 		src = b
 		var err error

@@ -37,6 +37,7 @@ func TestParseTenants(t *testing.T) {
 		{"yaml", "tenants:\n  acme:\n    tokens: [\"" + digest + "\"]\n    modules: [demo]\njwt:\n  issuer: https://i\n  audience: a\n  jwksURL: https://i/jwks\n", true, ""},
 		{"unknown field", `{"tenants":{"acme":{"token":"x"}}}`, false, `unknown field "token"`},
 		{"unknown yaml field", "tenants:\n  acme:\n    tokenz: []\n", true, `line 3, column 5: unknown field "tokenz"`},
+		{"yaml syntax", "tenants:\n  acme: [\n", true, "tenant file: line 2: did not find"},
 		{"yaml field in another case", "tenants:\n  acme:\n    Tokens: []\n", true, `line 3, column 5: unknown field "Tokens" in "tenants.acme" (did you mean "tokens"?)`},
 		{"duplicate yaml key", "tenants:\n  acme: {}\n  acme: {}\n", true, "already defined"},
 		{"a token, not its digest", `{"tenants":{"acme":{"tokens":["secret"]}}}`, false, "never the token"},
