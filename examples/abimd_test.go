@@ -156,3 +156,63 @@ func codeBlock(t *testing.T, doc, heading, fence string) string {
 	}
 	return block
 }
+
+// TestABIMarkdownRustTool builds section 10's new Rust crate from ABI.md's
+// text — its commands, its release profile, its main.rs — with Debian's
+// toolchain named by path (a rustup cargo may come first on PATH, as on
+// a developer's machine), and calls the tool through the host.
+func TestABIMarkdownRustTool(t *testing.T) {
+	needToolchain(t, exampleFor(t, "rust"))
+	doc := abiMD(t)
+	const heading = "The same tool as a new Rust crate"
+	script := codeBlock(t, doc, heading, "```sh\n")
+	profile := codeBlock(t, doc, heading, "```toml\n")
+	mainRS := codeBlock(t, doc, heading, "```rust\n")
+	var commands []string
+	for _, line := range strings.Split(script, "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+			commands = append(commands, line)
+		}
+	}
+	if len(commands) != 2 || !strings.Contains(commands[0], "cargo new") || !strings.Contains(commands[1], "cargo build") {
+		t.Fatalf("ABI.md's Rust commands %q: want a cargo new, then a cargo build", commands)
+	}
+	dir := t.TempDir()
+	run := func(dir, command string) {
+		t.Helper()
+		cmd := exec.Command("sh", "-c", command)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("ABI.md's %q: %v\n%s", command, err, out)
+		}
+	}
+	run(dir, commands[0])
+	crate := filepath.Join(dir, "hello")
+	if err := os.WriteFile(filepath.Join(crate, "src", "main.rs"), []byte(mainRS), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(filepath.Join(crate, "Cargo.toml"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.WriteString("\n" + profile)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(crate, commands[1])
+	wasm, err := os.ReadFile(filepath.Join(crate, "target", "wasm32-wasi", "release", "hello.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(wasm) > 1<<20 {
+		t.Errorf("the hello tool is %d bytes: the release profile does not strip the standard library's debug info", len(wasm))
+	}
+	s := serveMCP(t, serveModule(t, "hello.wasm", wasm))
+	r := s.callTool("hello", map[string]any{}, "hello")
+	if r.Text() != "Hello from Rust!" || r.IsError {
+		t.Errorf("hello: got %+v, want the text Hello from Rust!", r)
+	}
+}
