@@ -96,8 +96,12 @@ const defaultTools = "../host/defaulttools"
 
 // needToolchain skips the test when ex's toolchain is missing, except under
 // CI=true, where a missing toolchain fails it: CI must prove every module.
+// Under -short it always skips: building from source is the slow part.
 func needToolchain(t *testing.T, ex example) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the " + ex.lang + " example from source: not in -short")
+	}
 	var missing []string
 	for _, tool := range ex.tools {
 		if _, err := exec.LookPath(tool); err != nil {

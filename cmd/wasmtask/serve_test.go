@@ -35,6 +35,9 @@ type servedProcess struct {
 // the binary's path.
 func buildWasmtask(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs the binary: not in -short")
+	}
 	bin := filepath.Join(t.TempDir(), "wasmtask")
 	build := exec.Command("go", "build", "-o", bin, ".")
 	build.Env = userGoEnv()

@@ -287,6 +287,9 @@ func TestHostileTaskIDs(t *testing.T) {
 // TestSoak runs 10,000 tasks over two replicas, each read back from the
 // replica that did not run it: none may be lost or wrong.
 func TestSoak(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a soak: not in -short")
+	}
 	url := startServer(t)
 	cfg := Config{URL: url, Keys: testKeys(t, NewKeyFile())}
 	rs := []replica{openReplica(t, cfg), openReplica(t, cfg)}
@@ -328,6 +331,9 @@ func TestSoak(t *testing.T) {
 // a directory keeps its finished results across a crash and restart (the
 // crash: no goodbye, the embedded server stopped under it).
 func TestEmbeddedStoreSurvivesRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("restarts an embedded server: not in -short")
+	}
 	cfg := Config{Dir: t.TempDir(), Keys: testKeys(t, NewKeyFile())}
 	first := openReplica(t, cfg)
 	task, err := first.e.Submit(context.Background(), "alice", taskengine.SubmitOptions{TTL: time.Hour}, func(context.Context, *taskengine.Run) taskengine.Outcome {
