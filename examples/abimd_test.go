@@ -1,6 +1,7 @@
 package examples_test
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -164,10 +165,48 @@ func codeBlock(t *testing.T, doc, heading, fence string) string {
 func TestABIMarkdownRustTool(t *testing.T) {
 	needToolchain(t, exampleFor(t, "rust"))
 	doc := abiMD(t)
+	mainRS := codeBlock(t, doc, "The same tool as a new Rust crate", "```rust\n")
+	wasm := buildABIMarkdownCrate(t, doc, mainRS, nil)
+	if len(wasm) > 1<<20 {
+		t.Errorf("the hello tool is %d bytes: the release profile does not strip the standard library's debug info", len(wasm))
+	}
+	s := serveMCP(t, serveModule(t, "hello.wasm", wasm))
+	r := s.callTool("hello", map[string]any{}, "hello")
+	if r.Text() != "Hello from Rust!" || r.IsError {
+		t.Errorf("hello: got %+v, want the text Hello from Rust!", r)
+	}
+}
+
+// TestABIMarkdownRustBindings builds the same new crate on the Rust
+// bindings as ABI.md says a tool author does without cloning: the one file
+// examples/rust/wasmtask/src/lib.rs copied in as src/wasmtask.rs, and
+// ABI.md's main.rs on it.
+func TestABIMarkdownRustBindings(t *testing.T) {
+	needToolchain(t, exampleFor(t, "rust"))
+	doc := abiMD(t)
+	mainRS := codeBlock(t, doc, "The same crate on the bindings instead", "```rust\n")
+	bindings, err := os.ReadFile("rust/wasmtask/src/lib.rs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wasm := buildABIMarkdownCrate(t, doc, mainRS, map[string][]byte{"wasmtask.rs": bindings})
+	s := serveMCP(t, serveModule(t, "hello.wasm", wasm))
+	if r := s.callTool("hello", map[string]any{"name": "Ada"}, "hello"); r.Text() != "Hello, Ada!" || r.IsError {
+		t.Errorf("hello Ada: got %+v, want the text Hello, Ada!", r)
+	}
+	if r := s.callTool("hello", map[string]any{}, "hello"); r.Text() != "Hello, Rust!" || r.IsError {
+		t.Errorf("hello: got %+v, want the text Hello, Rust!", r)
+	}
+}
+
+// buildABIMarkdownCrate runs section 10's commands for a new Rust crate:
+// cargo new, main.rs and the other src files given, the release profile
+// appended to Cargo.toml, cargo build. It returns the module.
+func buildABIMarkdownCrate(t *testing.T, doc, mainRS string, src map[string][]byte) []byte {
+	t.Helper()
 	const heading = "The same tool as a new Rust crate"
 	script := codeBlock(t, doc, heading, "```sh\n")
 	profile := codeBlock(t, doc, heading, "```toml\n")
-	mainRS := codeBlock(t, doc, heading, "```rust\n")
 	var commands []string
 	for _, line := range strings.Split(script, "\n") {
 		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
@@ -178,18 +217,11 @@ func TestABIMarkdownRustTool(t *testing.T) {
 		t.Fatalf("ABI.md's Rust commands %q: want a cargo new, then a cargo build", commands)
 	}
 	dir := t.TempDir()
-	run := func(dir, command string) {
-		t.Helper()
-		cmd := exec.Command("sh", "-c", command)
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("ABI.md's %q: %v\n%s", command, err, out)
-		}
-	}
-	run(dir, commands[0])
+	runIn(t, dir, commands[0])
 	crate := filepath.Join(dir, "hello")
-	if err := os.WriteFile(filepath.Join(crate, "src", "main.rs"), []byte(mainRS), 0o644); err != nil {
-		t.Fatal(err)
+	writeFile(t, filepath.Join(crate, "src", "main.rs"), []byte(mainRS))
+	for name, text := range src {
+		writeFile(t, filepath.Join(crate, "src", name), text)
 	}
 	f, err := os.OpenFile(filepath.Join(crate, "Cargo.toml"), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
@@ -202,17 +234,92 @@ func TestABIMarkdownRustTool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run(crate, commands[1])
+	runIn(t, crate, commands[1])
 	wasm, err := os.ReadFile(filepath.Join(crate, "target", "wasm32-wasi", "release", "hello.wasm"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(wasm) > 1<<20 {
-		t.Errorf("the hello tool is %d bytes: the release profile does not strip the standard library's debug info", len(wasm))
+	return wasm
+}
+
+// TestABIMarkdownAssemblyScriptProject builds section 10's new
+// AssemblyScript project from ABI.md's text — the bindings file copied into
+// assembly/, its index.ts, its asc command — with the packages section 1's
+// npm install names, and calls the tool through the host. The packages are
+// the ones npm ci installed in examples/assemblyscript, which the test
+// checks are the versions that install line pins.
+func TestABIMarkdownAssemblyScriptProject(t *testing.T) {
+	needToolchain(t, exampleFor(t, "assemblyscript"))
+	doc := abiMD(t)
+	install := codeBlock(t, doc, "A new project installs exactly those versions", "```sh\n")
+	lock, err := os.ReadFile("assemblyscript/package-lock.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pinned struct {
+		Packages map[string]struct{ Version string } `json:"packages"`
+	}
+	if err := json.Unmarshal(lock, &pinned); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"assemblyscript", "@assemblyscript/wasi-shim"} {
+		want := name + "@" + pinned.Packages["node_modules/"+name].Version
+		if !strings.Contains(install, " "+want) {
+			t.Errorf("ABI.md's npm install %q does not pin %s, the version package-lock.json holds", strings.TrimSpace(install), want)
+		}
+	}
+
+	const heading = "The same tool as a new AssemblyScript project"
+	indexTS := codeBlock(t, doc, heading, "```ts\n")
+	build := strings.TrimSpace(codeBlock(t, doc, heading, "```sh\n"))
+	if !strings.HasPrefix(build, "npx asc ") || strings.Contains(build, "\n") {
+		t.Fatalf("ABI.md's AssemblyScript build %q: want one npx asc command", build)
+	}
+	bindings, err := os.ReadFile("assemblyscript/assembly/wasmtask.ts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	modules, err := filepath.Abs("assemblyscript/node_modules")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "assembly", "wasmtask.ts"), bindings)
+	writeFile(t, filepath.Join(dir, "assembly", "index.ts"), []byte(indexTS))
+	if err := os.Symlink(modules, filepath.Join(dir, "node_modules")); err != nil {
+		t.Fatal(err)
+	}
+	runIn(t, dir, build)
+	wasm, err := os.ReadFile(filepath.Join(dir, "hello.wasm"))
+	if err != nil {
+		t.Fatal(err)
 	}
 	s := serveMCP(t, serveModule(t, "hello.wasm", wasm))
-	r := s.callTool("hello", map[string]any{}, "hello")
-	if r.Text() != "Hello from Rust!" || r.IsError {
-		t.Errorf("hello: got %+v, want the text Hello from Rust!", r)
+	if r := s.callTool("hello", map[string]any{"name": "Ada"}, "hello"); r.Text() != "Hello, Ada!" || r.IsError {
+		t.Errorf("hello Ada: got %+v, want the text Hello, Ada!", r)
+	}
+	if r := s.callTool("hello", map[string]any{}, "hello"); r.Text() != "Hello, AssemblyScript!" || r.IsError {
+		t.Errorf("hello: got %+v, want the text Hello, AssemblyScript!", r)
+	}
+}
+
+// runIn runs one shell command from ABI.md in dir.
+func runIn(t *testing.T, dir, command string) {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", command)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("ABI.md's %q: %v\n%s", command, err, out)
+	}
+}
+
+// writeFile writes name, creating its directory.
+func writeFile(t *testing.T, name string, data []byte) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(name, data, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
