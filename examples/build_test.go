@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/wasmtask/wasmtask/host/hosttest"
 )
 
 // example is one example module: its language (an argument of build.sh),
@@ -113,21 +115,18 @@ func needToolchain(t *testing.T, ex example) {
 			missing = append(missing, f)
 		}
 	}
-	msg := "the " + ex.lang + " toolchain is missing: " + strings.Join(missing, ", ") + " (" + ex.install + ")"
+	msg := "the " + ex.lang + " toolchain is missing: " + strings.Join(missing, ", ")
 	if ex.probe != nil && len(missing) == 0 {
 		m := ex.probe()
 		if m == "" {
 			return
 		}
-		msg = "the " + ex.lang + " toolchain cannot build the example: " + m + " (" + ex.install + ")"
+		msg = "the " + ex.lang + " toolchain cannot build the example: " + m
 	}
 	if len(missing) == 0 && ex.probe == nil {
 		return
 	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
+	hosttest.MissingToolchain(t, ex.install, msg)
 }
 
 // buildDir builds ex from its sources with build.sh into a fresh directory,

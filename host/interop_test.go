@@ -21,6 +21,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/wasmtask/wasmtask/host/hosttest"
 )
 
 // interopReport is what testdata/interop/client.mjs prints.
@@ -36,20 +38,14 @@ type interopReport struct {
 }
 
 // interopNode returns the node binary and the script directory, or skips the
-// test when either is missing (it fails instead when CI is "true").
+// test when either is missing ([hosttest.MissingToolchain]: it fails instead
+// under CI=true).
 func interopNode(t *testing.T) (node, dir string) {
 	t.Helper()
-	missing := func(format string, args ...any) {
-		t.Helper()
-		msg := fmt.Sprintf(format, args...)
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg + " (the test fails instead when CI=true)")
-	}
+	const install = "Node.js 20 or later, then npm ci in host/testdata/interop"
 	node, err := exec.LookPath("node")
 	if err != nil {
-		missing("interop: node is not on PATH; install Node 20+")
+		hosttest.MissingToolchain(t, install, "interop: node is not on PATH")
 	}
 	dir, err = filepath.Abs(filepath.Join("testdata", "interop"))
 	if err != nil {
@@ -57,7 +53,7 @@ func interopNode(t *testing.T) (node, dir string) {
 	}
 	sdk := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")
 	if _, err := os.Stat(sdk); err != nil {
-		missing("interop: the MCP TypeScript SDK is not installed; run `npm ci` in %s", dir)
+		hosttest.MissingToolchain(t, install, "interop: the MCP TypeScript SDK is not installed")
 	}
 	return node, dir
 }

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/wasmtask/wasmtask/host/hosttest"
 )
 
 // inspectorDir pins the MCP Inspector and the Node it needs; `npm ci` there
@@ -133,11 +135,8 @@ func needInspector(t *testing.T) (node, inspector string) {
 		}
 	}
 	if len(missing) > 0 {
-		msg := "the MCP Inspector is not installed: " + strings.Join(missing, ", ") + " (cd cmd/wasmtask/" + inspectorDir + " && npm ci)"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		hosttest.MissingToolchain(t, "Node.js 22.19 or later, then npm ci in cmd/wasmtask/"+inspectorDir,
+			"the MCP Inspector is not installed: "+strings.Join(missing, ", "))
 	}
 	if pinned, installed := inspectorVersion(t, "package.json"), inspectorVersion(t, "node_modules/@modelcontextprotocol/inspector/package.json"); installed != pinned {
 		t.Fatalf("the installed Inspector is %s, package.json pins %s: run npm ci in cmd/wasmtask/%s", installed, pinned, inspectorDir)

@@ -43,7 +43,8 @@ type goEnv struct {
 }
 
 // needInstallTools skips t without git (it lists the module's files) or
-// the go command, unless CI is set, where a missing tool fails the test.
+// the go command ([hosttest.MissingToolchain]: under CI=true a missing tool
+// fails the test).
 func needInstallTools(t *testing.T) {
 	t.Helper()
 	if testing.Short() {
@@ -51,10 +52,7 @@ func needInstallTools(t *testing.T) {
 	}
 	for _, tool := range []string{"git", "go"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("CI") != "" {
-				t.Fatalf("%s is needed: %v", tool, err)
-			}
-			t.Skipf("%s is needed: %v", tool, err)
+			hosttest.MissingToolchain(t, "apt-get install "+tool, tool+" is needed: "+err.Error())
 		}
 	}
 }

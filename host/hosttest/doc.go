@@ -7,7 +7,9 @@
 // the whole suite checks it.
 //
 // It also builds the Wasm fixtures of the tests once per process
-// ([WAT], [C]).
+// ([Wasm]), and ends a test whose toolchain is missing the same way
+// everywhere ([MissingToolchain]: a skip that .ci/test reports, a failure
+// under CI=true).
 //
 // The clients are deliberately raw: the tests check the wire (params.task,
 // malformed input, error codes) that a typed SDK client would hide. They

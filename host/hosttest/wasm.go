@@ -14,22 +14,52 @@ import (
 // the test's package directory): ".wat" with wat2wasm (Debian wabt), ".c"
 // with clang for wasm32-wasi and wasi-libc (Debian clang lld wasi-libc).
 // Each source is built once per test process. A missing toolchain skips the
-// test with the reason, except under CI=true, where it fails: CI installs
-// every toolchain (.ci/run).
+// test ([MissingToolchain]; under CI=true it fails); a source that does not
+// build fails it.
 func Wasm(tb testing.TB, path string) []byte {
 	tb.Helper()
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		tb.Fatal(err)
 	}
+	if tc, ok := toolchains[filepath.Ext(abs)]; ok {
+		if missing := tc.missing(); missing != "" {
+			MissingToolchain(tb, tc.install, "building "+filepath.Base(path)+": "+missing+" is not installed")
+		}
+	}
 	b, err := builds.get(abs)
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			tb.Fatalf("hosttest: %v", err)
-		}
-		tb.Skipf("hosttest: %v (install wabt for .wat, clang lld wasi-libc for .c)", err)
+		tb.Fatalf("hosttest: %v", err)
 	}
 	return b
+}
+
+// toolchain is what building one kind of source needs.
+type toolchain struct {
+	programs []string // on PATH
+	files    []string // sysroot files
+	install  string   // the Debian packages that provide them
+}
+
+var toolchains = map[string]toolchain{
+	".wat": {programs: []string{"wat2wasm"}, install: "apt-get install wabt"},
+	".c": {programs: []string{"clang", "wasm-ld"}, files: []string{"/usr/lib/wasm32-wasi/libc.a"},
+		install: "apt-get install clang lld wasi-libc"},
+}
+
+// missing names the first program or file of tc that is not here, or "".
+func (tc toolchain) missing() string {
+	for _, p := range tc.programs {
+		if _, err := exec.LookPath(p); err != nil {
+			return p
+		}
+	}
+	for _, f := range tc.files {
+		if _, err := os.Stat(f); err != nil {
+			return f
+		}
+	}
+	return ""
 }
 
 // builds caches built modules by source path for the life of the process.

@@ -184,8 +184,8 @@ func wat(t testing.TB, src string, flags ...string) []byte {
 	}
 	out := path + ".wasm"
 	if b, err := exec.Command("wat2wasm", append(flags, path, "-o", out)...).CombinedOutput(); err != nil {
-		if _, lookErr := exec.LookPath("wat2wasm"); lookErr != nil && os.Getenv("CI") != "true" {
-			t.Skip("wat2wasm not installed")
+		if _, lookErr := exec.LookPath("wat2wasm"); lookErr != nil {
+			hosttest.MissingToolchain(t, "apt-get install wabt", "wat2wasm is not installed")
 		}
 		t.Fatalf("wat2wasm: %v\n%s", err, b)
 	}
