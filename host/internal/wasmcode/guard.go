@@ -78,10 +78,17 @@ func checkHeader(wasm []byte) error {
 		return errors.New("not a WebAssembly module (it does not start with the \\0asm magic)")
 	case string(wasm[4:8]) == "\x01\x00\x00\x00":
 		return nil
-	case wasm[6] == 1 && wasm[7] == 0: // layer 1: a component
+	case IsComponent(wasm):
 		return errors.New("a WebAssembly component, not a core module: build the tool for wasm32-wasip1 (WASI preview 1), as abi/ABI.md shows")
 	}
 	return fmt.Errorf("WebAssembly binary version %d, not 1", binary.LittleEndian.Uint32(wasm[4:8]))
+}
+
+// IsComponent reports whether wasm is a WebAssembly component (the
+// component model's binary: layer 1 in the header's last two bytes), not a
+// core module.
+func IsComponent(wasm []byte) bool {
+	return len(wasm) >= 8 && string(wasm[:4]) == "\x00asm" && wasm[6] == 1 && wasm[7] == 0
 }
 
 // Guard returns the module wasm as the host compiles it for one of

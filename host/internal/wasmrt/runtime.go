@@ -269,7 +269,7 @@ func (r *Runtime) Load(ctx context.Context, name string, wasm []byte, lim Limits
 	if !bytes.HasPrefix(wasm, wasmMagic) {
 		return nil, fmt.Errorf("load %q: %w (no \\0asm header)", name, ErrNotWasm)
 	}
-	if len(wasm) >= 8 && wasm[6] == 1 && wasm[7] == 0 { // layer 1
+	if wasmcode.IsComponent(wasm) {
 		return nil, fmt.Errorf("load %q: %w: build the tool for wasm32-wasip1 (WASI preview 1), as abi/ABI.md shows", name, ErrComponent)
 	}
 	if err := lim.validate(); err != nil {
