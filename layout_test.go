@@ -161,12 +161,11 @@ func isModule(dir string) bool {
 	return err == nil
 }
 
-// TestLayering parses every Go file's import clause and fails on an import
-// the design's dependency table forbids.
-func TestLayering(t *testing.T) {
-	fset := token.NewFileSet()
-	checked := 0
-	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+// walkGoFiles calls fn with the path of every Go file of the product's
+// module: not under testdata, node_modules or a dot directory, and not in
+// a module of its own.
+func walkGoFiles(fn func(path string) error) error {
+	return filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -180,6 +179,16 @@ func TestLayering(t *testing.T) {
 		if !strings.HasSuffix(path, ".go") {
 			return nil
 		}
+		return fn(path)
+	})
+}
+
+// TestLayering parses every Go file's import clause and fails on an import
+// the design's dependency table forbids.
+func TestLayering(t *testing.T) {
+	fset := token.NewFileSet()
+	checked := 0
+	err := walkGoFiles(func(path string) error {
 		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
 		if err != nil {
 			return err
@@ -269,18 +278,8 @@ const maxRoomLines = 3500
 // the one it has.
 func TestRoomSizes(t *testing.T) {
 	lines := map[string]int{}
-	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			name := d.Name()
-			if path != "." && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules" || isModule(path)) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+	err := walkGoFiles(func(path string) error {
+		if strings.HasSuffix(path, "_test.go") {
 			return nil
 		}
 		b, err := os.ReadFile(path)
