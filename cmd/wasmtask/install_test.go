@@ -209,21 +209,7 @@ func TestGoInstall(t *testing.T) {
 	}
 
 	// On stdio: serverInfo names the version, and an embedded tool runs.
-	cmd := exec.Command(bin, "serve", "--cache-dir", "")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	c := hosttest.NewClient(t, stdin, stdout)
+	c, stderr, wait := startStdio(t, bin, "--cache-dir", "")
 	var init struct {
 		ServerInfo struct{ Name, Version string } `json:"serverInfo"`
 	}
@@ -239,7 +225,7 @@ func TestGoInstall(t *testing.T) {
 		t.Errorf("add(2, 3) = %s (isError %v), want sum 5", res.StructuredContent, res.IsError)
 	}
 	c.Close()
-	if err := cmd.Wait(); err != nil {
+	if err := wait(); err != nil {
 		t.Errorf("serve exited with %v at the end of its input:\n%s", err, stderr.String())
 	}
 }

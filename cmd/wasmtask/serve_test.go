@@ -268,6 +268,27 @@ func TestServeTenantsNeedHTTP(t *testing.T) {
 	}
 }
 
+// startStdio starts bin serve with args on stdio and returns its client,
+// its stderr so far, and a wait for its exit.
+func startStdio(t *testing.T, bin string, args ...string) (c *hosttest.Client, stderr *strings.Builder, wait func() error) {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"serve"}, args...)...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr = new(strings.Builder)
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return hosttest.NewClient(t, stdin, stdout), stderr, cmd.Wait
+}
+
 // TestServeStoreKeepsStdioResults: with --store DIR alone (its key file is
 // made in DIR), a task's result is read back by the local user's next
 // stdio session after the server restarts.
@@ -275,24 +296,12 @@ func TestServeStoreKeepsStdioResults(t *testing.T) {
 	bin := buildWasmtask(t)
 	dir := filepath.Join(t.TempDir(), "store")
 	session := func() (*hosttest.Client, func()) {
-		cmd := exec.Command(bin, "serve", "--store", dir, "--cache-dir", "")
-		stdin, err := cmd.StdinPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		c := hosttest.NewClient(t, stdin, stdout)
+		c, stderr, wait := startStdio(t, bin, "--store", dir, "--cache-dir", "")
 		c.Initialize(nil)
 		return c, func() {
 			c.CloseInput()
-			if err := cmd.Wait(); err != nil {
-				t.Errorf("serve: %v", err)
+			if err := wait(); err != nil {
+				t.Errorf("serve: %v\n%s", err, stderr)
 			}
 		}
 	}
