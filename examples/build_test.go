@@ -20,32 +20,32 @@ import (
 type example struct {
 	lang     string
 	module   string
-	embedded bool     // built into host/defaulttools
-	tools    []string // programs that must be on PATH
-	files    []string // files that must exist (sysroots)
+	embedded bool // built into host/defaulttools
+	// toolchain is what building it needs, and how to get it on Debian.
+	toolchain hosttest.Toolchain
 	// probe, when set, reports what else is missing, or "".
 	probe func() string
-	// install says how to get the toolchain on Debian.
-	install string
 	// checkedIn is where a module that is not embedded is checked in
 	// (relative to examples/), or "".
 	checkedIn string
 }
 
-var examples = []example{
-	{lang: "go", module: "demo.wasm", embedded: true, tools: []string{"go"}, install: "golang"},
-	{lang: "c", module: "sha256.wasm", embedded: true, tools: []string{"clang", "wasm-ld"},
-		files:   []string{"/usr/include/wasm32-wasi/stdio.h", "/usr/lib/wasm32-wasi/libc.a", "/usr/lib/wasm32-wasi/crt1-command.o"},
-		install: "apt-get install clang lld wasi-libc"},
-	{lang: "wat", module: "add.wasm", embedded: true, tools: []string{"wat2wasm"}, install: "apt-get install wabt"},
-	{lang: "rust", module: "wordfreq.wasm", tools: []string{"cargo", "rustc"}, probe: rustWASIStd,
-		install: "apt-get install rustc cargo libstd-rust-dev-wasm32"},
-	{lang: "assemblyscript", module: "caesar.wasm", tools: []string{"node", "npx"},
-		files:   []string{"assemblyscript/node_modules/.bin/asc", "assemblyscript/node_modules/@assemblyscript/wasi-shim/asconfig.json"},
-		install: "Node.js 20 or later with npm, then npm ci in examples/assemblyscript"},
-	{lang: "conformance", module: "conformance.wasm", checkedIn: "conformance/tools", tools: []string{"go"}, install: "golang"},
-	{lang: "go-preinit", module: "demo-preinit.wasm", checkedIn: "go/preinit", tools: []string{"go"}, install: "golang"},
-}
+var (
+	goToolchain = hosttest.Toolchain{Programs: []string{"go"}, Install: "golang"}
+	examples    = []example{
+		{lang: "go", module: "demo.wasm", embedded: true, toolchain: goToolchain},
+		{lang: "c", module: "sha256.wasm", embedded: true, toolchain: hosttest.C},
+		{lang: "wat", module: "add.wasm", embedded: true, toolchain: hosttest.WAT},
+		{lang: "rust", module: "wordfreq.wasm", probe: rustWASIStd, toolchain: hosttest.Toolchain{
+			Programs: []string{"cargo", "rustc"}, Install: "apt-get install rustc cargo libstd-rust-dev-wasm32"}},
+		{lang: "assemblyscript", module: "caesar.wasm", toolchain: hosttest.Toolchain{
+			Programs: []string{"node", "npx"},
+			Files:    []string{"assemblyscript/node_modules/.bin/asc", "assemblyscript/node_modules/@assemblyscript/wasi-shim/asconfig.json"},
+			Install:  "Node.js 20 or later with npm, then npm ci in examples/assemblyscript"}},
+		{lang: "conformance", module: "conformance.wasm", checkedIn: "conformance/tools", toolchain: goToolchain},
+		{lang: "go-preinit", module: "demo-preinit.wasm", checkedIn: "go/preinit", toolchain: goToolchain},
+	}
+)
 
 // TestCheckedInModulesMatchSources rebuilds the modules checked in outside
 // host/defaulttools — the conformance suite's fixture tools, which
@@ -104,17 +104,7 @@ func needToolchain(t *testing.T, ex example) {
 	if testing.Short() {
 		t.Skip("builds the " + ex.lang + " example from source: not in -short")
 	}
-	var missing []string
-	for _, tool := range ex.tools {
-		if _, err := exec.LookPath(tool); err != nil {
-			missing = append(missing, tool)
-		}
-	}
-	for _, f := range ex.files {
-		if _, err := os.Stat(f); err != nil {
-			missing = append(missing, f)
-		}
-	}
+	missing := ex.toolchain.Missing()
 	msg := "the " + ex.lang + " toolchain is missing: " + strings.Join(missing, ", ")
 	if ex.probe != nil && len(missing) == 0 {
 		m := ex.probe()
@@ -126,7 +116,7 @@ func needToolchain(t *testing.T, ex example) {
 	if len(missing) == 0 && ex.probe == nil {
 		return
 	}
-	hosttest.MissingToolchain(t, ex.install, msg)
+	hosttest.MissingToolchain(t, ex.toolchain.Install, msg)
 }
 
 // buildDir builds ex from its sources with build.sh into a fresh directory,

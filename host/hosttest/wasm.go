@@ -23,8 +23,8 @@ func Wasm(tb testing.TB, path string) []byte {
 		tb.Fatal(err)
 	}
 	if tc, ok := toolchains[filepath.Ext(abs)]; ok {
-		if missing := tc.missing(); missing != "" {
-			MissingToolchain(tb, tc.install, "building "+filepath.Base(path)+": "+missing+" is not installed")
+		if missing := tc.Missing(); len(missing) > 0 {
+			MissingToolchain(tb, tc.Install, "building "+filepath.Base(path)+": "+strings.Join(missing, ", ")+" is not installed")
 		}
 	}
 	b, err := builds.get(abs)
@@ -34,32 +34,37 @@ func Wasm(tb testing.TB, path string) []byte {
 	return b
 }
 
-// toolchain is what building one kind of source needs.
-type toolchain struct {
-	programs []string // on PATH
-	files    []string // sysroot files
-	install  string   // the Debian packages that provide them
+// Toolchain is what building one kind of source needs.
+type Toolchain struct {
+	Programs []string // on PATH
+	Files    []string // files that must exist (sysroots, installed packages)
+	Install  string   // how to get them, for example "apt-get install wabt"
 }
 
-var toolchains = map[string]toolchain{
-	".wat": {programs: []string{"wat2wasm"}, install: "apt-get install wabt"},
-	".c": {programs: []string{"clang", "wasm-ld"}, files: []string{"/usr/lib/wasm32-wasi/libc.a"},
-		install: "apt-get install clang lld wasi-libc"},
-}
+// The toolchains of the test modules: WAT for .wat sources, C for .c.
+var (
+	WAT = Toolchain{Programs: []string{"wat2wasm"}, Install: "apt-get install wabt"}
+	C   = Toolchain{Programs: []string{"clang", "wasm-ld"},
+		Files:   []string{"/usr/include/wasm32-wasi/stdio.h", "/usr/lib/wasm32-wasi/libc.a", "/usr/lib/wasm32-wasi/crt1-command.o"},
+		Install: "apt-get install clang lld wasi-libc"}
+)
 
-// missing names the first program or file of tc that is not here, or "".
-func (tc toolchain) missing() string {
-	for _, p := range tc.programs {
+var toolchains = map[string]Toolchain{".wat": WAT, ".c": C}
+
+// Missing lists the programs and files of tc that are not here.
+func (tc Toolchain) Missing() []string {
+	var missing []string
+	for _, p := range tc.Programs {
 		if _, err := exec.LookPath(p); err != nil {
-			return p
+			missing = append(missing, p)
 		}
 	}
-	for _, f := range tc.files {
+	for _, f := range tc.Files {
 		if _, err := os.Stat(f); err != nil {
-			return f
+			missing = append(missing, f)
 		}
 	}
-	return ""
+	return missing
 }
 
 // builds caches built modules by source path for the life of the process.
