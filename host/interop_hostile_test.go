@@ -75,7 +75,7 @@ func hostileResults() []hostileResult {
 // Streamable HTTP.
 func TestInteropHostileResults(t *testing.T) {
 	node, dir := interopNode(t)
-	bin := buildWasmtask(t)
+	bin := hosttest.BuildWasmtask(t, "..", nil)
 	tools := t.TempDir()
 	// badlist's schemas would fail the client's tools/list: the server
 	// must refuse the module (the script checks that tools/list passes).

@@ -58,25 +58,9 @@ func interopNode(t *testing.T) (node, dir string) {
 	return node, dir
 }
 
-// buildWasmtask builds ./cmd/wasmtask into a temporary directory.
-func buildWasmtask(t *testing.T) string {
-	t.Helper()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("interop: building the binary needs the go command: %v", err)
-	}
-	bin := filepath.Join(t.TempDir(), "wasmtask")
-	cmd := exec.Command(goBin, "build", "-o", bin, "./cmd/wasmtask")
-	cmd.Dir = ".." // the module root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/wasmtask: %v\n%s", err, out)
-	}
-	return bin
-}
-
 func TestInterop(t *testing.T) {
 	node, dir := interopNode(t)
-	bin := buildWasmtask(t)
+	bin := hosttest.BuildWasmtask(t, "..", nil)
 	// One compile cache for both runs: the second start skips compiling the
 	// Go-built tools.
 	cache := t.TempDir()

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -35,10 +37,11 @@ var inspectorCalls = map[string]string{
 func TestInspector(t *testing.T) {
 	node, inspector := needInspector(t)
 	commands := readmeInspectorCommands(t)
-	bin := buildWasmtask(t)
+	bin := hosttest.BuildWasmtask(t, "../..", userGoEnv())
 	cacheDir := t.TempDir() // shared: the modules compile once
 	home := t.TempDir()     // the Inspector's own state stays out of the user's home
 	var url string          // of the HTTP server, started for the first HTTP command
+	var tenantURL string    // of the one with a tenant file, for the first command with a token
 
 	seen := map[string]bool{}
 	for _, c := range commands {
@@ -52,6 +55,17 @@ func TestInspector(t *testing.T) {
 		switch {
 		case server[0] == "wasmtask" && len(server) > 1 && server[1] == "serve":
 			server = slices.Concat([]string{bin}, server[1:], []string{"--cache-dir", cacheDir})
+		case server[0] == "http://127.0.0.1:8080/mcp" && len(server) == 1 && c.bearer:
+			transport = "http+bearer"
+			if tenantURL == "" {
+				tenantURL = startTenantServe(t, bin, cacheDir)
+			}
+			server = []string{tenantURL}
+			for i, o := range opts {
+				if o == bearerWord {
+					opts[i] = "Authorization: Bearer " + inspectorToken
+				}
+			}
 		case server[0] == "http://127.0.0.1:8080/mcp" && len(server) == 1:
 			transport = "http"
 			if url == "" {
@@ -65,15 +79,28 @@ func TestInspector(t *testing.T) {
 		}
 		name := transport + " " + method[0]
 		seen[name] = true
-		t.Run(name, func(t *testing.T) {
+		run := func(t *testing.T, opts []string) ([]byte, string, error) {
 			args := slices.Concat([]string{inspector}, opts, []string{"--"}, server)
 			cmd := exec.CommandContext(t.Context(), node, args...)
 			cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "HOME=") }), "HOME="+home)
 			var stderr strings.Builder
 			cmd.Stderr = &stderr
 			out, err := cmd.Output()
+			return out, stderr.String(), err
+		}
+		t.Run(name, func(t *testing.T) {
+			if c.bearer {
+				// Without the header, the same command is refused: the
+				// token is what lets it in.
+				noHeader := slices.DeleteFunc(slices.Clone(opts), func(o string) bool { return strings.HasPrefix(o, "Authorization: ") })
+				noHeader = slices.DeleteFunc(noHeader, func(o string) bool { return o == "--header" })
+				if out, _, err := run(t, noHeader); err == nil {
+					t.Errorf("%s without its --header: succeeded against a server with a tenant file:\n%s", c.line, out)
+				}
+			}
+			out, stderr, err := run(t, opts)
 			if err != nil {
-				t.Fatalf("%s: %v\nstdout:\n%s\nstderr:\n%s", c.line, err, out, stderr.String())
+				t.Fatalf("%s: %v\nstdout:\n%s\nstderr:\n%s", c.line, err, out, stderr)
 			}
 			switch method[0] {
 			case "tools/list":
@@ -110,11 +137,29 @@ func TestInspector(t *testing.T) {
 			}
 		})
 	}
-	for _, want := range []string{"stdio tools/list", "stdio tools/call", "http tools/list", "http tools/call"} {
+	for _, want := range []string{"stdio tools/list", "stdio tools/call", "http tools/list", "http tools/call", "http+bearer tools/list"} {
 		if !seen[want] {
 			t.Errorf("README shows no Inspector command for %s", want)
 		}
 	}
+}
+
+// inspectorToken is the static token of the tenant startTenantServe's
+// server knows.
+const inspectorToken = "inspector-test-token"
+
+// startTenantServe serves HTTP with a tenant file whose one tenant has
+// inspectorToken and sees every tool, and returns the endpoint's URL.
+func startTenantServe(t *testing.T, bin, cacheDir string) string {
+	t.Helper()
+	sum := sha256.Sum256([]byte(inspectorToken))
+	tenants := filepath.Join(t.TempDir(), "tenants.json")
+	file := `{"tenants": {"acme": {"tokens": ["sha256:` + hex.EncodeToString(sum[:]) + `"]}}}`
+	if err := os.WriteFile(tenants, []byte(file), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startServe(t, bin, "--http", "127.0.0.1:0", "--tenants", tenants, "--cache-dir", cacheDir)
+	return p.await(regexp.MustCompile(`wasmtask: listening on (http://\S+)`))[1]
 }
 
 // needInspector returns the pinned Node and the Inspector's launcher as npm
@@ -166,9 +211,18 @@ func inspectorVersion(t *testing.T, file string) string {
 }
 
 type inspectorCommand struct {
-	line string   // as README shows it, continuation lines joined
-	args []string // after `npx @modelcontextprotocol/inspector@VERSION`
+	line   string   // as README shows it, continuation lines joined
+	args   []string // after `npx @modelcontextprotocol/inspector@VERSION`; bearerWord for the header's value
+	bearer bool     // it sends readmeBearerHeader
 }
+
+// readmeBearerHeader is the one quoted argument README's Inspector commands
+// may have: the header with a tenant's token. The test reads it as one word,
+// bearerWord, and runs it with a token of its own.
+const (
+	readmeBearerHeader = `"Authorization: Bearer $TOKEN"`
+	bearerWord         = "\x00bearer"
+)
 
 // readmeInspectorCommands returns README.md's `npx
 // @modelcontextprotocol/inspector@VERSION --cli …` commands, failing t
@@ -188,11 +242,13 @@ func readmeInspectorCommands(t *testing.T) []inspectorCommand {
 	}
 	var commands []inspectorCommand
 	for _, m := range regexp.MustCompile(`(?m)^npx @modelcontextprotocol/inspector@\S+ (--cli .*?)\s*(#.*)?$`).FindAllStringSubmatch(readme, -1) {
-		if strings.ContainsAny(m[1], `'"$`) {
-			t.Errorf("README: %s: the test splits commands at spaces only; write them without quotes or variables", m[0])
+		args := strings.Replace(m[1], readmeBearerHeader, bearerWord, 1)
+		bearer := args != m[1]
+		if strings.ContainsAny(args, `'"$`) {
+			t.Errorf("README: %s: the test splits commands at spaces only; write them without quotes or variables, but for --header %s", m[0], readmeBearerHeader)
 			continue
 		}
-		commands = append(commands, inspectorCommand{line: m[0], args: strings.Fields(m[1])})
+		commands = append(commands, inspectorCommand{line: m[0], args: strings.Fields(args), bearer: bearer})
 	}
 	if len(commands) == 0 {
 		t.Fatal("README.md shows no MCP Inspector --cli command")

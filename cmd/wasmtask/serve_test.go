@@ -31,23 +31,7 @@ type servedProcess struct {
 	ended bool          // stderr reached EOF
 }
 
-// buildWasmtask builds the command into a temporary directory and returns
-// the binary's path.
-func buildWasmtask(t *testing.T) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("builds and runs the binary: not in -short")
-	}
-	bin := filepath.Join(t.TempDir(), "wasmtask")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Env = userGoEnv()
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
-// startServe runs `bin serve args...` (bin from buildWasmtask); at cleanup
+// startServe runs `bin serve args...` (bin from hosttest.BuildWasmtask); at cleanup
 // it interrupts it and fails t unless it exits cleanly.
 func startServe(t *testing.T, bin string, args ...string) *servedProcess {
 	t.Helper()
@@ -141,7 +125,7 @@ func TestServeOperations(t *testing.T) {
 	if err := os.WriteFile(policy, []byte(`{"maxInstances": 8}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := startServe(t, buildWasmtask(t), "--http", "127.0.0.1:0", "--metrics", "127.0.0.1:0", "--log-format", "json",
+	p := startServe(t, hosttest.BuildWasmtask(t, "../..", userGoEnv()), "--http", "127.0.0.1:0", "--metrics", "127.0.0.1:0", "--log-format", "json",
 		"--tools", tools, "--policy", policy, "--cache-dir", "")
 	metricsURL := p.await(regexp.MustCompile(`wasmtask: metrics on (http://\S+/metrics)`))[1]
 	base := strings.TrimSuffix(p.await(regexp.MustCompile(`wasmtask: listening on (http://\S+)`))[1], "/mcp")
@@ -293,7 +277,7 @@ func startStdio(t *testing.T, bin string, args ...string) (c *hosttest.Client, s
 // made in DIR), a task's result is read back by the local user's next
 // stdio session after the server restarts.
 func TestServeStoreKeepsStdioResults(t *testing.T) {
-	bin := buildWasmtask(t)
+	bin := hosttest.BuildWasmtask(t, "../..", userGoEnv())
 	dir := filepath.Join(t.TempDir(), "store")
 	session := func() (*hosttest.Client, func()) {
 		c, stderr, wait := startStdio(t, bin, "--store", dir, "--cache-dir", "")
