@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/wasmtask/wasmtask/host"
 	"github.com/wasmtask/wasmtask/host/hosttest"
@@ -14,14 +15,44 @@ import (
 
 // syncBuffer is a bytes.Buffer safe for the server's concurrent logging.
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu    sync.Mutex
+	b     bytes.Buffer
+	wrote chan struct{} // closed and replaced by each Write; nil until await
 }
 
 func (b *syncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.wrote != nil {
+		close(b.wrote)
+		b.wrote = make(chan struct{})
+	}
 	return b.b.Write(p)
+}
+
+// await returns once the log holds s, failing t if that takes a minute.
+func (b *syncBuffer) await(t *testing.T, s string) {
+	t.Helper()
+	limit := time.After(time.Minute)
+	for {
+		b.mu.Lock()
+		if strings.Contains(b.b.String(), s) {
+			b.mu.Unlock()
+			return
+		}
+		if b.wrote == nil {
+			b.wrote = make(chan struct{})
+		}
+		wrote := b.wrote
+		b.mu.Unlock()
+		select {
+		case <-wrote:
+		case <-limit:
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			t.Fatalf("the log never said %s:\n%s", s, b.b.String())
+		}
+	}
 }
 
 func (b *syncBuffer) lines() []map[string]any {

@@ -3,6 +3,9 @@ package host_test
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
+	"net"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -81,21 +84,105 @@ func TestReplicasShareTasksOverHTTP(t *testing.T) {
 // startStore starts a NATS server with JetStream for a test's replicas and
 // writes their key file; it returns the server's URL and the file's path.
 func startStore(t *testing.T) (url, keys string) {
+	st := startStoreServer(t)
+	return st.url, st.keys
+}
+
+// storeServer is the NATS server of a test's store, which the test may
+// stop and start again on the same port and directory.
+type storeServer struct {
+	t         *testing.T
+	opts      *server.Options
+	srv       *server.Server
+	url, keys string
+}
+
+func startStoreServer(t *testing.T) *storeServer {
 	t.Helper()
-	nats, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true})
+	st := &storeServer{t: t, opts: &server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true}}
+	st.start()
+	st.url = st.srv.ClientURL()
+	st.opts.Port = st.srv.Addr().(*net.TCPAddr).Port // a restart keeps it
+	t.Cleanup(st.stop)
+	st.keys = filepath.Join(t.TempDir(), "keys")
+	if err := os.WriteFile(st.keys, []byte(host.NewStoreKeys()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func (st *storeServer) start() {
+	st.t.Helper()
+	srv, err := server.NewServer(st.opts.Clone())
 	if err != nil {
-		t.Fatal(err)
+		st.t.Fatal(err)
 	}
-	nats.Start()
-	if !nats.ReadyForConnections(30 * time.Second) {
-		t.Fatal("nats server did not start")
+	srv.Start()
+	if !srv.ReadyForConnections(30 * time.Second) {
+		st.t.Fatal("nats server did not start")
 	}
-	t.Cleanup(func() { nats.Shutdown(); nats.WaitForShutdown() })
-	keys = filepath.Join(t.TempDir(), "keys")
-	if err := os.WriteFile(keys, []byte(host.NewStoreKeys()), 0o600); err != nil {
-		t.Fatal(err)
+	st.srv = srv
+}
+
+func (st *storeServer) stop() {
+	if st.srv != nil {
+		st.srv.Shutdown()
+		st.srv.WaitForShutdown()
+		st.srv = nil
 	}
-	return nats.ClientURL(), keys
+}
+
+// TestStoreOutage: while the task store is away, a task-augmented call is
+// refused with -32603 and a message that says so (no Go text), /readyz
+// answers 503 naming the store, and the log says it was lost; once the
+// store is back, /readyz is 200 again, the log says so, and tasks run.
+func TestStoreOutage(t *testing.T) {
+	st := startStoreServer(t)
+	var logs syncBuffer
+	s := newServer(t, host.Config{CacheDir: host.CompileCacheDir(), Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
+		Store: host.StoreConfig{URL: st.url, KeysFile: st.keys}})
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	c := hosttest.NewModernClient(t, ts.URL+host.HTTPPath)
+	c.HC = ts.Client()
+	call := func() hosttest.Message {
+		return c.Call("tools/call", map[string]any{"name": "slow_count", "arguments": map[string]any{"steps": 1, "delay_ms": 1}})
+	}
+	ready := func() (int, string) {
+		res, err := ts.Client().Get(ts.URL + host.ReadyPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, strings.TrimSpace(string(b))
+	}
+	s.Tools() // returns once the tools have loaded: /readyz then speaks of the store alone
+	if code, body := ready(); code != 200 {
+		t.Fatalf("/readyz with the store up: %d %q", code, body)
+	}
+	if m := call(); m.Error != nil {
+		t.Fatalf("with the store up: tools/call: %v", m.Error)
+	}
+
+	st.stop()
+	logs.await(t, `"msg":"task store unreachable`) // at the next lease renewal
+	if code, body := ready(); code != 503 || body != "task store unreachable" {
+		t.Errorf("/readyz with the store away: %d %q, want 503 \"task store unreachable\"", code, body)
+	}
+	m := call()
+	if m.Error == nil || m.Error.Code != -32603 || m.Error.Message != "the task store is unavailable; try again later" {
+		t.Errorf("tools/call with the store away: %+v %s; want -32603 \"the task store is unavailable; try again later\"", m.Error, m.Result)
+	}
+
+	st.start()
+	logs.await(t, `"msg":"task store reachable again"`)
+	if code, body := ready(); code != 200 {
+		t.Errorf("/readyz with the store back: %d %q", code, body)
+	}
+	if m := call(); m.Error != nil {
+		t.Errorf("with the store back: tools/call: %v", m.Error)
+	}
 }
 
 // TestReplicasShareTenantTasks2025: with tenants, a task belongs to its

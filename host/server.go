@@ -289,7 +289,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		// engine calls this only once s is made (at the first Submit).
 		tasks.Limits = func(owner string) taskengine.OwnerLimits { return s.ownerLimits(owner) }
 	}
-	store, err := openStore(ctx, cfg.Store, &tasks)
+	store, err := openStore(ctx, cfg.Store, &tasks, cfg.Logger)
 	if err != nil {
 		rt.Close(ctx)
 		return nil, err
@@ -595,7 +595,8 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 // Handler returns the Streamable HTTP handler; it serves the MCP endpoint
 // at [HTTPPath], and the probes [HealthPath] (200 while the process
 // serves) and [ReadyPath] (200 once the modules found at start have loaded
-// or failed, 503 before and once shutting down). Use it to mount the
+// or failed; 503 before, while the task store is unreachable, and once
+// shutting down). Use it to mount the
 // server in an http.Server of your own; [Server.Serve] does that for you
 // and is stopped by Shutdown and Close.
 func (s *Server) Handler() http.Handler {
@@ -633,10 +634,13 @@ func (s *Server) notReady() string {
 	}
 	select {
 	case <-s.started:
-		return ""
 	default:
 		return "loading tools"
 	}
+	if s.store != nil && s.store.Unavailable() != nil {
+		return "task store unreachable"
+	}
+	return ""
 }
 
 // Serve accepts Streamable HTTP connections on l until the Server is shut

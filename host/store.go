@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 
@@ -30,6 +31,11 @@ type StoreConfig struct {
 	KeysFile string
 	// Prefix names the store's buckets and subjects; default "wasmtask".
 	Prefix string
+	// Replicas is how many NATS servers keep each bucket. Zero: the
+	// cluster's size, at most 3 (1 for a store in Dir or on a server
+	// without a cluster). A bucket that has more keeps them; one that has
+	// fewer is raised, or the start fails saying so.
+	Replicas int
 }
 
 // NewStoreKeys returns the text of a new key file for StoreConfig.KeysFile.
@@ -63,7 +69,7 @@ func localStoreKeys(dir string) (string, error) {
 
 // openStore opens the store cfg selects and sets tasks up to share it, or
 // returns nil when cfg selects none.
-func openStore(ctx context.Context, cfg StoreConfig, tasks *taskengine.Config) (*natsstore.Store, error) {
+func openStore(ctx context.Context, cfg StoreConfig, tasks *taskengine.Config, log *slog.Logger) (*natsstore.Store, error) {
 	if cfg.URL == "" && cfg.Dir == "" {
 		return nil, nil
 	}
@@ -93,7 +99,7 @@ func openStore(ctx context.Context, cfg StoreConfig, tasks *taskengine.Config) (
 	if err != nil {
 		return nil, fmt.Errorf("host: task store keys %s: %w", cfg.KeysFile, err)
 	}
-	st, err := natsstore.Open(ctx, natsstore.Config{URL: cfg.URL, Dir: cfg.Dir, Keys: keys, Prefix: cfg.Prefix})
+	st, err := natsstore.Open(ctx, natsstore.Config{URL: cfg.URL, Dir: cfg.Dir, Keys: keys, Prefix: cfg.Prefix, Replicas: cfg.Replicas, Log: log})
 	if err != nil {
 		return nil, fmt.Errorf("host: task store: %w", err)
 	}

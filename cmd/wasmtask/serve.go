@@ -79,6 +79,7 @@ func parseServe(args []string, stderr io.Writer) (*serveSetup, error) {
 	logFormat := fs.String("log-format", "text", "log `FORMAT` on stderr: text or json")
 	store := fs.String("store", "", "keep tasks in NATS JetStream: a `URL` (nats://host:4222) that replicas share, or a directory for an embedded store in this process; finished results survive restarts (default: in memory)")
 	storeKeys := fs.String("store-keys", "", "the task store's key `FILE` (the same on every replica; `wasmtask store-keys` writes one)")
+	storeReplicas := fs.Int("store-replicas", 0, "how many NATS servers keep each of the task store's buckets (default: the cluster's size, at most 3; 1 without a cluster); a bucket that has more keeps them")
 	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics at /metrics on `ADDR`, apart from the MCP endpoint; a bare \":PORT\" binds 127.0.0.1 (default: no metrics endpoint)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -141,11 +142,17 @@ func parseServe(args []string, stderr io.Writer) (*serveSetup, error) {
 			cfg.Store.Dir = *store
 		}
 		cfg.Store.KeysFile = *storeKeys
+		cfg.Store.Replicas = *storeReplicas
 		// A stdio session's tasks are the local user's: after a restart
 		// the same user reads their stored results back.
 		cfg.LocalOwner = localOwner()
 	} else if *storeKeys != "" {
 		return nil, errors.New("serve: --store-keys needs --store")
+	} else if *storeReplicas != 0 {
+		return nil, errors.New("serve: --store-replicas needs --store")
+	}
+	if *storeReplicas < 0 || *storeReplicas > 5 {
+		return nil, fmt.Errorf("serve: --store-replicas %d: want 1 to 5 (JetStream's bound), or 0 for the cluster's size", *storeReplicas)
 	}
 	cfg.Tasks.MaxTTL = *maxTTL
 	cfg.Tasks.DefaultTTL = *defTTL

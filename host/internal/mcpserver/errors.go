@@ -209,6 +209,8 @@ func engineError(err error, id string) error {
 		return rpcError(codeLimit, "the server holds as many tasks as it may; try again later")
 	case errors.Is(err, taskengine.ErrClosed):
 		return rpcError(jsonrpc.CodeInternalError, "the server is shutting down")
+	case errors.Is(err, taskengine.ErrShared): // before the context errors: the store's own deadline is one
+		return rpcError(jsonrpc.CodeInternalError, "the task store is unavailable; try again later")
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return err
 	}

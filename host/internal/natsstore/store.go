@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"sync"
 	"time"
@@ -34,8 +35,14 @@ type Config struct {
 	// LeaseTTL is how long a replica that stopped renewing its lease is
 	// still taken as alive; default 6s. It is renewed every LeaseTTL/3.
 	LeaseTTL time.Duration
-	// Replicas is the JetStream replication of the buckets; default 1.
+	// Replicas is the JetStream replication of the buckets. Zero: the
+	// cluster's size up to 3 (1 on a server without a cluster, and for
+	// the embedded store). A bucket that has more keeps them; one that has
+	// fewer is raised, and Open fails if it cannot be.
 	Replicas int
+	// Log receives the store's own events: the buckets' replication at
+	// start, the store lost and back. Nil: none.
+	Log *slog.Logger
 	// MaxBytes bounds the tasks bucket; default 4 GiB. Past it, new tasks
 	// are refused (each replica's own bounds keep every owner's share).
 	MaxBytes int64
@@ -60,6 +67,7 @@ type Store struct {
 	js      jetstream.JetStream
 	tasks   jetstream.KeyValue
 	leases  jetstream.KeyValue
+	health  health
 
 	stop    chan struct{}
 	wg      sync.WaitGroup
@@ -90,8 +98,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.LeaseTTL <= 0 {
 		cfg.LeaseTTL = 6 * time.Second
 	}
-	if cfg.Replicas <= 0 {
-		cfg.Replicas = 1
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	if cfg.MaxBytes <= 0 {
 		cfg.MaxBytes = 4 << 30
@@ -116,14 +124,57 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("task store: connect: %w", err)
 	}
 	s.nc = nc
-	if err := s.setup(ctx); err != nil {
+	if s.cfg.Replicas <= 0 {
+		s.cfg.Replicas = clusterReplicas(nc)
+	}
+	if err := s.setupRetrying(ctx); err != nil {
 		nc.Close()
 		s.shutdownServer()
 		return nil, err
 	}
+	s.health.log = s.cfg.Log
 	s.wg.Go(s.renewLease)
 	return s, nil
 }
+
+// clusterReplicas is the default replication on the servers nc reached:
+// their cluster's size (the servers it told the client about), at most 3;
+// 1 without a cluster.
+func clusterReplicas(nc *nats.Conn) int {
+	if nc.ConnectedClusterName() == "" {
+		return 1
+	}
+	return min(3, max(1, len(nc.Servers())))
+}
+
+// Bounds of setupRetrying: replicas that start together on a fresh
+// cluster race to create the buckets, and a bucket just created has no
+// leader for a moment; each waits and tries again.
+const (
+	setupTries    = 8
+	setupBackoff  = 100 * time.Millisecond // doubled after each try
+	setupMaxPause = 2 * time.Second
+)
+
+func (s *Store) setupRetrying(ctx context.Context) error {
+	pause := setupBackoff
+	for try := 1; ; try++ {
+		err := s.setup(ctx)
+		if err == nil || try == setupTries {
+			return err
+		}
+		s.cfg.Log.Debug("task store: setting up, trying again", "err", err, "try", try)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, setupMaxPause)
+	}
+}
+
+// errReplication: a bucket cannot have the replication asked for.
+var errReplication = errors.New("task store: replication")
 
 func (s *Store) setup(ctx context.Context) error {
 	js, err := jetstream.New(s.nc)
@@ -131,7 +182,7 @@ func (s *Store) setup(ctx context.Context) error {
 		return fmt.Errorf("task store: %w", err)
 	}
 	s.js = js
-	s.tasks, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	s.tasks, err = s.bucket(ctx, jetstream.KeyValueConfig{
 		Bucket:         s.cfg.Prefix + "_tasks",
 		Description:    "wasmtask task records and results (encrypted)",
 		History:        1,
@@ -144,7 +195,7 @@ func (s *Store) setup(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("task store: tasks bucket: %w", err)
 	}
-	s.leases, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	s.leases, err = s.bucket(ctx, jetstream.KeyValueConfig{
 		Bucket:      s.cfg.Prefix + "_leases",
 		Description: "wasmtask replica leases",
 		History:     1,
@@ -163,7 +214,75 @@ func (s *Store) setup(ctx context.Context) error {
 	return nil
 }
 
-// renewLease keeps this replica's lease until Close.
+// bucket creates the key-value bucket cfg describes, or updates it to cfg
+// when it exists, never lowering its replication: an operator who raised
+// it keeps it. A bucket left with fewer replicas than asked is an error
+// (errReplication).
+func (s *Store) bucket(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	kv, err := s.js.KeyValue(ctx, cfg.Bucket)
+	switch {
+	case errors.Is(err, jetstream.ErrBucketNotFound):
+		kv, err = s.js.CreateKeyValue(ctx, cfg)
+		if err == nil {
+			s.cfg.Log.Info("task store: bucket created", "bucket", cfg.Bucket, "replicas", cfg.Replicas)
+		}
+	case err == nil:
+		var have int
+		if have, err = bucketReplicas(ctx, kv); err != nil {
+			return nil, err
+		}
+		if have > cfg.Replicas {
+			s.cfg.Log.Info("task store: bucket keeps its replication, more than asked", "bucket", cfg.Bucket, "replicas", have, "asked", cfg.Replicas)
+			cfg.Replicas = have
+		} else if have < cfg.Replicas {
+			s.cfg.Log.Warn("task store: raising the bucket's replication", "bucket", cfg.Bucket, "replicas", have, "asked", cfg.Replicas)
+		}
+		kv, err = s.js.UpdateKeyValue(ctx, cfg)
+	}
+	if err != nil {
+		if replicationRefused(err) {
+			return nil, fmt.Errorf("%w: bucket %s with %d replicas: %w (set the store's replicas to the cluster's size or less)", errReplication, cfg.Bucket, cfg.Replicas, err)
+		}
+		return nil, fmt.Errorf("task store: bucket %s: %w", cfg.Bucket, err)
+	}
+	have, err := bucketReplicas(ctx, kv)
+	if err != nil {
+		return nil, err
+	}
+	if have < cfg.Replicas {
+		return nil, fmt.Errorf("%w: bucket %s has %d replicas, %d asked", errReplication, cfg.Bucket, have, cfg.Replicas)
+	}
+	return kv, nil
+}
+
+// JetStream API error codes (the server's, which the client names not):
+// more replicas than a server without a cluster supports, and more than
+// the cluster has peers for.
+const (
+	codeReplicasNotSupported = 10074
+	codeInsufficientPeers    = 10023
+)
+
+func replicationRefused(err error) bool {
+	var api *jetstream.APIError
+	return errors.As(err, &api) && (api.ErrorCode == codeReplicasNotSupported || api.ErrorCode == codeInsufficientPeers)
+}
+
+// bucketReplicas is the replication kv's stream has.
+func bucketReplicas(ctx context.Context, kv jetstream.KeyValue) (int, error) {
+	st, err := kv.Status(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("task store: bucket %s: %w", kv.Bucket(), err)
+	}
+	js, ok := st.(*jetstream.KeyValueBucketStatus)
+	if !ok {
+		return 0, fmt.Errorf("task store: bucket %s: not a JetStream bucket", kv.Bucket())
+	}
+	return js.StreamInfo().Config.Replicas, nil
+}
+
+// renewLease keeps this replica's lease until Close. Each renewal is also
+// the store's health check: health records whether it got through.
 func (s *Store) renewLease() {
 	t := time.NewTicker(s.cfg.LeaseTTL / 3)
 	defer t.Stop()
@@ -173,10 +292,47 @@ func (s *Store) renewLease() {
 			return
 		case <-t.C:
 			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.LeaseTTL/3)
-			_, _ = s.leases.Put(ctx, s.replica, nil) // a miss is retried at the next tick
+			_, err := s.leases.Put(ctx, s.replica, nil) // a miss is retried at the next tick
 			cancel()
+			s.health.record(err, time.Now())
 		}
 	}
+}
+
+// Unavailable returns why the store cannot be reached (the last lease
+// renewal failed), or nil.
+func (s *Store) Unavailable() error { return s.health.unavailable() }
+
+// health is whether the store answered the last lease renewal, logged
+// when that changes.
+type health struct {
+	log *slog.Logger
+
+	mu    sync.Mutex
+	err   error     // of the last renewal; nil: it got through
+	since time.Time // of the first failure in a row
+}
+
+func (h *health) record(err error, now time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case err != nil && h.err == nil:
+		h.since = now
+		h.log.Warn("task store unreachable: tasks cannot be created, read or cancelled until it is back", "err", err)
+	case err == nil && h.err != nil:
+		h.log.Info("task store reachable again", "down_ms", now.Sub(h.since).Milliseconds())
+	}
+	h.err = err
+}
+
+func (h *health) unavailable() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.err == nil {
+		return nil
+	}
+	return fmt.Errorf("task store unreachable since %s: %w", h.since.UTC().Format(time.RFC3339), h.err)
 }
 
 // Close gives up the lease, stops serving control requests and
