@@ -178,6 +178,8 @@ func newMetrics(s *Server) *metrics {
 		gaugeFunc("wasmtask_tasks_retained", "Tasks kept, running and finished (until their TTL).", engine(func(st taskengine.Stats) float64 { return float64(st.Tasks) })),
 		gaugeFunc("wasmtask_tasks_running", "Tasks whose work has not ended.", engine(func(st taskengine.Stats) float64 { return float64(st.Running) })),
 		gaugeFunc("wasmtask_task_result_bytes", "Bytes of finished task results kept.", engine(func(st taskengine.Stats) float64 { return float64(st.ResultBytes) })),
+		counterFunc("wasmtask_task_store_errors_total", "Calls into the shared task store (and to the other replicas) that failed.", engine(func(st taskengine.Stats) float64 { return float64(st.StoreErrors) })),
+		counterFunc("wasmtask_task_leases_expired_total", "Tasks this replica failed because the replica running them stopped renewing its lease.", engine(func(st taskengine.Stats) float64 { return float64(st.RunnersLost) })),
 		gaugeFunc("wasmtask_instances_running", "Guest instances running now.", adm(func(st admission.Stats) float64 { return float64(st.Running) })),
 		gaugeFunc("wasmtask_instances_max", "The server's bound on instances running at once.", adm(func(st admission.Stats) float64 { return float64(st.Slots) })),
 		gaugeFunc("wasmtask_calls_waiting", "Calls waiting for admission.", adm(func(st admission.Stats) float64 { return float64(st.Waiting) })),
@@ -194,6 +196,12 @@ func newMetrics(s *Server) *metrics {
 			}
 			return float64(n)
 		})),
+		gaugeFunc("wasmtask_task_store_up", "1 while the shared task store answers this replica's lease renewals (always 1 without one).", func() float64 {
+			if s.store != nil && s.store.Unavailable() != nil {
+				return 0
+			}
+			return 1
+		}),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -175,8 +176,18 @@ func TestStoreOutage(t *testing.T) {
 		t.Errorf("tools/call with the store away: %+v %s; want -32603 \"the task store is unavailable; try again later\"", m.Error, m.Result)
 	}
 
+	if v := scrape(t, s, "wasmtask_task_store_up"); v != 0 {
+		t.Errorf("wasmtask_task_store_up with the store away = %v, want 0", v)
+	}
+	if v := scrape(t, s, "wasmtask_task_store_errors_total"); v < 1 {
+		t.Errorf("wasmtask_task_store_errors_total after a refused call = %v, want at least 1", v)
+	}
+
 	st.start()
 	logs.await(t, `"msg":"task store reachable again"`)
+	if v := scrape(t, s, "wasmtask_task_store_up"); v != 1 {
+		t.Errorf("wasmtask_task_store_up with the store back = %v, want 1", v)
+	}
 	if code, body := ready(); code != 200 {
 		t.Errorf("/readyz with the store back: %d %q", code, body)
 	}
@@ -248,4 +259,22 @@ func TestReplicasShareTenantTasks2025(t *testing.T) {
 	if m := onA.Call("tasks/get", map[string]any{"taskId": long}); !strings.Contains(string(m.Result), `"cancelled"`) {
 		t.Errorf("tasks/get on A after B's cancel: %v %s; want cancelled", m.Error, m.Result)
 	}
+}
+
+// scrape reads the value of the unlabelled metric name from s's metrics.
+func scrape(t *testing.T, s *host.Server, name string) float64 {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	s.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	for _, l := range strings.Split(rec.Body.String(), "\n") {
+		if v, ok := strings.CutPrefix(l, name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("metric %s: %q", name, l)
+			}
+			return f
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
 }

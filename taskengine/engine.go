@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
@@ -64,6 +65,12 @@ type Stats struct {
 	Running     int   // tasks whose work has not returned yet
 	ResultBytes int64 // sum of Outcome.Size over retained tasks
 	Owners      int   // owners with at least one retained task
+
+	// With a shared store: calls into it (and to the other replicas)
+	// that failed, a missing record or a lost compare-and-set not counted;
+	// and tasks this engine failed because their runner's lease had
+	// expired (ErrReplicaLost).
+	StoreErrors, RunnersLost uint64
 }
 
 // StatusCounts returns how many retained tasks are in each status. It
@@ -90,6 +97,9 @@ type Engine struct {
 	cursors cursorCodec
 	closing chan struct{} // closed by Close; wakes waiters
 	wg      sync.WaitGroup
+
+	storeErrors atomic.Uint64 // failed calls into the shared store and to peers
+	runnersLost atomic.Uint64 // tasks this engine failed because their runner lost its lease
 
 	mu       sync.Mutex
 	closed   bool
@@ -566,6 +576,8 @@ func (e *Engine) Stats() Stats {
 		Running:     len(e.running),
 		ResultBytes: e.bytes,
 		Owners:      len(e.owners),
+		StoreErrors: e.storeErrors.Load(),
+		RunnersLost: e.runnersLost.Load(),
 	}
 }
 

@@ -14,6 +14,8 @@ import (
 const writerCount = 4
 
 func (e *Engine) startShared() error {
+	e.cfg.Shared = countedStore{e.cfg.Shared, &e.storeErrors}
+	e.cfg.Peers = countedPeers{e.cfg.Peers, &e.storeErrors}
 	e.replica = e.cfg.Peers.Replica()
 	e.cursors = sharedCursorCodec(e.cfg.SharedKey)
 	e.wake = make(chan struct{}, 1)
@@ -395,6 +397,7 @@ func (e *Engine) markLost(ctx context.Context, rt remote) (remote, error) {
 		lost.Ended, lost.EndText = endName(ErrReplicaLost), ErrReplicaLost.Error()
 		rev, err := e.cfg.Shared.Update(ctx, &lost, rt.rev)
 		if err == nil {
+			e.runnersLost.Add(1)
 			return remote{&lost, rev}, nil
 		}
 		if !errors.Is(err, ErrConflict) {

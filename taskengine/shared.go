@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 )
 
@@ -186,4 +187,70 @@ func sharedErr(op string, err error) error {
 		return err
 	}
 	return fmt.Errorf("%w: %s: %w", ErrShared, op, err)
+}
+
+// countedStore counts the failures of a SharedStore's calls in n: every
+// error but a missing record and a lost compare-and-set, which are
+// answers, not failures.
+type countedStore struct {
+	s SharedStore
+	n *atomic.Uint64
+}
+
+func (c countedStore) count(err error) error {
+	if err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrConflict) && !errors.Is(err, context.Canceled) {
+		c.n.Add(1)
+	}
+	return err
+}
+
+func (c countedStore) Create(ctx context.Context, r *Record) (uint64, error) {
+	rev, err := c.s.Create(ctx, r)
+	return rev, c.count(err)
+}
+
+func (c countedStore) Update(ctx context.Context, r *Record, rev uint64) (uint64, error) {
+	rev, err := c.s.Update(ctx, r, rev)
+	return rev, c.count(err)
+}
+
+func (c countedStore) Load(ctx context.Context, owner, id string, outcome bool) (*Record, uint64, error) {
+	r, rev, err := c.s.Load(ctx, owner, id, outcome)
+	return r, rev, c.count(err)
+}
+
+func (c countedStore) Delete(ctx context.Context, owner, id string) error {
+	return c.count(c.s.Delete(ctx, owner, id))
+}
+
+func (c countedStore) List(ctx context.Context, owner string, max int) ([]*Record, error) {
+	rs, err := c.s.List(ctx, owner, max)
+	return rs, c.count(err)
+}
+
+func (c countedStore) Watch(ctx context.Context, owner, id string) (<-chan *Record, error) {
+	ch, err := c.s.Watch(ctx, owner, id)
+	return ch, c.count(err)
+}
+
+// countedPeers counts the failures of Peers' calls in n, as countedStore.
+type countedPeers struct {
+	p Peers
+	n *atomic.Uint64
+}
+
+func (c countedPeers) Replica() string { return c.p.Replica() }
+
+func (c countedPeers) Alive(ctx context.Context, replica string) (bool, error) {
+	ok, err := c.p.Alive(ctx, replica)
+	return ok, countedStore{n: c.n}.count(err)
+}
+
+func (c countedPeers) Ask(ctx context.Context, replica string, ctl Control) (Reply, error) {
+	r, err := c.p.Ask(ctx, replica, ctl)
+	return r, countedStore{n: c.n}.count(err)
+}
+
+func (c countedPeers) Serve(h func(ctx context.Context, c Control) Reply) error {
+	return countedStore{n: c.n}.count(c.p.Serve(h))
 }
