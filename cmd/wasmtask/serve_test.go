@@ -304,3 +304,31 @@ func TestServeStoreKeepsStdioResults(t *testing.T) {
 		t.Errorf("after a restart: %+v, want the first run's %+v", again, first)
 	}
 }
+
+// TestServeStoreReplicasFlag: --store-replicas reaches the store's
+// configuration, needs --store, and is refused out of JetStream's range.
+func TestServeStoreReplicasFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		want    int
+		wantErr string
+	}{
+		{args: []string{"--store", "nats://127.0.0.1:4222", "--store-keys", "k", "--store-replicas", "3"}, want: 3},
+		{args: []string{"--store", "nats://127.0.0.1:4222", "--store-keys", "k"}, want: 0},
+		{args: []string{"--store-replicas", "3"}, wantErr: "--store-replicas needs --store"},
+		{args: []string{"--store", "nats://127.0.0.1:4222", "--store-replicas", "7"}, wantErr: "want 1 to 5"},
+		{args: []string{"--store", "nats://127.0.0.1:4222", "--store-replicas", "-1"}, wantErr: "want 1 to 5"},
+	} {
+		set, err := parseServe(tc.args, io.Discard)
+		switch {
+		case tc.wantErr != "":
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("parseServe %q: %v, want an error saying %q", tc.args, err, tc.wantErr)
+			}
+		case err != nil:
+			t.Errorf("parseServe %q: %v", tc.args, err)
+		case set.cfg.Store.Replicas != tc.want:
+			t.Errorf("parseServe %q: Store.Replicas %d, want %d", tc.args, set.cfg.Store.Replicas, tc.want)
+		}
+	}
+}

@@ -1,14 +1,19 @@
 package natsstore
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/wasmtask/wasmtask/taskengine"
 )
 
 // cluster is a JetStream cluster of NATS servers in this test process,
@@ -122,4 +127,164 @@ func (c *cluster) restart(i int) {
 	o := c.opts[i].Clone()
 	c.nodes[i] = c.launch(o)
 	c.ready(c.nodes[i], o)
+}
+
+// streamLeader names the node leading the bucket's stream.
+func streamLeader(t testing.TB, kv jetstream.KeyValue) string {
+	t.Helper()
+	st, err := kv.Status(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := st.(*jetstream.KeyValueBucketStatus).StreamInfo()
+	if info.Cluster == nil {
+		t.Fatal("the bucket has no cluster information")
+	}
+	return info.Cluster.Leader
+}
+
+func replicasOf(t testing.TB, kv jetstream.KeyValue) int {
+	t.Helper()
+	n, err := bucketReplicas(t.Context(), kv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestClusterReplication: on a three-node cluster the buckets get three
+// replicas by default; a store asking for fewer leaves an existing bucket's
+// replication as it is; one asking for more raises it; a server without a
+// cluster gets one.
+func TestClusterReplication(t *testing.T) {
+	c := startCluster(t, 3)
+	keys := testKeys(t, "index "+secret()+"\nkey k1 "+secret())
+	a := openReplica(t, Config{URL: c.url(), Keys: keys, Prefix: "a"})
+	if got := [2]int{replicasOf(t, a.s.tasks), replicasOf(t, a.s.leases)}; got != [2]int{3, 3} {
+		t.Errorf("default replication on three nodes: tasks, leases = %v, want 3, 3", got)
+	}
+	fewer := openReplica(t, Config{URL: c.url(), Keys: keys, Prefix: "a", Replicas: 1})
+	if got := replicasOf(t, fewer.s.tasks); got != 3 {
+		t.Errorf("a store asking for 1 replica lowered the bucket to %d, want it left at 3", got)
+	}
+
+	one := openReplica(t, Config{URL: c.url(), Keys: keys, Prefix: "b", Replicas: 1})
+	if got := replicasOf(t, one.s.tasks); got != 1 {
+		t.Fatalf("asked for 1 replica: %d", got)
+	}
+	raised := openReplica(t, Config{URL: c.url(), Keys: keys, Prefix: "b", Replicas: 3})
+	if got := [2]int{replicasOf(t, raised.s.tasks), replicasOf(t, one.s.tasks)}; got != [2]int{3, 3} {
+		t.Errorf("a store asking for 3 replicas of an R1 bucket: %v as each store sees it, want 3", got)
+	}
+
+	if _, err := Open(t.Context(), Config{URL: c.url(), Keys: keys, Prefix: "c", Replicas: 5}); !errors.Is(err, errReplication) {
+		t.Errorf("5 replicas on three nodes: Open = %v, want a replication error", err)
+	}
+
+	single := openReplica(t, Config{URL: startServer(t), Keys: keys})
+	if got := replicasOf(t, single.s.tasks); got != 1 {
+		t.Errorf("default replication without a cluster: %d, want 1", got)
+	}
+}
+
+// TestClusterConcurrentFreshStarts: replicas that start together on a
+// fresh cluster all start.
+func TestClusterConcurrentFreshStarts(t *testing.T) {
+	c := startCluster(t, 3)
+	keys := testKeys(t, "index "+secret()+"\nkey k1 "+secret())
+	const n = 4
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			s, err := Open(t.Context(), Config{URL: c.url(), Keys: keys})
+			if err == nil {
+				s.Close()
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("a replica started with the others: %v", err)
+		}
+	}
+}
+
+// TestClusterNodeKillUnderLoad: three replicas on a three-node cluster
+// with the default (three) replicas; the node leading the tasks bucket is
+// killed while tasks are created on one replica and read on another.
+// Every acknowledged task stays readable, and service comes back once the
+// cluster elected a new leader; the creates refused and reads failed
+// meanwhile, and the time until service came back, are logged.
+func TestClusterNodeKillUnderLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills a cluster node: not in -short")
+	}
+	c := startCluster(t, 3)
+	keys := testKeys(t, "index "+secret()+"\nkey k1 "+secret())
+	var rs []replica
+	for range 3 {
+		rs = append(rs, openReplica(t, Config{URL: c.url(), Keys: keys}))
+	}
+	leader := streamLeader(t, rs[0].s.tasks)
+	quick := func(context.Context, *taskengine.Run) taskengine.Outcome { return taskengine.Outcome{Value: "done"} }
+
+	var acked []string
+	var refused, failedReads, streak int
+	var killedAt, backAt time.Time
+	var stall time.Duration // the longest create-and-read after the kill
+	for op := 0; streak < 100; op++ {
+		if op == 50 {
+			for i, s := range c.nodes {
+				if s.Name() == leader {
+					c.kill(i)
+				}
+			}
+			killedAt, streak = time.Now(), 0
+		}
+		if refused+failedReads > 10 {
+			t.Fatalf("service did not come back: %d creates refused, %d reads failed since the kill", refused, failedReads)
+		}
+		w, r := rs[op%3], rs[(op+1)%3]
+		began := time.Now()
+		task, err := w.e.Submit(t.Context(), "alice", taskengine.SubmitOptions{}, quick)
+		if err != nil {
+			if killedAt.IsZero() {
+				t.Fatalf("before the kill: Submit: %v", err)
+			}
+			refused++
+			streak = 0
+			continue
+		}
+		acked = append(acked, task.ID)
+		if _, err := r.e.Get(t.Context(), "alice", task.ID); err != nil {
+			if killedAt.IsZero() {
+				t.Fatalf("before the kill: Get: %v", err)
+			}
+			failedReads++
+			streak = 0
+			continue
+		}
+		if !killedAt.IsZero() {
+			stall = max(stall, time.Since(began))
+			if streak == 0 {
+				backAt = time.Now()
+			}
+		}
+		streak++
+	}
+	t.Logf("node %s (the tasks bucket's leader) killed: %d creates refused, %d reads failed, first success %v after the kill, longest create-and-read after it %v; %d tasks acknowledged",
+		leader, refused, failedReads, backAt.Sub(killedAt).Round(time.Millisecond), stall.Round(time.Millisecond), len(acked))
+
+	// Nothing acknowledged is lost: each replica reads every task.
+	for _, id := range acked {
+		for i, r := range rs {
+			if _, out, err := r.e.Wait(t.Context(), "alice", id); err != nil || out.Value != "done" {
+				t.Fatalf("replica %d: acknowledged task %s: %+v, %v", i, id, out, err)
+			}
+		}
+	}
 }

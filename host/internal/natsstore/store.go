@@ -193,7 +193,7 @@ func (s *Store) setup(ctx context.Context) error {
 		Storage:        jetstream.FileStorage,
 	})
 	if err != nil {
-		return fmt.Errorf("task store: tasks bucket: %w", err)
+		return err
 	}
 	s.leases, err = s.bucket(ctx, jetstream.KeyValueConfig{
 		Bucket:      s.cfg.Prefix + "_leases",
@@ -206,7 +206,7 @@ func (s *Store) setup(ctx context.Context) error {
 		Storage: jetstream.FileStorage,
 	})
 	if err != nil {
-		return fmt.Errorf("task store: leases bucket: %w", err)
+		return err
 	}
 	if _, err := s.leases.Put(ctx, s.replica, nil); err != nil {
 		return fmt.Errorf("task store: lease: %w", err)
@@ -255,17 +255,25 @@ func (s *Store) bucket(ctx context.Context, cfg jetstream.KeyValueConfig) (jetst
 	return kv, nil
 }
 
-// JetStream API error codes (the server's, which the client names not):
-// more replicas than a server without a cluster supports, and more than
-// the cluster has peers for.
+// JetStream API error codes (the server's; the client names none of them):
+// more replicas than a server without a cluster supports, than the
+// cluster has resources for, or has peers to place them on.
 const (
 	codeReplicasNotSupported = 10074
 	codeInsufficientPeers    = 10023
+	codeNoPlacement          = 10005
 )
 
 func replicationRefused(err error) bool {
 	var api *jetstream.APIError
-	return errors.As(err, &api) && (api.ErrorCode == codeReplicasNotSupported || api.ErrorCode == codeInsufficientPeers)
+	if !errors.As(err, &api) {
+		return false
+	}
+	switch api.ErrorCode {
+	case codeReplicasNotSupported, codeInsufficientPeers, codeNoPlacement:
+		return true
+	}
+	return false
 }
 
 // bucketReplicas is the replication kv's stream has.
