@@ -117,7 +117,7 @@ func NewKeyFile() string {
 		return base64.StdEncoding.EncodeToString(b)
 	}
 	return "# wasmtask shared store keys: the same file on every replica.\n" +
-		"# To rotate, add a new \"key\" line first and keep the old ones below it.\n" +
+		"# To rotate: add a new \"key\" line below the first on every replica, then move it first (README).\n" +
 		"index " + secret() + "\nkey k1 " + secret() + "\n"
 }
 

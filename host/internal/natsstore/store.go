@@ -160,7 +160,7 @@ func (s *Store) setupRetrying(ctx context.Context) error {
 	pause := setupBackoff
 	for try := 1; ; try++ {
 		err := s.setup(ctx)
-		if err == nil || try == setupTries {
+		if err == nil || try == setupTries || errors.Is(err, ErrKeys) {
 			return err
 		}
 		s.cfg.Log.Debug("task store: setting up, trying again", "err", err, "try", try)
@@ -208,10 +208,19 @@ func (s *Store) setup(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.leases.Put(ctx, s.replica, nil); err != nil {
+	if err := s.checkKeys(ctx); err != nil {
+		return err
+	}
+	if _, err := s.leases.Put(ctx, s.replica, s.leaseValue()); err != nil {
 		return fmt.Errorf("task store: lease: %w", err)
 	}
 	return nil
+}
+
+// leaseValue is this replica's lease: the keys it reads.
+func (s *Store) leaseValue() []byte {
+	b, _ := json.Marshal(leaseValue{Reads: s.cfg.Keys.ids()})
+	return b
 }
 
 // bucket creates the key-value bucket cfg describes, or updates it to cfg
@@ -300,7 +309,7 @@ func (s *Store) renewLease() {
 			return
 		case <-t.C:
 			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.LeaseTTL/3)
-			_, err := s.leases.Put(ctx, s.replica, nil) // a miss is retried at the next tick
+			_, err := s.leases.Put(ctx, s.replica, s.leaseValue()) // a miss is retried at the next tick
 			cancel()
 			s.health.record(err, time.Now())
 		}
@@ -695,6 +704,9 @@ func (s *Store) Ask(ctx context.Context, replica string, c taskengine.Control) (
 	if err != nil {
 		return taskengine.Reply{}, err
 	}
+	if bytes.Equal(msg.Data, refusedControl) {
+		return taskengine.Reply{}, fmt.Errorf("%w: replica %s cannot decrypt this replica's requests (written with key %q): give it the key file with that key", ErrKeys, replica, s.cfg.Keys.keys[0].id)
+	}
 	plain, err := s.cfg.Keys.open(subj+".reply", msg.Data)
 	if err != nil {
 		return taskengine.Reply{}, err
@@ -705,6 +717,9 @@ func (s *Store) Ask(ctx context.Context, replica string, c taskengine.Control) (
 	}
 	return reply, nil
 }
+
+// refusedControl answers a control request that does not decrypt.
+var refusedControl = []byte("\x00wasmtask: control request refused: it does not decrypt with this replica's keys")
 
 // Serve implements taskengine.Peers: control requests run on their own
 // goroutines, at most maxControls at once; more wait in NATS's buffer.
@@ -731,7 +746,11 @@ func (s *Store) Serve(h func(context.Context, taskengine.Control) taskengine.Rep
 			defer func() { <-s.serving }()
 			plain, err := s.cfg.Keys.open(subj, m.Data)
 			if err != nil {
-				return // not from a replica with our keys: no answer
+				// Not from a replica with our keys: refused with an
+				// answer (unencrypted, so the sender reads it), not left
+				// to time out.
+				_ = m.Respond(refusedControl)
+				return
 			}
 			var c taskengine.Control
 			if err := json.Unmarshal(plain, &c); err != nil {

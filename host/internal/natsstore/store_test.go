@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 
 	"github.com/wasmtask/wasmtask/taskengine"
 )
@@ -222,7 +223,11 @@ func secret() string {
 	return base64.StdEncoding.EncodeToString(b)
 }
 
-func TestWrongKeyFailsClosed(t *testing.T) {
+// TestWrongKeysRefusedAtStart: a replica whose key file cannot read the
+// store's records, or would write records a running replica cannot read,
+// does not start, and the error names the problem; the store's records
+// stay readable by the right replicas.
+func TestWrongKeysRefusedAtStart(t *testing.T) {
 	url := startServer(t)
 	index, k1 := secret(), secret()
 	a := openReplica(t, Config{URL: url, Keys: testKeys(t, "index "+index+"\nkey k1 "+k1)})
@@ -236,24 +241,97 @@ func TestWrongKeyFailsClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Same index key (records are found), another encryption key: it
-	// neither reads nor writes them.
-	b := openReplica(t, Config{URL: url, Keys: testKeys(t, "index "+index+"\nkey k9 "+secret())})
-	if _, err := b.e.Get(context.Background(), "alice", task.ID); !errors.Is(err, taskengine.ErrShared) || errors.Is(err, taskengine.ErrNotFound) {
-		t.Errorf("wrong key: Get = %v; want a store error, not a miss", err)
-	}
-	if _, err := b.e.Cancel(context.Background(), "alice", task.ID); !errors.Is(err, taskengine.ErrShared) {
-		t.Errorf("wrong key: Cancel = %v; want a store error", err)
+	for _, tc := range []struct{ name, keys, want string }{
+		{"another index key", "index " + secret() + "\nkey k1 " + k1, "index key"},
+		{"another key, another ID", "index " + index + "\nkey k9 " + secret(), `written with key "k1", which the key file lacks`},
+		{"another key, the same ID", "index " + index + "\nkey k1 " + secret(), `key "k1" of the key file is not the key`},
+		{"a new first key the running replica lacks", "index " + index + "\nkey k2 " + secret() + "\nkey k1 " + k1, "cannot read"},
+	} {
+		s, err := Open(t.Context(), Config{URL: url, Keys: testKeys(t, tc.keys)})
+		if err == nil {
+			s.Close()
+		}
+		if !errors.Is(err, ErrKeys) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: Open = %v; want ErrKeys saying %q", tc.name, err, tc.want)
+		}
 	}
 	if _, out, err := a.e.Wait(t.Context(), "alice", task.ID); err != nil || out.Value != "secret" {
-		t.Errorf("after the wrong replica tried: Wait = %+v, %v; want the record intact", out, err)
+		t.Errorf("after the wrong replicas tried: Wait = %+v, %v; want the record intact", out, err)
 	}
+}
 
-	// Rotation: a replica that writes with a new key and keeps the old one
-	// reads the old records.
-	c := openReplica(t, Config{URL: url, Keys: testKeys(t, "index "+index+"\nkey k2 "+secret()+"\nkey k1 "+k1)})
-	if _, out, err := c.e.Wait(t.Context(), "alice", task.ID); err != nil || out.Value != "secret" {
-		t.Errorf("rotated keys: Wait = %+v, %v; want the old record readable", out, err)
+// TestKeyRotation: README's rotation, one replica at a time: the new key
+// as a second line everywhere, then first everywhere. At every step each
+// running replica reads every task, whichever wrote it, and answers the
+// others' control requests.
+func TestKeyRotation(t *testing.T) {
+	url := startServer(t)
+	index, k1, k2 := secret(), secret(), secret()
+	old := "index " + index + "\nkey k1 " + k1
+	readsNew := old + "\nkey k2 " + k2
+	writesNew := "index " + index + "\nkey k2 " + k2 + "\nkey k1 " + k1
+	a := openReplica(t, Config{URL: url, Keys: testKeys(t, old)})
+	b := openReplica(t, Config{URL: url, Keys: testKeys(t, old)})
+	var tasks []string
+	step := func(name string) {
+		t.Helper()
+		for _, w := range []replica{a, b} {
+			task, err := w.e.Submit(t.Context(), "alice", taskengine.SubmitOptions{}, func(context.Context, *taskengine.Run) taskengine.Outcome {
+				return taskengine.Outcome{Value: "v"}
+			})
+			if err != nil {
+				t.Fatalf("%s: Submit: %v", name, err)
+			}
+			tasks = append(tasks, task.ID)
+		}
+		for _, r := range []replica{a, b} {
+			for _, id := range tasks {
+				if _, out, err := r.e.Wait(t.Context(), "alice", id); err != nil || out.Value != "v" {
+					t.Fatalf("%s: task %s: %+v, %v", name, id, out, err)
+				}
+			}
+		}
+		// A control request across: b cancels a task running on a.
+		started, ended := make(chan struct{}), make(chan error, 1)
+		task, err := a.e.Submit(t.Context(), "alice", taskengine.SubmitOptions{}, blockingWork(started, ended))
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-started
+		if _, err := b.e.Cancel(t.Context(), "alice", task.ID); err != nil {
+			t.Fatalf("%s: cancel across replicas: %v", name, err)
+		}
+		<-ended
+	}
+	restart := func(r *replica, keys string) {
+		t.Helper()
+		r.close()
+		*r = openReplica(t, Config{URL: url, Keys: testKeys(t, keys)})
+	}
+	step("before")
+	restart(&a, readsNew)
+	step("a reads k2")
+	restart(&b, readsNew)
+	step("both read k2")
+	restart(&a, writesNew)
+	step("a writes k2")
+	restart(&b, writesNew)
+	step("both write k2")
+}
+
+// TestControlRefusedAnswered: a control request that does not decrypt is
+// answered with a refusal, not left to time out.
+func TestControlRefusedAnswered(t *testing.T) {
+	url := startServer(t)
+	a := openReplica(t, Config{URL: url, Keys: testKeys(t, "index "+secret()+"\nkey k1 "+secret())})
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	msg, err := nc.RequestWithContext(t.Context(), a.s.controlSubject(a.s.Replica()), []byte("not sealed"))
+	if err != nil || string(msg.Data) != string(refusedControl) {
+		t.Fatalf("a request that does not decrypt: %v %q; want the refusal", err, msg.Data)
 	}
 }
 
