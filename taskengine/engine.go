@@ -189,6 +189,10 @@ type task struct {
 	// rev is the revision of its last write.
 	wmu sync.Mutex
 	rev uint64 // guarded by wmu
+
+	// epoch is the lease epoch (Peers.Lease) in which the store last
+	// confirmed this replica still runs the task; guarded by Engine.mu.
+	epoch uint64
 }
 
 // New returns an engine with the limits of cfg.
@@ -253,6 +257,9 @@ func (e *Engine) Submit(ctx context.Context, owner string, opts SubmitOptions, w
 	if ttl > 0 {
 		t.expiresAt = now.Add(ttl)
 		e.expiry.push(t)
+	}
+	if e.cfg.Shared != nil {
+		_, t.epoch = e.cfg.Peers.Lease() // its record is written in this epoch
 	}
 	base, cancel := context.WithCancelCause(context.Background())
 	runCtx, release := base, context.CancelFunc(func() {})
@@ -481,6 +488,10 @@ func (e *Engine) Get(ctx context.Context, owner, id string) (Task, error) {
 		}
 		return Task{}, err
 	}
+	if !e.vouchedLocked(t) {
+		e.mu.Unlock()
+		return e.confirmed(ctx, t)
+	}
 	defer e.mu.Unlock()
 	return e.snapshotLocked(t), nil
 }
@@ -556,6 +567,16 @@ func (e *Engine) Cancel(ctx context.Context, owner, id string) (Task, error) {
 			return t, callerErr(ctx, err)
 		}
 		return Task{}, err
+	}
+	if !e.vouchedLocked(t) {
+		e.mu.Unlock()
+		if snap, err := e.confirmed(ctx, t); err != nil || snap.Status.Terminal() {
+			if err == nil {
+				err = ErrTerminal
+			}
+			return snap, err
+		}
+		e.mu.Lock()
 	}
 	defer e.mu.Unlock()
 	if t.status.Terminal() {

@@ -65,6 +65,13 @@ func memKey(owner, id string) string { return owner + "\x00" + id }
 
 func (s *memShared) Replica() string { return s.replica }
 
+// Lease: an in-memory lease is held while it is set, in one epoch.
+func (s *memShared) Lease() (bool, uint64) {
+	s.m.mu.Lock()
+	defer s.m.mu.Unlock()
+	return s.m.leases[s.replica], 0
+}
+
 func (s *memShared) Create(ctx context.Context, r *Record) (uint64, error) {
 	return s.write(r, 0, true)
 }

@@ -232,6 +232,56 @@ func (e *Engine) resolveConflict(t *task) bool {
 	return true
 }
 
+// vouchedLocked reports whether this replica may answer for its task t
+// from memory: without a shared store always; with one, while its lease
+// is held in the epoch the store last confirmed t in. Otherwise another
+// replica may have failed t meanwhile (this one paused, or the store was
+// away longer than a lease), and the store's record is the truth.
+func (e *Engine) vouchedLocked(t *task) bool {
+	if e.cfg.Shared == nil {
+		return true
+	}
+	held, epoch := e.cfg.Peers.Lease()
+	return held && t.epoch == epoch
+}
+
+// confirmed reads t's record and answers from it: a task the cluster
+// declared lost is failed here too (its work cancelled), and the record's
+// state is returned; one the record still gives this replica is confirmed
+// for the current epoch and answered from memory.
+func (e *Engine) confirmed(ctx context.Context, t *task) (Task, error) {
+	_, epoch := e.cfg.Peers.Lease()
+	ctx, cancel := e.sharedCtx(ctx)
+	defer cancel()
+	r, _, err := e.cfg.Shared.Load(ctx, t.key.owner, t.key.id, false)
+	if errors.Is(err, ErrNotFound) {
+		// Not written yet (createRecord is on its way), or gone with
+		// its TTL: memory is all there is.
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return e.snapshotLocked(t), nil
+	}
+	if err != nil {
+		return Task{}, callerErr(ctx, sharedErr("load", err))
+	}
+	if r.Runner != e.replica || r.Ended == endName(ErrReplicaLost) {
+		e.mu.Lock()
+		if !t.status.Terminal() {
+			e.finishLocked(t, StatusFailed, Outcome{Err: ErrReplicaLost}, time.Now())
+			t.cancel(ErrReplicaLost)
+		}
+		e.mu.Unlock()
+		snap, _, err := e.taskOf(r)
+		return snap, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if held, now := e.cfg.Peers.Lease(); held && now == epoch {
+		t.epoch = epoch
+	}
+	return e.snapshotLocked(t), nil
+}
+
 // persistOutcome writes the record of a task whose work returned out, as
 // workReturned is about to make it, before it does: a result that anyone
 // has seen is in the store, so it survives a crash of this replica. If the

@@ -50,6 +50,13 @@ type Peers interface {
 	// Alive reports whether replica holds its lease: it is running and
 	// reachable. A task whose runner is not alive never finishes.
 	Alive(ctx context.Context, replica string) (bool, error)
+	// Lease reports whether this replica's own lease is certainly held
+	// now, and its epoch: a count that grows each time the lease may have
+	// lapsed (renewed after a gap as long as the lease). While it is held
+	// in the same epoch, no other replica can have failed this replica's
+	// tasks, so the engine answers them from memory; otherwise it checks
+	// the store first.
+	Lease() (held bool, epoch uint64)
 	// Ask delivers a control request to the replica running a task and
 	// returns its reply.
 	// An error means the request may not have reached the runner.
@@ -240,6 +247,8 @@ type countedPeers struct {
 }
 
 func (c countedPeers) Replica() string { return c.p.Replica() }
+
+func (c countedPeers) Lease() (bool, uint64) { return c.p.Lease() }
 
 func (c countedPeers) Alive(ctx context.Context, replica string) (bool, error) {
 	ok, err := c.p.Alive(ctx, replica)

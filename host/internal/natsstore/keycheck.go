@@ -22,9 +22,9 @@ import (
 var ErrKeys = errors.New("task store keys")
 
 const (
-	checkKey      = "check"         // in the tasks bucket
+	checkKey      = "check"          // in the tasks bucket
 	checkWhere    = "wasmtask check" // the additional data of the check token
-	maxLeaseScans = 1024            // leases read at start: replicas sharing one store
+	maxLeaseScans = 1024             // leases read at start: replicas sharing one store
 )
 
 // keyCheck is the check record.

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -68,6 +69,7 @@ type Store struct {
 	tasks   jetstream.KeyValue
 	leases  jetstream.KeyValue
 	health  health
+	paused  atomic.Bool // tests: renew no lease, as a stopped process does
 
 	stop    chan struct{}
 	wg      sync.WaitGroup
@@ -132,7 +134,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		s.shutdownServer()
 		return nil, err
 	}
-	s.health.log = s.cfg.Log
+	s.health.log, s.health.heldFor, s.health.renewed = s.cfg.Log, s.heldFor(), time.Now() // setup took the lease
 	s.wg.Go(s.renewLease)
 	return s, nil
 }
@@ -308,6 +310,9 @@ func (s *Store) renewLease() {
 		case <-s.stop:
 			return
 		case <-t.C:
+			if s.paused.Load() {
+				continue
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.LeaseTTL/3)
 			_, err := s.leases.Put(ctx, s.replica, s.leaseValue()) // a miss is retried at the next tick
 			cancel()
@@ -320,14 +325,30 @@ func (s *Store) renewLease() {
 // renewal failed), or nil.
 func (s *Store) Unavailable() error { return s.health.unavailable() }
 
-// health is whether the store answered the last lease renewal, logged
-// when that changes.
-type health struct {
-	log *slog.Logger
+// Lease implements taskengine.Peers: the lease is held while the last
+// renewal got through less than two thirds of its TTL ago (the server
+// counts the TTL from its own receipt, before ours); a renewal after a
+// longer gap starts a new epoch.
+func (s *Store) Lease() (bool, uint64) {
+	s.health.mu.Lock()
+	defer s.health.mu.Unlock()
+	return time.Since(s.health.renewed) < s.heldFor(), s.health.epoch
+}
 
-	mu    sync.Mutex
-	err   error     // of the last renewal; nil: it got through
-	since time.Time // of the first failure in a row
+func (s *Store) heldFor() time.Duration { return s.cfg.LeaseTTL * 2 / 3 }
+
+// health is whether the store answered the last lease renewal, logged
+// when that changes, and the lease's epochs.
+type health struct {
+	log     *slog.Logger
+	heldFor time.Duration // Store.heldFor
+
+	mu      sync.Mutex
+	err     error     // of the last renewal; nil: it got through
+	since   time.Time // of the first failure in a row
+	back    time.Time // when a renewal last got through after failures
+	renewed time.Time // when a renewal last got through
+	epoch   uint64
 }
 
 func (h *health) record(err error, now time.Time) {
@@ -338,9 +359,25 @@ func (h *health) record(err error, now time.Time) {
 		h.since = now
 		h.log.Warn("task store unreachable: tasks cannot be created, read or cancelled until it is back", "err", err)
 	case err == nil && h.err != nil:
+		h.back = now
 		h.log.Info("task store reachable again", "down_ms", now.Sub(h.since).Milliseconds())
 	}
+	if err == nil {
+		if now.Sub(h.renewed) >= h.heldFor {
+			h.epoch++ // the lease may have lapsed since the last renewal
+		}
+		h.renewed = now
+	}
 	h.err = err
+}
+
+// recovering reports whether the store came back less than ttl ago: other
+// replicas may not have renewed their leases yet, so a missing one proves
+// nothing.
+func (h *health) recovering(now time.Time, ttl time.Duration) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return !h.back.IsZero() && now.Sub(h.back) < ttl
 }
 
 func (h *health) unavailable() error {
@@ -680,7 +717,10 @@ func (s *Store) Alive(ctx context.Context, replica string) (bool, error) {
 	case err == nil:
 		return true, nil
 	case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted):
-		return false, nil
+		// Just after the store came back every lease may have lapsed
+		// while their replicas were fine: each gets a full lease to renew
+		// before its tasks are judged lost.
+		return s.health.recovering(time.Now(), s.cfg.LeaseTTL), nil
 	}
 	return false, err
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -438,5 +439,116 @@ func TestEmbeddedStoreSurvivesRestart(t *testing.T) {
 	got, _, err := second.e.Wait(t.Context(), "alice", running.ID) // its lease lapses
 	if err != nil || got.Status != taskengine.StatusFailed || !errors.Is(got.Err, taskengine.ErrReplicaLost) {
 		t.Errorf("after restart: the task running at the crash = %+v, %v; want failed, ErrReplicaLost", got, err)
+	}
+}
+
+// TestPausedRunner: a runner that stops renewing its lease (a stopped
+// process, a long pause) has its task failed by another replica; from then
+// on it answers from the store too, failed, and stops the work, and once it
+// renews again nothing goes back.
+func TestPausedRunner(t *testing.T) {
+	url := startServer(t)
+	cfg := Config{URL: url, Keys: testKeys(t, "index "+secret()+"\nkey k1 "+secret()), LeaseTTL: 600 * time.Millisecond}
+	a, b := openReplica(t, cfg), openReplica(t, cfg)
+	started, ended := make(chan struct{}), make(chan error, 1)
+	task, err := a.e.Submit(t.Context(), "alice", taskengine.SubmitOptions{}, blockingWork(started, ended))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	status := func(r replica) taskengine.Status {
+		t.Helper()
+		got, err := r.e.Get(t.Context(), "alice", task.ID)
+		if err != nil {
+			t.Fatalf("Get: %v", err)
+		}
+		return got.Status
+	}
+	if st := status(b); st != taskengine.StatusWorking {
+		t.Fatalf("B before the pause: %s, want working", st)
+	}
+
+	a.s.paused.Store(true)
+	for st := status(b); st != taskengine.StatusFailed; st = status(b) {
+		if st != taskengine.StatusWorking {
+			t.Fatalf("B while A's lease lapses: %s", st)
+		}
+		time.Sleep(20 * time.Millisecond) // until A's lease lapses
+	}
+	if st := status(a); st != taskengine.StatusFailed {
+		t.Errorf("A, paused, after B failed its task: %s, want failed (the store's)", st)
+	}
+	select {
+	case err := <-ended:
+		if !errors.Is(err, taskengine.ErrReplicaLost) {
+			t.Errorf("A's work ended with %v, want ErrReplicaLost", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("A's work still runs a minute after its task failed")
+	}
+
+	a.s.paused.Store(false)
+	for held, _ := a.s.Lease(); !held; held, _ = a.s.Lease() {
+		time.Sleep(20 * time.Millisecond) // until A renews
+	}
+	for _, r := range []replica{a, b} {
+		if st := status(r); st != taskengine.StatusFailed {
+			t.Errorf("after A renewed: %s, want failed on both", st)
+		}
+	}
+	if got, err := a.e.Cancel(t.Context(), "alice", task.ID); !errors.Is(err, taskengine.ErrTerminal) || got.Status != taskengine.StatusFailed {
+		t.Errorf("A: Cancel = %s, %v; want failed, ErrTerminal", got.Status, err)
+	}
+}
+
+// TestStoreAwayLongerThanALease: the store stops for longer than a lease,
+// so every lease has lapsed when it comes back; a replica reading another's
+// running task then waits for the runner to renew instead of failing it.
+func TestStoreAwayLongerThanALease(t *testing.T) {
+	opts := &server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true}
+	start := func() *server.Server {
+		srv, err := server.NewServer(opts.Clone())
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.Start()
+		if !srv.ReadyForConnections(30 * time.Second) {
+			t.Fatal("nats server did not start")
+		}
+		return srv
+	}
+	srv := start()
+	opts.Port = srv.Addr().(*net.TCPAddr).Port
+	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
+	const lease = 600 * time.Millisecond
+	cfg := Config{URL: srv.ClientURL(), Keys: testKeys(t, "index "+secret()+"\nkey k1 "+secret()), LeaseTTL: lease}
+	a, b := openReplica(t, cfg), openReplica(t, cfg)
+	started, ended := make(chan struct{}), make(chan error, 1)
+	task, err := a.e.Submit(t.Context(), "alice", taskengine.SubmitOptions{}, blockingWork(started, ended))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+
+	srv.Shutdown()
+	srv.WaitForShutdown()
+	stopped := time.Now()
+	for a.s.Unavailable() == nil || b.s.Unavailable() == nil {
+		time.Sleep(20 * time.Millisecond) // until both replicas noticed
+	}
+	time.Sleep(2*lease - time.Since(stopped)) // every lease lapses meanwhile
+	srv = start()
+
+	got, err := b.e.Get(t.Context(), "alice", task.ID)
+	if err != nil || got.Status != taskengine.StatusWorking {
+		t.Errorf("B, just after the store came back: %s, %v; want working (A is fine)", got.Status, err)
+	}
+	select {
+	case err := <-ended:
+		t.Errorf("A's work ended: %v", err)
+	default:
+	}
+	if got, err := a.e.Get(t.Context(), "alice", task.ID); err != nil || got.Status != taskengine.StatusWorking {
+		t.Errorf("A: %s, %v; want working", got.Status, err)
 	}
 }
