@@ -219,16 +219,26 @@ func (e *Engine) resolveConflict(t *task) bool {
 	if err != nil {
 		return false // gone (expired), or unreadable: nothing to write over
 	}
-	if r.Runner != e.replica || r.Ended == endName(ErrReplicaLost) {
-		e.mu.Lock()
-		if !t.status.Terminal() {
-			e.finishLocked(t, StatusFailed, Outcome{Err: ErrReplicaLost}, time.Now())
-			t.cancel(ErrReplicaLost)
-		}
-		e.mu.Unlock()
+	if e.lostHere(t, r) {
 		return false
 	}
 	t.rev = rev
+	return true
+}
+
+// lostHere reports whether r, t's record, says this replica no longer runs
+// t (another replica declared it lost, or took it); t is then failed here
+// too and its work cancelled.
+func (e *Engine) lostHere(t *task, r *Record) bool {
+	if r.Runner == e.replica && r.Ended != endName(ErrReplicaLost) {
+		return false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !t.status.Terminal() {
+		e.finishLocked(t, StatusFailed, Outcome{Err: ErrReplicaLost}, time.Now())
+		t.cancel(ErrReplicaLost)
+	}
 	return true
 }
 
@@ -264,13 +274,7 @@ func (e *Engine) confirmed(ctx context.Context, t *task) (Task, error) {
 	if err != nil {
 		return Task{}, callerErr(ctx, sharedErr("load", err))
 	}
-	if r.Runner != e.replica || r.Ended == endName(ErrReplicaLost) {
-		e.mu.Lock()
-		if !t.status.Terminal() {
-			e.finishLocked(t, StatusFailed, Outcome{Err: ErrReplicaLost}, time.Now())
-			t.cancel(ErrReplicaLost)
-		}
-		e.mu.Unlock()
+	if e.lostHere(t, r) {
 		snap, _, err := e.taskOf(r)
 		return snap, err
 	}

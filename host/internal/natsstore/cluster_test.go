@@ -279,7 +279,13 @@ func TestClusterNodeKillUnderLoad(t *testing.T) {
 	t.Logf("node %s (the tasks bucket's leader) killed: %d creates refused, %d reads failed, first success %v after the kill, longest create-and-read after it %v; %d tasks acknowledged",
 		leader, refused, failedReads, backAt.Sub(killedAt).Round(time.Millisecond), stall.Round(time.Millisecond), len(acked))
 
-	// Nothing acknowledged is lost: each replica reads every task.
+	// Nothing acknowledged is lost: each replica reads every task, with
+	// the killed node back in the cluster.
+	for i, s := range c.nodes {
+		if s == nil {
+			c.restart(i)
+		}
+	}
 	for _, id := range acked {
 		for i, r := range rs {
 			if _, out, err := r.e.Wait(t.Context(), "alice", id); err != nil || out.Value != "done" {

@@ -450,12 +450,7 @@ func TestPausedRunner(t *testing.T) {
 	url := startServer(t)
 	cfg := Config{URL: url, Keys: testKeys(t, "index "+secret()+"\nkey k1 "+secret()), LeaseTTL: 600 * time.Millisecond}
 	a, b := openReplica(t, cfg), openReplica(t, cfg)
-	started, ended := make(chan struct{}), make(chan error, 1)
-	task, err := a.e.Submit(t.Context(), "alice", taskengine.SubmitOptions{}, blockingWork(started, ended))
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-started
+	task, ended := startBlocking(t, a)
 	status := func(r replica) taskengine.Status {
 		t.Helper()
 		got, err := r.e.Get(t.Context(), "alice", task.ID)
@@ -523,12 +518,7 @@ func TestStoreAwayLongerThanALease(t *testing.T) {
 	const lease = 600 * time.Millisecond
 	cfg := Config{URL: srv.ClientURL(), Keys: testKeys(t, "index "+secret()+"\nkey k1 "+secret()), LeaseTTL: lease}
 	a, b := openReplica(t, cfg), openReplica(t, cfg)
-	started, ended := make(chan struct{}), make(chan error, 1)
-	task, err := a.e.Submit(t.Context(), "alice", taskengine.SubmitOptions{}, blockingWork(started, ended))
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-started
+	task, ended := startBlocking(t, a)
 
 	srv.Shutdown()
 	srv.WaitForShutdown()
@@ -551,4 +541,18 @@ func TestStoreAwayLongerThanALease(t *testing.T) {
 	if got, err := a.e.Get(t.Context(), "alice", task.ID); err != nil || got.Status != taskengine.StatusWorking {
 		t.Errorf("A: %s, %v; want working", got.Status, err)
 	}
+}
+
+// startBlocking starts on r a task of alice whose work runs until it is
+// cancelled, and returns it once the work runs, with the channel its end's
+// cause arrives on.
+func startBlocking(t *testing.T, r replica) (taskengine.Task, <-chan error) {
+	t.Helper()
+	started, ended := make(chan struct{}), make(chan error, 1)
+	task, err := r.e.Submit(t.Context(), "alice", taskengine.SubmitOptions{}, blockingWork(started, ended))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	return task, ended
 }
