@@ -261,9 +261,9 @@ func (e *Engine) vouchedLocked(t *task) bool {
 // for the current epoch and answered from memory.
 func (e *Engine) confirmed(ctx context.Context, t *task) (Task, error) {
 	_, epoch := e.cfg.Peers.Lease()
-	ctx, cancel := e.sharedCtx(ctx)
+	sctx, cancel := e.sharedCtx(ctx)
 	defer cancel()
-	r, _, err := e.cfg.Shared.Load(ctx, t.key.owner, t.key.id, false)
+	r, _, err := e.cfg.Shared.Load(sctx, t.key.owner, t.key.id, false)
 	if errors.Is(err, ErrNotFound) {
 		// Not written yet (createRecord is on its way), or gone with
 		// its TTL: memory is all there is.
@@ -312,8 +312,17 @@ func (e *Engine) persistOutcome(t *task, out Outcome) {
 	ctx, cancel := e.sharedCtx(context.Background())
 	defer cancel()
 	rev, err := e.cfg.Shared.Update(ctx, r, t.rev)
+	if errors.Is(err, ErrConflict) {
+		// Another replica may have declared the task lost: then it is
+		// failed here before workReturned could make it completed, so
+		// that no answer of this replica disagrees with the store's.
+		if stored, _, err := e.cfg.Shared.Load(ctx, t.key.owner, t.key.id, false); err == nil {
+			e.lostHere(t, stored)
+		}
+		return
+	}
 	if err != nil {
-		return // the writer tries again with the final state (or meets the conflict)
+		return // the writer tries again with the final state
 	}
 	t.rev = rev
 	e.mu.Lock()

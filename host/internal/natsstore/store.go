@@ -353,15 +353,14 @@ type health struct {
 
 func (h *health) record(err error, now time.Time) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	switch {
-	case err != nil && h.err == nil:
+	lost, back := err != nil && h.err == nil, err == nil && h.err != nil
+	if lost {
 		h.since = now
-		h.log.Warn("task store unreachable: tasks cannot be created, read or cancelled until it is back", "err", err)
-	case err == nil && h.err != nil:
-		h.back = now
-		h.log.Info("task store reachable again", "down_ms", now.Sub(h.since).Milliseconds())
 	}
+	if back {
+		h.back = now
+	}
+	down := now.Sub(h.since)
 	if err == nil {
 		if now.Sub(h.renewed) >= h.heldFor {
 			h.epoch++ // the lease may have lapsed since the last renewal
@@ -369,15 +368,23 @@ func (h *health) record(err error, now time.Time) {
 		h.renewed = now
 	}
 	h.err = err
+	h.mu.Unlock()
+	// Logged outside mu: the engine asks for the lease under its own lock.
+	switch {
+	case lost:
+		h.log.Warn("task store unreachable: tasks cannot be created, read or cancelled until it is back", "err", err)
+	case back:
+		h.log.Info("task store reachable again", "down_ms", down.Milliseconds())
+	}
 }
 
-// recovering reports whether the store came back less than ttl ago: other
-// replicas may not have renewed their leases yet, so a missing one proves
-// nothing.
+// recovering reports whether a missing lease proves nothing yet: this
+// replica's own last renewal failed (the store may be just back, before
+// the runners renewed), or the store came back less than ttl ago.
 func (h *health) recovering(now time.Time, ttl time.Duration) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return !h.back.IsZero() && now.Sub(h.back) < ttl
+	return h.err != nil || !h.back.IsZero() && now.Sub(h.back) < ttl
 }
 
 func (h *health) unavailable() error {
