@@ -167,7 +167,7 @@ func TestStoreOutage(t *testing.T) {
 	}
 
 	st.stop()
-	logs.await(t, `"msg":"task store unreachable`) // at the next lease renewal
+	logs.await(`"msg":"task store unreachable`) // at the next lease renewal
 	if code, body := ready(); code != 503 || body != "task store unreachable" {
 		t.Errorf("/readyz with the store away: %d %q, want 503 \"task store unreachable\"", code, body)
 	}
@@ -184,7 +184,7 @@ func TestStoreOutage(t *testing.T) {
 	}
 
 	st.start()
-	logs.await(t, `"msg":"task store reachable again"`)
+	logs.await(`"msg":"task store reachable again"`)
 	if v := scrape(t, s, "wasmtask_task_store_up"); v != 1 {
 		t.Errorf("wasmtask_task_store_up with the store back = %v, want 1", v)
 	}

@@ -310,15 +310,19 @@ func (s *Store) renewLease() {
 		case <-s.stop:
 			return
 		case <-t.C:
-			if s.paused.Load() {
-				continue
+			if !s.paused.Load() {
+				s.renew() // a miss is retried at the next tick
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.LeaseTTL/3)
-			_, err := s.leases.Put(ctx, s.replica, s.leaseValue()) // a miss is retried at the next tick
-			cancel()
-			s.health.record(err, time.Now())
 		}
 	}
+}
+
+// renew renews the lease once and records whether that got through.
+func (s *Store) renew() {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.LeaseTTL/3)
+	_, err := s.leases.Put(ctx, s.replica, s.leaseValue())
+	cancel()
+	s.health.record(err, time.Now())
 }
 
 // Unavailable returns why the store cannot be reached (the last lease

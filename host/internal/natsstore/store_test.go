@@ -15,6 +15,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/wasmtask/wasmtask/taskengine"
 )
@@ -463,28 +464,21 @@ func TestPausedRunner(t *testing.T) {
 		t.Fatalf("B before the pause: %s, want working", st)
 	}
 
-	a.s.paused.Store(true)
-	for st := status(b); st != taskengine.StatusFailed; st = status(b) {
-		if st != taskengine.StatusWorking {
-			t.Fatalf("B while A's lease lapses: %s", st)
-		}
-		time.Sleep(20 * time.Millisecond) // until A's lease lapses
+	a.s.lapse(t)
+	if st := status(b); st != taskengine.StatusFailed {
+		t.Fatalf("B, with A's lease lapsed: %s, want failed", st)
 	}
 	if st := status(a); st != taskengine.StatusFailed {
 		t.Errorf("A, paused, after B failed its task: %s, want failed (the store's)", st)
 	}
-	select {
-	case err := <-ended:
-		if !errors.Is(err, taskengine.ErrReplicaLost) {
-			t.Errorf("A's work ended with %v, want ErrReplicaLost", err)
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("A's work still runs a minute after its task failed")
+	if err := <-ended; !errors.Is(err, taskengine.ErrReplicaLost) {
+		t.Errorf("A's work ended with %v, want ErrReplicaLost", err)
 	}
 
 	a.s.paused.Store(false)
-	for held, _ := a.s.Lease(); !held; held, _ = a.s.Lease() {
-		time.Sleep(20 * time.Millisecond) // until A renews
+	a.s.renew()
+	if held, _ := a.s.Lease(); !held {
+		t.Fatal("A renewed its lease, but does not hold it")
 	}
 	for _, r := range []replica{a, b} {
 		if st := status(r); st != taskengine.StatusFailed {
@@ -515,20 +509,23 @@ func TestStoreAwayLongerThanALease(t *testing.T) {
 	srv := start()
 	opts.Port = srv.Addr().(*net.TCPAddr).Port
 	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
-	const lease = 600 * time.Millisecond
-	cfg := Config{URL: srv.ClientURL(), Keys: testKeys(t, "index "+secret()+"\nkey k1 "+secret()), LeaseTTL: lease}
+	cfg := Config{URL: srv.ClientURL(), Keys: testKeys(t, "index "+secret()+"\nkey k1 "+secret())}
 	a, b := openReplica(t, cfg), openReplica(t, cfg)
 	task, ended := startBlocking(t, a)
 
+	// Both replicas find the store away at a renewal; while it is away
+	// longer than a lease, every lease lapses.
+	a.s.paused.Store(true)
+	b.s.paused.Store(true)
 	srv.Shutdown()
 	srv.WaitForShutdown()
-	stopped := time.Now()
-	for a.s.Unavailable() == nil || b.s.Unavailable() == nil {
-		time.Sleep(20 * time.Millisecond) // until both replicas noticed
+	a.s.renew()
+	b.s.renew()
+	if a.s.Unavailable() == nil || b.s.Unavailable() == nil {
+		t.Fatal("a renewal with the store away got through")
 	}
-	time.Sleep(2*lease - time.Since(stopped)) // every lease lapses meanwhile
 	srv = start()
-
+	deleteLeases(t, srv.ClientURL(), a, b)
 	got, err := b.e.Get(t.Context(), "alice", task.ID)
 	if err != nil || got.Status != taskengine.StatusWorking {
 		t.Errorf("B, just after the store came back: %s, %v; want working (A is fine)", got.Status, err)
@@ -555,4 +552,42 @@ func startBlocking(t *testing.T, r replica) (taskengine.Task, <-chan error) {
 	}
 	<-started
 	return task, ended
+}
+
+// lapse makes s as a paused process leaves it: it renews no lease, its
+// lease is gone from the store (as the lease's TTL removes it), and its
+// last renewal is too long ago for it to hold one.
+func (s *Store) lapse(t *testing.T) {
+	t.Helper()
+	s.paused.Store(true)
+	if err := s.leases.Delete(t.Context(), s.replica); err != nil {
+		t.Fatal(err)
+	}
+	s.health.mu.Lock()
+	s.health.renewed = time.Time{}
+	s.health.mu.Unlock()
+}
+
+// deleteLeases removes the replicas' leases from the store at url, as
+// their TTL does while the store is away longer than a lease.
+func deleteLeases(t *testing.T, url string, rs ...replica) {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(t.Context(), "wasmtask_leases")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		if err := kv.Delete(t.Context(), r.s.replica); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
