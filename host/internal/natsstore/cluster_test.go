@@ -218,7 +218,8 @@ func TestClusterConcurrentFreshStarts(t *testing.T) {
 // killed while tasks are created on one replica and read on another.
 // Every acknowledged task stays readable, and service comes back once the
 // cluster elected a new leader; the creates refused and reads failed
-// meanwhile, and the time until service came back, are logged.
+// meanwhile (none on an idle machine), and the time until service came
+// back, are logged.
 func TestClusterNodeKillUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills a cluster node: not in -short")
@@ -245,7 +246,10 @@ func TestClusterNodeKillUnderLoad(t *testing.T) {
 			}
 			killedAt, streak = time.Now(), 0
 		}
-		if refused+failedReads > 10 {
+		// Calls may fail while the cluster elects a new leader (a loaded
+		// machine makes that slower); past this many, service is not
+		// coming back (with one replica every call fails).
+		if refused+failedReads > 100 {
 			t.Fatalf("service did not come back: %d creates refused, %d reads failed since the kill", refused, failedReads)
 		}
 		w, r := rs[op%3], rs[(op+1)%3]
