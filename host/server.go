@@ -913,6 +913,27 @@ func (s *Server) rebuild(ctx context.Context, snap *plugins.Snapshot) {
 	if prev != nil {
 		prev.succeed(next)
 	}
+	// Before the swap: whoever sees the new catalog finds its problems
+	// warned about.
+	known := map[string]bool{} // problems the last catalog had: warned about already
+	if prev != nil {
+		for _, p := range prev.problems {
+			known[p.String()] = true
+		}
+	}
+	for _, p := range next.problems {
+		var ce *plugins.ConflictError
+		switch {
+		case errors.Is(p.Err, plugins.ErrLoading):
+		case known[p.String()]:
+			s.log.Debug("tool problem, as before", "problem", p.String())
+		case errors.As(p.Err, &ce):
+			// Both files, as fields of their own.
+			s.log.Warn("tool problem", "problem", p.String(), "tool", ce.Tool, "file", p.Path, "ownerFile", ce.OwnerPath, "owner", ce.Owner, "why", ce.Why)
+		default:
+			s.log.Warn("tool problem", "problem", p.String())
+		}
+	}
 	// Before the swap: whoever sees the new catalog finds the results of
 	// the versions it no longer serves gone.
 	s.dropCachedResults(prev, next)
@@ -958,25 +979,6 @@ func (s *Server) rebuild(ctx context.Context, snap *plugins.Snapshot) {
 		// Requests and tasks holding the old catalog finish on it; its
 		// modules that the new one does not use close after the last.
 		prev.retire(released)
-	}
-	known := map[string]bool{} // problems the last catalog had: warned about already
-	if prev != nil {
-		for _, p := range prev.problems {
-			known[p.String()] = true
-		}
-	}
-	for _, p := range next.problems {
-		var ce *plugins.ConflictError
-		switch {
-		case errors.Is(p.Err, plugins.ErrLoading):
-		case known[p.String()]:
-			s.log.Debug("tool problem, as before", "problem", p.String())
-		case errors.As(p.Err, &ce):
-			// Both files, as fields of their own.
-			s.log.Warn("tool problem", "problem", p.String(), "tool", ce.Tool, "file", p.Path, "ownerFile", ce.OwnerPath, "owner", ce.Owner, "why", ce.Why)
-		default:
-			s.log.Warn("tool problem", "problem", p.String())
-		}
 	}
 	s.log.Info("tools reloaded", "generation", gen.Seq(), "modules", len(gen.Modules()),
 		"tools", len(next.list), "loading", gen.Loading(), "released", len(released), "took", time.Since(start))
