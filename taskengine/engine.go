@@ -3,12 +3,14 @@ package taskengine
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
+	"github.com/wasmtask/wasmtask/taskengine/internal/cursor"
 )
 
 // Task is a snapshot of a task's state. It is a plain value, safe to keep and
@@ -94,7 +96,7 @@ func (e *Engine) StatusCounts() map[Status]int {
 // Close, which stops all work and waits for every goroutine of the engine.
 type Engine struct {
 	cfg     Config
-	cursors cursorCodec
+	cursors cursor.Codec
 	closing chan struct{} // closed by Close; wakes waiters
 	wg      sync.WaitGroup
 
@@ -183,6 +185,8 @@ type task struct {
 	dirty     bool   // changed while being written: write again
 	deleted   bool   // evicted: delete its record
 	persisted Status // the terminal status persistOutcome wrote, if any
+	stored    Status // the status its last record write that succeeded holds
+	lost      bool   // the store says another replica declared it lost
 	metaBytes []byte // with Config.Shared: meta, encoded
 
 	// With Config.Shared: wmu orders the writes of this task's record;
@@ -203,7 +207,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e := &Engine{
 		cfg:     cfg,
-		cursors: newCursorCodec(),
+		cursors: cursor.New(),
 		closing: make(chan struct{}),
 		running: make(map[taskKey]*task),
 		owners:  make(map[string]*ownerIndex),
@@ -490,7 +494,8 @@ func (e *Engine) Get(ctx context.Context, owner, id string) (Task, error) {
 	}
 	if !e.vouchedLocked(t) {
 		e.mu.Unlock()
-		return e.confirmed(ctx, t)
+		snap, _, err := e.confirmed(ctx, t)
+		return snap, err
 	}
 	defer e.mu.Unlock()
 	return e.snapshotLocked(t), nil
@@ -543,10 +548,15 @@ func (e *Engine) Wait(ctx context.Context, owner, id string) (Task, Outcome, err
 		}
 	}
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
+	switch {
+	case e.closed:
+		e.mu.Unlock()
 		return Task{}, Outcome{}, ErrClosed
+	case !e.vouchedLocked(t):
+		e.mu.Unlock()
+		return e.confirmed(ctx, t)
 	}
+	defer e.mu.Unlock()
 	// A waiter that was already waiting gets the outcome even if the task
 	// expired or was evicted the moment it ended.
 	return e.snapshotLocked(t), t.outcome, nil
@@ -570,7 +580,7 @@ func (e *Engine) Cancel(ctx context.Context, owner, id string) (Task, error) {
 	}
 	if !e.vouchedLocked(t) {
 		e.mu.Unlock()
-		if snap, err := e.confirmed(ctx, t); err != nil || snap.Status.Terminal() {
+		if snap, _, err := e.confirmed(ctx, t); err != nil || snap.Status.Terminal() {
 			if err == nil {
 				err = ErrTerminal
 			}
@@ -578,13 +588,40 @@ func (e *Engine) Cancel(ctx context.Context, owner, id string) (Task, error) {
 		}
 		e.mu.Lock()
 	}
-	defer e.mu.Unlock()
-	if t.status.Terminal() {
+	// With a shared store a cancel is acknowledged once its record is
+	// written (so every replica reads it); a cancel whose write failed is
+	// written when asked again.
+	unwritten := e.cfg.Shared != nil && t.status == StatusCancelled && t.stored != StatusCancelled && errors.Is(t.outcome.Err, ErrCancelled)
+	if t.status.Terminal() && !unwritten {
+		defer e.mu.Unlock()
 		return e.snapshotLocked(t), ErrTerminal
 	}
-	e.finishLocked(t, StatusCancelled, Outcome{Err: ErrCancelled}, time.Now())
-	t.cancel(ErrCancelled)
-	return e.snapshotLocked(t), nil
+	if !unwritten {
+		t.skipWrite = e.cfg.Shared != nil // written below, not by a writer
+		e.finishLocked(t, StatusCancelled, Outcome{Err: ErrCancelled}, time.Now())
+		t.skipWrite = false
+		t.cancel(ErrCancelled)
+	}
+	snap := e.snapshotLocked(t)
+	e.mu.Unlock()
+	if e.cfg.Shared == nil {
+		return snap, nil
+	}
+	lost, err := e.writeNow(ctx, t)
+	switch {
+	case lost != nil:
+		snap, _, err := e.taskOf(lost)
+		if err == nil {
+			err = ErrTerminal
+		}
+		return snap, err
+	case err != nil:
+		e.mu.Lock()
+		e.queueWriteLocked(t) // the writers keep trying
+		e.mu.Unlock()
+		return Task{}, callerErr(ctx, err)
+	}
+	return snap, nil
 }
 
 // Stats returns the engine's current occupancy.

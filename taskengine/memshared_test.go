@@ -17,6 +17,7 @@ type memStore struct {
 	recs     map[string]memEntry
 	watchers map[string][]chan *Record
 	leases   map[string]bool
+	epochs   map[string]uint64 // a replica's lease epoch: grows when it is renewed after a lapse
 	servers  map[string]func(context.Context, Control) Reply
 	writes   int // record writes, for tests that count them
 	deletes  int
@@ -35,6 +36,7 @@ func newMemStore() *memStore {
 		recs:     map[string]memEntry{},
 		watchers: map[string][]chan *Record{},
 		leases:   map[string]bool{},
+		epochs:   map[string]uint64{},
 		servers:  map[string]func(context.Context, Control) Reply{},
 	}
 }
@@ -47,6 +49,23 @@ func (m *memStore) kill(replica string) {
 	defer m.mu.Unlock()
 	delete(m.leases, replica)
 	delete(m.servers, replica)
+}
+
+// lapse makes replica's lease expire as a pause or an outage longer than
+// a lease does: others find it dead, it knows its lease is not held; it
+// still answers control requests it gets (a process that is running).
+func (m *memStore) lapse(replica string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.leases, replica)
+}
+
+// renew takes replica's lease again after a lapse, in a new epoch.
+func (m *memStore) renew(replica string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.leases[replica] = true
+	m.epochs[replica]++
 }
 
 type memShared struct {
@@ -65,11 +84,12 @@ func memKey(owner, id string) string { return owner + "\x00" + id }
 
 func (s *memShared) Replica() string { return s.replica }
 
-// Lease: an in-memory lease is held while it is set, in one epoch.
+// Lease: an in-memory lease is held while it is set; renew starts a new
+// epoch.
 func (s *memShared) Lease() (bool, uint64) {
 	s.m.mu.Lock()
 	defer s.m.mu.Unlock()
-	return s.m.leases[s.replica], 0
+	return s.m.leases[s.replica], s.m.epochs[s.replica]
 }
 
 func (s *memShared) Create(ctx context.Context, r *Record) (uint64, error) {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/wasmtask/wasmtask/taskengine/internal/cursor"
 )
 
 // writerCount is how many goroutines write records: enough that one slow
@@ -17,7 +19,7 @@ func (e *Engine) startShared() error {
 	e.cfg.Shared = countedStore{e.cfg.Shared, &e.storeErrors}
 	e.cfg.Peers = countedPeers{e.cfg.Peers, &e.storeErrors}
 	e.replica = e.cfg.Peers.Replica()
-	e.cursors = sharedCursorCodec(e.cfg.SharedKey)
+	e.cursors = cursor.Shared(e.cfg.SharedKey)
 	e.wake = make(chan struct{}, 1)
 	e.writersStop = make(chan struct{})
 	if err := e.cfg.Peers.Serve(e.serveControl); err != nil {
@@ -26,7 +28,52 @@ func (e *Engine) startShared() error {
 	for range writerCount {
 		e.writers.Go(e.writeLoop)
 	}
+	_, epoch := e.cfg.Peers.Lease()
+	e.wg.Go(func() { e.recheckLoop(epoch) })
 	return nil
+}
+
+// recheckLoop checks, whenever this replica's lease epoch has grown (its
+// lease may have lapsed: a pause, or the store away longer than a lease),
+// each task it is running against the store, so that one the cluster
+// declared lost meanwhile stops running here at once rather than at its
+// next write. seen is the epoch at start; it runs until Close.
+func (e *Engine) recheckLoop(seen uint64) {
+	tick := time.NewTicker(e.cfg.LivenessCheck)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+		case <-e.closing:
+			return
+		}
+		held, epoch := e.cfg.Peers.Lease()
+		if !held || epoch == seen {
+			continue
+		}
+		e.recheck(epoch)
+		seen = epoch
+	}
+}
+
+// recheck confirms each running task not yet confirmed in epoch.
+func (e *Engine) recheck(epoch uint64) {
+	e.mu.Lock()
+	var stale []*task
+	for _, t := range e.running {
+		if t.epoch != epoch && !t.status.Terminal() {
+			stale = append(stale, t)
+		}
+	}
+	e.mu.Unlock()
+	for _, t := range stale {
+		select {
+		case <-e.closing:
+			return
+		default:
+		}
+		_, _, _ = e.confirmed(context.Background(), t) // fails it here if it was lost
+	}
 }
 
 // sharedCtx bounds one call into the shared store or to a peer made for a
@@ -150,18 +197,21 @@ func (e *Engine) writeCtx() (context.Context, context.CancelFunc) {
 // holds t.wmu for one attempt at a time, never while it backs off.
 func (e *Engine) writeRecord(t *task) {
 	for attempt := 0; ; attempt++ {
-		done, conflict := e.writeOnce(t)
+		ctx, cancel := e.writeCtx()
+		done, conflict := e.writeOnce(ctx, t)
+		again := false
 		if conflict {
-			if e.resolveConflict(t) {
-				continue
-			}
+			again, _, _ = e.resolveConflict(ctx, t)
+		}
+		cancel()
+		switch {
+		case again:
+			continue
+		case conflict || done:
 			return
 		}
-		if done {
-			return
-		}
-		select { // back off: 50ms, 100ms, … 2s
-		case <-time.After(min(50*time.Millisecond<<min(attempt, 6), 2*time.Second)):
+		select {
+		case <-time.After(backoff(attempt)):
 		case <-e.writersStop:
 			if attempt > 0 || e.drain.Err() != nil {
 				return // closing: the replica's lease ends and others fail what is left
@@ -170,9 +220,47 @@ func (e *Engine) writeRecord(t *task) {
 	}
 }
 
-// writeOnce makes one attempt at writing t's record: done when there is
-// nothing more to write, conflict when another write came first.
-func (e *Engine) writeOnce(t *task) (done, conflict bool) {
+// backoff is how long a writer waits before its next attempt: 50ms,
+// 100ms, … 2s.
+func backoff(attempt int) time.Duration {
+	return min(50*time.Millisecond<<min(attempt, 6), 2*time.Second)
+}
+
+// writeNow writes t's record before its caller answers (a cancel is
+// acknowledged only once it is stored), retrying within ctx capped by
+// SharedTimeout. If another replica declared t lost first, t is failed
+// here too and the store's record is returned: that is the task's state.
+func (e *Engine) writeNow(ctx context.Context, t *task) (*Record, error) {
+	ctx, cancel := e.sharedCtx(ctx)
+	defer cancel()
+	for attempt := 0; ; attempt++ {
+		done, conflict := e.writeOnce(ctx, t)
+		if conflict {
+			again, lost, err := e.resolveConflict(ctx, t)
+			switch {
+			case lost != nil:
+				return lost, nil
+			case again:
+				continue
+			case err != nil:
+				return nil, sharedErr("load", err)
+			}
+			return nil, nil // the record is gone with its TTL
+		}
+		if done {
+			return nil, nil
+		}
+		select {
+		case <-time.After(backoff(attempt)):
+		case <-ctx.Done():
+			return nil, sharedErr("update", context.Cause(ctx))
+		}
+	}
+}
+
+// writeOnce makes one attempt at writing t's record within ctx: done when
+// there is nothing more to write, conflict when another write came first.
+func (e *Engine) writeOnce(ctx context.Context, t *task) (done, conflict bool) {
 	t.wmu.Lock()
 	defer t.wmu.Unlock()
 	e.mu.Lock()
@@ -186,8 +274,6 @@ func (e *Engine) writeOnce(t *task) (done, conflict bool) {
 	r := e.recordLocked(t)
 	out := t.outcome
 	e.mu.Unlock()
-	ctx, cancel := e.writeCtx()
-	defer cancel()
 	var err error
 	if del {
 		err = e.cfg.Shared.Delete(ctx, t.key.owner, t.key.id)
@@ -197,6 +283,9 @@ func (e *Engine) writeOnce(t *task) (done, conflict bool) {
 		var rev uint64
 		if rev, err = e.cfg.Shared.Update(ctx, r, t.rev); err == nil {
 			t.rev = rev
+			e.mu.Lock()
+			t.stored = r.Status
+			e.mu.Unlock()
 		}
 	}
 	switch {
@@ -209,21 +298,24 @@ func (e *Engine) writeOnce(t *task) (done, conflict bool) {
 }
 
 // resolveConflict reads the record a write conflicted with. It reports
-// whether to write again (t.rev now names the stored revision).
-func (e *Engine) resolveConflict(t *task) bool {
+// whether to write again (t.rev now names the stored revision), or the
+// record that says another replica declared t lost (t is failed here
+// too), or why the record could not be read (ErrNotFound: it expired).
+func (e *Engine) resolveConflict(ctx context.Context, t *task) (again bool, lost *Record, err error) {
 	t.wmu.Lock()
 	defer t.wmu.Unlock()
-	ctx, cancel := e.writeCtx()
-	defer cancel()
 	r, rev, err := e.cfg.Shared.Load(ctx, t.key.owner, t.key.id, false)
+	if errors.Is(err, ErrNotFound) {
+		return false, nil, nil // gone with its TTL: nothing to write over
+	}
 	if err != nil {
-		return false // gone (expired), or unreadable: nothing to write over
+		return false, nil, err
 	}
 	if e.lostHere(t, r) {
-		return false
+		return false, r, nil
 	}
 	t.rev = rev
-	return true
+	return true, nil, nil
 }
 
 // lostHere reports whether r, t's record, says this replica no longer runs
@@ -235,6 +327,7 @@ func (e *Engine) lostHere(t *task, r *Record) bool {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	t.lost = true
 	if !t.status.Terminal() {
 		e.finishLocked(t, StatusFailed, Outcome{Err: ErrReplicaLost}, time.Now())
 		t.cancel(ErrReplicaLost)
@@ -252,38 +345,41 @@ func (e *Engine) vouchedLocked(t *task) bool {
 		return true
 	}
 	held, epoch := e.cfg.Peers.Lease()
-	return held && t.epoch == epoch
+	return held && t.epoch == epoch && !t.lost
 }
 
 // confirmed reads t's record and answers from it: a task the cluster
 // declared lost is failed here too (its work cancelled), and the record's
-// state is returned; one the record still gives this replica is confirmed
-// for the current epoch and answered from memory.
-func (e *Engine) confirmed(ctx context.Context, t *task) (Task, error) {
+// state and outcome are returned, now and at every later read (t.lost:
+// its epoch is never confirmed again); one the record still gives this
+// replica is confirmed for the current epoch and answered from memory.
+func (e *Engine) confirmed(ctx context.Context, t *task) (Task, Outcome, error) {
 	_, epoch := e.cfg.Peers.Lease()
 	sctx, cancel := e.sharedCtx(ctx)
 	defer cancel()
-	r, _, err := e.cfg.Shared.Load(sctx, t.key.owner, t.key.id, false)
+	r, _, err := e.cfg.Shared.Load(sctx, t.key.owner, t.key.id, true)
 	if errors.Is(err, ErrNotFound) {
-		// Not written yet (createRecord is on its way), or gone with
-		// its TTL: memory is all there is.
 		e.mu.Lock()
 		defer e.mu.Unlock()
-		return e.snapshotLocked(t), nil
+		if t.lost { // its record expired: so has the task
+			return Task{}, Outcome{}, ErrNotFound
+		}
+		// Not written yet (createRecord is on its way), or gone with
+		// its TTL: memory is all there is.
+		return e.snapshotLocked(t), t.outcome, nil
 	}
 	if err != nil {
-		return Task{}, callerErr(ctx, sharedErr("load", err))
+		return Task{}, Outcome{}, callerErr(ctx, sharedErr("load", err))
 	}
 	if e.lostHere(t, r) {
-		snap, _, err := e.taskOf(r)
-		return snap, err
+		return e.taskOf(r)
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if held, now := e.cfg.Peers.Lease(); held && now == epoch {
 		t.epoch = epoch
 	}
-	return e.snapshotLocked(t), nil
+	return e.snapshotLocked(t), t.outcome, nil
 }
 
 // persistOutcome writes the record of a task whose work returned out, as
@@ -326,7 +422,7 @@ func (e *Engine) persistOutcome(t *task, out Outcome) {
 	}
 	t.rev = rev
 	e.mu.Lock()
-	t.persisted = r.Status
+	t.persisted, t.stored = r.Status, r.Status
 	e.mu.Unlock()
 }
 
@@ -353,6 +449,7 @@ func (e *Engine) createRecord(ctx context.Context, t *task) error {
 	}
 	t.rev = rev
 	e.mu.Lock()
+	t.stored = r.Status
 	if t.status != r.Status || !t.updatedAt.Round(0).Equal(r.UpdatedAt) {
 		e.queueWriteLocked(t) // changed while it was created
 	}
@@ -790,7 +887,9 @@ func (e *Engine) serveControl(ctx context.Context, c Control) Reply {
 	default:
 		err = fmt.Errorf("%w: unknown control %q", ErrShared, c.Op)
 	}
-	e.writeRecord(t) // before the reply: the caller reads the store next
+	if c.Op != ControlCancel { // Cancel wrote its record itself
+		e.writeRecord(t) // before the reply: the caller reads the store next
+	}
 	e.mu.Lock()
 	r := e.recordLocked(t)
 	out := t.outcome
@@ -844,7 +943,7 @@ func (e *Engine) listShared(ctx context.Context, owner, cursor string, limit int
 	var after uint64
 	if cursor != "" {
 		var err error
-		if after, err = e.cursors.decode(owner, cursor); err != nil {
+		if after, err = e.decodeCursor(owner, cursor); err != nil {
 			return nil, "", err
 		}
 	}
@@ -866,7 +965,7 @@ func (e *Engine) listShared(ctx context.Context, owner, cursor string, limit int
 	out := []Task{}
 	for i, r := range recs {
 		if len(out) >= limit && !r.CreatedAt.Equal(recs[i-1].CreatedAt) {
-			return out, e.cursors.encode(owner, uint64(recs[i-1].CreatedAt.UnixNano())), nil
+			return out, e.cursors.Encode(owner, uint64(recs[i-1].CreatedAt.UnixNano())), nil
 		}
 		if r.Runner == e.replica && !r.Status.Terminal() {
 			e.mu.Lock()

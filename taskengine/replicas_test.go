@@ -525,3 +525,140 @@ func TestReplicaLargeOutcome(t *testing.T) {
 		}
 	})
 }
+
+// TestReplicaCancelAcknowledgedOnceWritten: a cancel is answered only once
+// its record is written, so every replica reads the state it acknowledged;
+// one whose write the store refuses is an error, and asked again, written.
+func TestReplicaCancelAcknowledgedOnceWritten(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newMemStore()
+		es := replicas(t, m, 2)
+		refuse := 1
+		m.fail = func(r *Record) (error, error) {
+			if r.Status == StatusCancelled && refuse > 0 {
+				refuse--
+				return errors.New("store unavailable"), nil
+			}
+			return nil, nil
+		}
+		ended := make(chan error, 2)
+		a := mustSubmit(t, es[0], "alice", SubmitOptions{}, blocking(make(chan struct{}), ended))
+		got, err := es[0].Cancel(t.Context(), "alice", a.ID)
+		if err != nil || got.Status != StatusCancelled {
+			t.Fatalf("A: Cancel = %+v, %v; want cancelled after one refused write", got, err)
+		}
+		if got, err := es[1].Get(t.Context(), "alice", a.ID); err != nil || got.Status != StatusCancelled {
+			t.Errorf("B: Get after the acknowledged cancel = %+v, %v; want cancelled", got.Status, err)
+		}
+
+		// The store refuses every write for longer than the request may
+		// wait: the cancel is an error, not an acknowledgment.
+		refuse = 1 << 30
+		b := mustSubmit(t, es[0], "alice", SubmitOptions{}, blocking(make(chan struct{}), ended))
+		if _, err := es[0].Cancel(t.Context(), "alice", b.ID); !errors.Is(err, ErrShared) {
+			t.Errorf("A: Cancel with the store refusing writes = %v, want ErrShared", err)
+		}
+		if got, err := es[1].Get(t.Context(), "alice", b.ID); err != nil || got.Status != StatusWorking {
+			t.Errorf("B: Get after the failed cancel = %+v, %v; want working (as stored)", got.Status, err)
+		}
+		refuse = 0
+		got, err = es[0].Cancel(t.Context(), "alice", b.ID)
+		if err != nil || got.Status != StatusCancelled {
+			t.Errorf("A: Cancel asked again = %+v, %v; want cancelled", got.Status, err)
+		}
+		if got, err := es[1].Get(t.Context(), "alice", b.ID); err != nil || got.Status != StatusCancelled {
+			t.Errorf("B: Get = %+v, %v; want cancelled", got.Status, err)
+		}
+	})
+}
+
+// TestReplicaPausedRunnerLearnsItLost: a runner whose lease lapsed (a
+// pause) while another replica declared its task lost stops the task's
+// work as soon as its lease is back, and answers failed, as the store does,
+// from every method.
+func TestReplicaPausedRunnerLearnsItLost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newMemStore()
+		es := replicas(t, m, 2)
+		ended := make(chan error, 1)
+		task := mustSubmit(t, es[0], "alice", SubmitOptions{}, blocking(make(chan struct{}), ended))
+		m.lapse("A")
+		if got, err := es[1].Get(t.Context(), "alice", task.ID); err != nil || got.Status != StatusFailed {
+			t.Fatalf("B: Get while A's lease is lapsed = %+v, %v; want failed", got.Status, err)
+		}
+		m.renew("A")
+		time.Sleep(2 * DefaultLivenessCheck)
+		synctest.Wait()
+		select {
+		case err := <-ended:
+			if !errors.Is(err, ErrReplicaLost) {
+				t.Errorf("A's work ended with %v, want ErrReplicaLost", err)
+			}
+		default:
+			t.Fatal("A still runs a task the cluster declared lost")
+		}
+		for i, e := range es {
+			got, _, err := e.Wait(t.Context(), "alice", task.ID)
+			if err != nil || got.Status != StatusFailed || !errors.Is(got.Err, ErrReplicaLost) {
+				t.Errorf("replica %d: Wait = %+v, %v; want failed as lost", i, got, err)
+			}
+			page, _, err := e.List(t.Context(), "alice", "", 10)
+			if err != nil || len(page) != 1 || page[0].Status != StatusFailed {
+				t.Errorf("replica %d: List = %+v, %v; want the task failed", i, page, err)
+			}
+		}
+	})
+}
+
+// TestReplicaNoStateGoesBack: a task that finished on its runner while the
+// runner was cut off from the store (its end unwritten, its lease lapsed),
+// and that another replica declared lost meanwhile, reads failed from
+// every replica and every method ever after: the runner's late completion
+// never overrides the store.
+func TestReplicaNoStateGoesBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newMemStore()
+		es := replicas(t, m, 2)
+		release := make(chan struct{})
+		task := mustSubmit(t, es[0], "alice", SubmitOptions{}, gated(release, Outcome{Value: "v", Size: 1}))
+		cutOff := true
+		m.fail = func(r *Record) (error, error) {
+			if cutOff && r.Runner == "A" && r.Ended == "" { // A's own writes
+				return errors.New("store unreachable"), nil
+			}
+			return nil, nil
+		}
+		m.lapse("A")
+		close(release)
+		synctest.Wait() // A's work returned; its end is not written
+		if got, err := es[1].Get(t.Context(), "alice", task.ID); err != nil || got.Status != StatusFailed {
+			t.Fatalf("B: Get = %+v, %v; want failed (A's lease lapsed)", got.Status, err)
+		}
+		cutOff = false
+		m.renew("A")
+		time.Sleep(3 * time.Second) // A's writer retries, and meets the store's failed
+		synctest.Wait()
+		check := func(when string) {
+			for i, e := range es {
+				got, err := e.Get(t.Context(), "alice", task.ID)
+				if err != nil || got.Status != StatusFailed {
+					t.Errorf("%s: replica %d: Get = %+v, %v; want failed", when, i, got.Status, err)
+				}
+				got, out, err := e.Wait(t.Context(), "alice", task.ID)
+				if err != nil || got.Status != StatusFailed || out.Value != nil {
+					t.Errorf("%s: replica %d: Wait = %+v, %+v, %v; want failed, no value", when, i, got.Status, out, err)
+				}
+				page, _, err := e.List(t.Context(), "alice", "", 10)
+				if err != nil || len(page) != 1 || page[0].Status != StatusFailed {
+					t.Errorf("%s: replica %d: List = %+v, %v; want the task failed", when, i, page, err)
+				}
+				if _, err := e.Cancel(t.Context(), "alice", task.ID); !errors.Is(err, ErrTerminal) {
+					t.Errorf("%s: replica %d: Cancel = %v, want ErrTerminal", when, i, err)
+				}
+			}
+		}
+		check("after A came back")
+		m.renew("A") // another epoch: memory is still not trusted over the store
+		check("in the next epoch")
+	})
+}
