@@ -56,6 +56,7 @@ func startCluster(t testing.TB, n int) *cluster {
 	}
 	for i, srv := range c.nodes {
 		c.ready(srv, c.opts[i])
+		c.opts[i].Port = srv.Addr().(*net.TCPAddr).Port // a restart keeps the client URL
 	}
 	t.Cleanup(func() {
 		for _, s := range c.nodes {
@@ -127,6 +128,31 @@ func (c *cluster) restart(i int) {
 	o := c.opts[i].Clone()
 	c.nodes[i] = c.launch(o)
 	c.ready(c.nodes[i], o)
+}
+
+// stopAll stops every node, as a whole-cluster outage.
+func (c *cluster) stopAll() {
+	for i := range c.nodes {
+		if c.nodes[i] != nil {
+			c.kill(i)
+		}
+	}
+}
+
+// startAll starts every stopped node on its directory and waits for a
+// JetStream leader.
+func (c *cluster) startAll() {
+	var started []int
+	for i := range c.nodes {
+		if c.nodes[i] == nil {
+			c.nodes[i] = c.launch(c.opts[i].Clone())
+			started = append(started, i)
+		}
+	}
+	for _, i := range started {
+		c.ready(c.nodes[i], c.opts[i])
+	}
+	c.waitLeader()
 }
 
 // streamLeader names the node leading the bucket's stream.

@@ -63,6 +63,12 @@ func (s *Store) checkKeys(ctx context.Context) error {
 	for range 3 {
 		entry, err := s.tasks.Get(ctx, checkKey)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			// No check record yet (a new store, or one written before
+			// key checks): the first task record found must read with
+			// this key file before it vouches for it.
+			if err := s.checkRecords(ctx); err != nil {
+				return err
+			}
 			b, _ := json.Marshal(mine)
 			if _, err = s.tasks.Create(ctx, checkKey, b); errors.Is(err, jetstream.ErrKeyExists) {
 				continue // another replica came first: check against its record
@@ -135,6 +141,38 @@ func (s *Store) othersRead(ctx context.Context, id string) error {
 		if !slices.Contains(v.Reads, id) {
 			return fmt.Errorf("%w: this replica would write with key %q, which running replica %s cannot read (it reads %q); give every replica the key file with that key below its first, then make it the first", ErrKeys, id, replica, v.Reads)
 		}
+	}
+	return nil
+}
+
+// checkRecords fails unless the first task record in the store, if any,
+// decrypts with this replica's keys and sits under the key its index key
+// names it by.
+func (s *Store) checkRecords(ctx context.Context) error {
+	lister, err := s.tasks.ListKeysFiltered(ctx, "t.>")
+	if errors.Is(err, jetstream.ErrNoKeysFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("task store: key check: %w", err)
+	}
+	defer lister.Stop()
+	for key := range lister.Keys() {
+		entry, err := s.tasks.Get(ctx, key)
+		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+			continue // expired meanwhile
+		}
+		if err != nil {
+			return fmt.Errorf("task store: key check: %w", err)
+		}
+		r, err := s.decode(ctx, key, entry.Value(), false)
+		if err != nil {
+			return fmt.Errorf("%w: the store holds task records that this key file cannot read (%v); every replica needs the same key file", ErrKeys, err)
+		}
+		if s.recordKey(r.Owner, r.ID) != key {
+			return fmt.Errorf("%w: the key file's index key is not the one the store's records are named with; every replica needs the same key file", ErrKeys)
+		}
+		return nil
 	}
 	return nil
 }

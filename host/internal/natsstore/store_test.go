@@ -40,6 +40,54 @@ func startServerB(t testing.TB) string {
 	return srv.ClientURL()
 }
 
+// testStore is a JetStream store for the fault tests: one server, or a
+// three-node cluster (buckets with three replicas). stop takes all of it
+// away, start brings it back on the same ports and directories.
+type testStore struct {
+	url         string
+	stop, start func()
+}
+
+// onEachStore runs f on a single server and on a three-node cluster: the
+// faults a replica meets must be survived on both.
+func onEachStore(t *testing.T, f func(t *testing.T, st testStore)) {
+	t.Run("one server", func(t *testing.T) { f(t, singleStore(t)) })
+	t.Run("three-node cluster", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("a three-node cluster takes seconds to start; go test without -short runs it")
+		}
+		c := startCluster(t, 3)
+		f(t, testStore{url: c.url(), stop: c.stopAll, start: c.startAll})
+	})
+}
+
+// singleStore starts one server whose stop and start keep its port.
+func singleStore(t *testing.T) testStore {
+	opts := &server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true}
+	var srv *server.Server
+	start := func() {
+		var err error
+		if srv, err = server.NewServer(opts.Clone()); err != nil {
+			t.Fatal(err)
+		}
+		srv.Start()
+		if !srv.ReadyForConnections(30 * time.Second) {
+			t.Fatal("nats server did not start")
+		}
+	}
+	stop := func() {
+		if srv != nil {
+			srv.Shutdown()
+			srv.WaitForShutdown()
+			srv = nil
+		}
+	}
+	start()
+	opts.Port = srv.Addr().(*net.TCPAddr).Port
+	t.Cleanup(stop)
+	return testStore{url: srv.ClientURL(), stop: stop, start: start}
+}
+
 // parseKeysString parses a key file's text.
 func parseKeysString(text string) (*Keys, error) { return ParseKeys(strings.NewReader(text)) }
 
@@ -230,7 +278,10 @@ func secret() string {
 // does not start, and the error names the problem; the store's records
 // stay readable by the right replicas.
 func TestWrongKeysRefusedAtStart(t *testing.T) {
-	url := startServer(t)
+	onEachStore(t, func(t *testing.T, st testStore) { testWrongKeysRefusedAtStart(t, st.url) })
+}
+
+func testWrongKeysRefusedAtStart(t *testing.T, url string) {
 	index, k1 := secret(), secret()
 	a := openReplica(t, Config{URL: url, Keys: testKeys(t, "index "+index+"\nkey k1 "+k1)})
 	task, err := a.e.Submit(context.Background(), "alice", taskengine.SubmitOptions{}, func(context.Context, *taskengine.Run) taskengine.Outcome {
@@ -260,6 +311,31 @@ func TestWrongKeysRefusedAtStart(t *testing.T) {
 	if _, out, err := a.e.Wait(t.Context(), "alice", task.ID); err != nil || out.Value != "secret" {
 		t.Errorf("after the wrong replicas tried: Wait = %+v, %v; want the record intact", out, err)
 	}
+
+	// A store without a check record (written before key checks, or the
+	// record purged): the task records themselves are the check.
+	if err := a.s.tasks.Purge(t.Context(), checkKey); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, keys, want string }{
+		{"no check record, another index key", "index " + secret() + "\nkey k1 " + k1, "index key"},
+		{"no check record, another key", "index " + index + "\nkey k1 " + secret(), "cannot read"},
+	} {
+		s, err := Open(t.Context(), Config{URL: url, Keys: testKeys(t, tc.keys)})
+		if err == nil {
+			s.Close()
+		}
+		if !errors.Is(err, ErrKeys) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: Open = %v; want ErrKeys saying %q", tc.name, err, tc.want)
+		}
+	}
+	if _, err := a.s.tasks.Get(t.Context(), checkKey); err == nil {
+		t.Errorf("a refused replica wrote the check record")
+	}
+	openReplica(t, Config{URL: url, Keys: testKeys(t, "index "+index+"\nkey k1 "+k1)})
+	if _, err := a.s.tasks.Get(t.Context(), checkKey); err != nil {
+		t.Errorf("a replica with the right keys did not write the check record: %v", err)
+	}
 }
 
 // TestKeyRotation: README's rotation, one replica at a time: the new key
@@ -267,7 +343,10 @@ func TestWrongKeysRefusedAtStart(t *testing.T) {
 // running replica reads every task, whichever wrote it, and answers the
 // others' control requests.
 func TestKeyRotation(t *testing.T) {
-	url := startServer(t)
+	onEachStore(t, func(t *testing.T, st testStore) { testKeyRotation(t, st.url) })
+}
+
+func testKeyRotation(t *testing.T, url string) {
 	index, k1, k2 := secret(), secret(), secret()
 	old := "index " + index + "\nkey k1 " + k1
 	readsNew := old + "\nkey k2 " + k2
@@ -448,7 +527,10 @@ func TestEmbeddedStoreSurvivesRestart(t *testing.T) {
 // on it answers from the store too, failed, and stops the work, and once it
 // renews again nothing goes back.
 func TestPausedRunner(t *testing.T) {
-	url := startServer(t)
+	onEachStore(t, func(t *testing.T, st testStore) { testPausedRunner(t, st.url) })
+}
+
+func testPausedRunner(t *testing.T, url string) {
 	cfg := Config{URL: url, Keys: testKeys(t, "index "+secret()+"\nkey k1 "+secret()), LeaseTTL: 600 * time.Millisecond}
 	a, b := openReplica(t, cfg), openReplica(t, cfg)
 	task, ended := startBlocking(t, a)
@@ -494,22 +576,11 @@ func TestPausedRunner(t *testing.T) {
 // so every lease has lapsed when it comes back; a replica reading another's
 // running task then waits for the runner to renew instead of failing it.
 func TestStoreAwayLongerThanALease(t *testing.T) {
-	opts := &server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true}
-	start := func() *server.Server {
-		srv, err := server.NewServer(opts.Clone())
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv.Start()
-		if !srv.ReadyForConnections(30 * time.Second) {
-			t.Fatal("nats server did not start")
-		}
-		return srv
-	}
-	srv := start()
-	opts.Port = srv.Addr().(*net.TCPAddr).Port
-	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
-	cfg := Config{URL: srv.ClientURL(), Keys: testKeys(t, "index "+secret()+"\nkey k1 "+secret())}
+	onEachStore(t, testStoreAwayLongerThanALease)
+}
+
+func testStoreAwayLongerThanALease(t *testing.T, st testStore) {
+	cfg := Config{URL: st.url, Keys: testKeys(t, "index "+secret()+"\nkey k1 "+secret())}
 	a, b := openReplica(t, cfg), openReplica(t, cfg)
 	task, ended := startBlocking(t, a)
 
@@ -517,15 +588,15 @@ func TestStoreAwayLongerThanALease(t *testing.T) {
 	// longer than a lease, every lease lapses.
 	a.s.paused.Store(true)
 	b.s.paused.Store(true)
-	srv.Shutdown()
-	srv.WaitForShutdown()
+	st.stop()
 	a.s.renew()
 	b.s.renew()
 	if a.s.Unavailable() == nil || b.s.Unavailable() == nil {
 		t.Fatal("a renewal with the store away got through")
 	}
-	srv = start()
-	deleteLeases(t, srv.ClientURL(), a, b)
+	st.start()
+	waitBuckets(t, st.url)
+	deleteLeases(t, st.url, a, b)
 	got, err := b.e.Get(t.Context(), "alice", task.ID)
 	if err != nil || got.Status != taskengine.StatusWorking {
 		t.Errorf("B, just after the store came back: %s, %v; want working (A is fine)", got.Status, err)
@@ -588,6 +659,37 @@ func deleteLeases(t *testing.T, url string, rs ...replica) {
 	for _, r := range rs {
 		if err := kv.Delete(t.Context(), r.s.replica); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// waitBuckets waits until both buckets of the store at url answer reads:
+// a cluster that was stopped elects a leader for each stream after its
+// meta leader.
+func waitBuckets(t *testing.T, url string) {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"wasmtask_tasks", "wasmtask_leases"} {
+		for {
+			kv, err := js.KeyValue(t.Context(), name)
+			if err == nil {
+				if _, err = kv.Get(t.Context(), "probe"); errors.Is(err, jetstream.ErrKeyNotFound) {
+					break
+				}
+			}
+			select {
+			case <-t.Context().Done():
+				t.Fatalf("bucket %s: %v", name, err)
+			case <-time.After(50 * time.Millisecond):
+			}
 		}
 	}
 }
