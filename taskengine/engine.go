@@ -492,7 +492,7 @@ func (e *Engine) Get(ctx context.Context, owner, id string) (Task, error) {
 		}
 		return Task{}, err
 	}
-	if !e.vouchedLocked(t) {
+	if !e.vouchedLocked(t) || e.unstoredLocked(t) {
 		e.mu.Unlock()
 		snap, _, err := e.confirmed(ctx, t)
 		return snap, err
@@ -552,7 +552,7 @@ func (e *Engine) Wait(ctx context.Context, owner, id string) (Task, Outcome, err
 	case e.closed:
 		e.mu.Unlock()
 		return Task{}, Outcome{}, ErrClosed
-	case !e.vouchedLocked(t):
+	case !e.vouchedLocked(t) || e.unstoredLocked(t):
 		e.mu.Unlock()
 		return e.confirmed(ctx, t)
 	}
@@ -593,6 +593,14 @@ func (e *Engine) Cancel(ctx context.Context, owner, id string) (Task, error) {
 	// written when asked again.
 	unwritten := e.cfg.Shared != nil && t.status == StatusCancelled && t.stored != StatusCancelled && errors.Is(t.outcome.Err, ErrCancelled)
 	if t.status.Terminal() && !unwritten {
+		if e.unstoredLocked(t) {
+			e.mu.Unlock()
+			snap, _, err := e.settled(ctx, t)
+			if err == nil {
+				err = ErrTerminal
+			}
+			return snap, err
+		}
 		defer e.mu.Unlock()
 		return e.snapshotLocked(t), ErrTerminal
 	}

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -178,4 +180,132 @@ func TestHammer(t *testing.T) {
 		}
 		runtime.Gosched()
 	}
+}
+
+// TestReplicaHammer runs three replicas of one store under load while they
+// are partitioned from it and healed at random, and checks what every
+// client of every replica saw: once a task was seen terminal, no answer
+// that began later gives another state (no working after an end, no
+// completed after failed, no cancel acknowledged that reads otherwise).
+func TestReplicaHammer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newMemStore()
+		es := replicas(t, m, 3)
+		names := []string{"A", "B", "C"}
+		var clock atomic.Int64 // orders observations: a start after an end is later
+		type end struct {
+			status Status
+			at     int64
+		}
+		var mu sync.Mutex
+		ends := map[string]end{}
+		var ids []string
+		var seen, violations atomic.Int64
+		observe := func(who, id string, start int64, got Task) {
+			at := clock.Add(1)
+			mu.Lock()
+			defer mu.Unlock()
+			seen.Add(1)
+			first, ok := ends[id]
+			if ok && first.at < start && got.Status != first.status {
+				if violations.Add(1) <= 5 {
+					t.Errorf("task %s: %s answered %s after it was seen %s", id, who, got.Status, first.status)
+				}
+			}
+			if !ok && got.Status.Terminal() {
+				ends[id] = end{got.Status, at}
+			}
+		}
+		allowed := []error{ErrShared, ErrTerminal, ErrNotFound, ErrNoSuchInput, context.DeadlineExceeded}
+		work := func(ctx context.Context, r *Run) Outcome {
+			select {
+			case <-time.After(time.Duration(rand.IntN(3000)) * time.Millisecond):
+				return Outcome{Value: "v", Size: 1, Failed: rand.IntN(4) == 0}
+			case <-ctx.Done():
+				return Outcome{Err: context.Cause(ctx)}
+			}
+		}
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Go(func() { // the faults
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(time.Duration(rand.IntN(2000)) * time.Millisecond):
+				}
+				r := names[rand.IntN(len(names))]
+				m.partition(r)
+				time.Sleep(time.Duration(rand.IntN(4000)) * time.Millisecond)
+				m.heal(r)
+			}
+		})
+		const clients, rounds = 9, 150
+		var cw sync.WaitGroup
+		for c := range clients {
+			cw.Go(func() {
+				for range rounds {
+					i := rand.IntN(len(es))
+					e, who := es[i], names[i]
+					ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rand.IntN(2000))*time.Millisecond)
+					mu.Lock()
+					n := len(ids)
+					id := ""
+					if n > 0 {
+						id = ids[rand.IntN(n)]
+					}
+					mu.Unlock()
+					start := clock.Add(1)
+					var got Task
+					var err error
+					op := rand.IntN(5)
+					if n == 0 || c%3 == 0 && op == 0 {
+						if got, err = e.Submit(ctx, "alice", SubmitOptions{}, work); err == nil {
+							mu.Lock()
+							ids = append(ids, got.ID)
+							mu.Unlock()
+						}
+						cancel()
+						continue
+					}
+					switch op {
+					case 0, 1:
+						got, err = e.Get(ctx, "alice", id)
+					case 2:
+						got, _, err = e.Wait(ctx, "alice", id)
+					case 3:
+						got, err = e.Cancel(ctx, "alice", id)
+					case 4:
+						var page []Task
+						if page, _, err = e.List(ctx, "alice", "", MaxListLimit); err == nil {
+							for _, p := range page {
+								observe(who+" List", p.ID, start, p)
+							}
+						}
+					}
+					cancel()
+					switch {
+					case err == nil && op != 4:
+						observe(who, id, start, got)
+					case errors.Is(err, ErrTerminal):
+						observe(who+" Cancel", id, start, got)
+					case err != nil && !slices.ContainsFunc(allowed, func(a error) bool { return errors.Is(err, a) }):
+						t.Errorf("%s: op %d: unexpected error %v", who, op, err)
+					}
+				}
+			})
+		}
+		cw.Wait()
+		close(stop)
+		wg.Wait()
+		for _, r := range names {
+			m.heal(r)
+		}
+		mu.Lock()
+		t.Logf("%d tasks, %d answers checked, %d ended, %d violations", len(ids), seen.Load(), len(ends), violations.Load())
+		if len(ends) == 0 || seen.Load() < clients*rounds/2 {
+			t.Errorf("the hammer saw too little: %d ends, %d answers", len(ends), seen.Load())
+		}
+		mu.Unlock()
+	})
 }

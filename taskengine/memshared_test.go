@@ -18,6 +18,7 @@ type memStore struct {
 	watchers map[string][]chan *Record
 	leases   map[string]bool
 	epochs   map[string]uint64 // a replica's lease epoch: grows when it is renewed after a lapse
+	cut      map[string]bool   // replicas partitioned from the store: every call of theirs fails
 	servers  map[string]func(context.Context, Control) Reply
 	writes   int // record writes, for tests that count them
 	deletes  int
@@ -37,6 +38,7 @@ func newMemStore() *memStore {
 		watchers: map[string][]chan *Record{},
 		leases:   map[string]bool{},
 		epochs:   map[string]uint64{},
+		cut:      map[string]bool{},
 		servers:  map[string]func(context.Context, Control) Reply{},
 	}
 }
@@ -58,6 +60,34 @@ func (m *memStore) lapse(replica string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.leases, replica)
+}
+
+// partition cuts replica off from the store: its lease lapses, its calls
+// fail, and no control request reaches it, while its engine runs on.
+func (m *memStore) partition(replica string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.leases, replica)
+	m.cut[replica] = true
+}
+
+// heal ends a partition: replica reaches the store and renews its lease.
+func (m *memStore) heal(replica string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.cut, replica)
+	m.leases[replica] = true
+	m.epochs[replica]++
+}
+
+var errCut = errors.New("store unreachable (partitioned)")
+
+// cutLocked is errCut when s's replica is partitioned.
+func (s *memShared) cutLocked() error {
+	if s.m.cut[s.replica] {
+		return errCut
+	}
+	return nil
 }
 
 // renew takes replica's lease again after a lapse, in a new epoch.
@@ -108,6 +138,9 @@ func (s *memShared) write(r *Record, rev uint64, create bool) (uint64, error) {
 	m := s.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if err := s.cutLocked(); err != nil {
+		return 0, err
+	}
 	k := memKey(r.Owner, r.ID)
 	cur, ok := m.recs[k]
 	switch {
@@ -156,6 +189,9 @@ func offerRecord(ch chan *Record, r *Record) {
 func (s *memShared) Load(ctx context.Context, owner, id string, outcome bool) (*Record, uint64, error) {
 	s.m.mu.Lock()
 	defer s.m.mu.Unlock()
+	if err := s.cutLocked(); err != nil {
+		return nil, 0, err
+	}
 	e, ok := s.m.recs[memKey(owner, id)]
 	if !ok {
 		return nil, 0, ErrNotFound
@@ -181,6 +217,9 @@ func (s *memShared) Delete(ctx context.Context, owner, id string) error {
 	m := s.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if err := s.cutLocked(); err != nil {
+		return err
+	}
 	k := memKey(owner, id)
 	delete(m.recs, k)
 	m.deletes++
@@ -194,6 +233,9 @@ func (s *memShared) Delete(ctx context.Context, owner, id string) error {
 func (s *memShared) List(ctx context.Context, owner string, max int) ([]*Record, error) {
 	s.m.mu.Lock()
 	defer s.m.mu.Unlock()
+	if err := s.cutLocked(); err != nil {
+		return nil, err
+	}
 	var out []*Record
 	for _, e := range s.m.recs {
 		if r := decodeRecord(e.b); r.Owner == owner && len(out) < max {
@@ -210,6 +252,9 @@ func (s *memShared) Watch(ctx context.Context, owner, id string) (<-chan *Record
 	ch := make(chan *Record, 1)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if err := s.cutLocked(); err != nil {
+		return nil, err
+	}
 	if e, ok := m.recs[k]; ok {
 		r := decodeRecord(e.b)
 		omitLarge(r)
@@ -234,12 +279,18 @@ func (s *memShared) Watch(ctx context.Context, owner, id string) (<-chan *Record
 func (s *memShared) Alive(ctx context.Context, replica string) (bool, error) {
 	s.m.mu.Lock()
 	defer s.m.mu.Unlock()
+	if err := s.cutLocked(); err != nil {
+		return false, err
+	}
 	return s.m.leases[replica], nil
 }
 
 func (s *memShared) Ask(ctx context.Context, replica string, c Control) (Reply, error) {
 	s.m.mu.Lock()
 	h := s.m.servers[replica]
+	if s.m.cut[s.replica] || s.m.cut[replica] {
+		h = nil
+	}
 	s.m.mu.Unlock()
 	if h == nil {
 		return Reply{}, fmt.Errorf("no responders for %s", replica)

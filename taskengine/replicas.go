@@ -348,6 +348,29 @@ func (e *Engine) vouchedLocked(t *task) bool {
 	return held && t.epoch == epoch && !t.lost
 }
 
+// unstoredLocked reports whether t's state is terminal but not yet in
+// the store (its final write failed and is being retried): memory alone
+// must not answer for it, since another replica may still declare it lost.
+func (e *Engine) unstoredLocked(t *task) bool {
+	return e.cfg.Shared != nil && t.status.Terminal() && t.stored != t.status
+}
+
+// settled answers for t, whose end is not yet stored, once it is: it
+// writes the record now, and answers from memory once that is done, or
+// with the store's record when another replica declared t lost first.
+func (e *Engine) settled(ctx context.Context, t *task) (Task, Outcome, error) {
+	lost, err := e.writeNow(ctx, t)
+	switch {
+	case lost != nil:
+		return e.taskOf(lost)
+	case err != nil:
+		return Task{}, Outcome{}, callerErr(ctx, err)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.snapshotLocked(t), t.outcome, nil
+}
+
 // confirmed reads t's record and answers from it: a task the cluster
 // declared lost is failed here too (its work cancelled), and the record's
 // state and outcome are returned, now and at every later read (t.lost:
@@ -375,10 +398,14 @@ func (e *Engine) confirmed(ctx context.Context, t *task) (Task, Outcome, error) 
 		return e.taskOf(r)
 	}
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	if held, now := e.cfg.Peers.Lease(); held && now == epoch {
 		t.epoch = epoch
 	}
+	if e.unstoredLocked(t) {
+		e.mu.Unlock()
+		return e.settled(ctx, t)
+	}
+	defer e.mu.Unlock()
 	return e.snapshotLocked(t), t.outcome, nil
 }
 
@@ -971,10 +998,16 @@ func (e *Engine) listShared(ctx context.Context, owner, cursor string, limit int
 			e.mu.Lock()
 			lt, err := e.lookupLocked(owner, r.ID, now)
 			var snap Task
+			unstored := err == nil && e.unstoredLocked(lt)
 			if err == nil {
 				snap = e.snapshotLocked(lt)
 			}
 			e.mu.Unlock()
+			if unstored {
+				if snap, _, err = e.settled(ctx, lt); err != nil {
+					return nil, "", err
+				}
+			}
 			if err == nil { // this engine's own state is the newest
 				out = append(out, snap)
 				continue

@@ -631,6 +631,14 @@ func TestReplicaNoStateGoesBack(t *testing.T) {
 		m.lapse("A")
 		close(release)
 		synctest.Wait() // A's work returned; its end is not written
+		// A answers for an end it could not store with the store's error,
+		// never with a completion another replica may yet overrule.
+		if got, err := es[0].Get(t.Context(), "alice", task.ID); !errors.Is(err, ErrShared) {
+			t.Errorf("A: Get of its unstored end = %+v, %v; want ErrShared", got.Status, err)
+		}
+		if got, _, err := es[0].Wait(t.Context(), "alice", task.ID); !errors.Is(err, ErrShared) {
+			t.Errorf("A: Wait on its unstored end = %+v, %v; want ErrShared", got.Status, err)
+		}
 		if got, err := es[1].Get(t.Context(), "alice", task.ID); err != nil || got.Status != StatusFailed {
 			t.Fatalf("B: Get = %+v, %v; want failed (A's lease lapsed)", got.Status, err)
 		}
