@@ -37,6 +37,9 @@ var rules = []rule{
 	// rewrite (a module wazero refuses must stay refused).
 	{dir: "host/internal/wasmcode", allow: []string{module + "/host/internal/wasmcode"},
 		tests: []string{module + "/host/hosttest", "github.com/tetratelabs/wazero"}},
+	// Resource template matching: the standard library and the contract's
+	// one template parser.
+	{dir: "host/internal/uritemplate", allow: []string{module + "/host/internal/uritemplate", module + "/abi"}},
 	// Strict decoding of the operator's files: the standard library only.
 	{dir: "host/internal/strictjson", allow: []string{module + "/host/internal/strictjson"}},
 	// The admission controller: numbers and names in, the standard

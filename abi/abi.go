@@ -100,9 +100,21 @@ const (
 // end of file.
 type Request struct {
 	ABI       int             `json:"abi"`
-	Method    string          `json:"method"`              // MethodDescribe or MethodCall
+	Method    string          `json:"method"`              // MethodDescribe, MethodCall, MethodRead, MethodPrompt or MethodComplete
 	Tool      string          `json:"tool,omitempty"`      // MethodCall only
-	Arguments json.RawMessage `json:"arguments,omitempty"` // MethodCall only: a JSON object
+	Arguments json.RawMessage `json:"arguments,omitempty"` // MethodCall: a JSON object; MethodPrompt: an object of strings
+	URI       string          `json:"uri,omitempty"`       // MethodRead (ABI 1.2)
+	// Template and Variables (MethodRead of a URI that matched a declared
+	// resource template): the template, and the values of its variables
+	// the URI holds, percent-decoded (a variable it leaves out is absent).
+	Template  string            `json:"template,omitempty"`
+	Variables map[string]string `json:"variables,omitempty"`
+	Prompt    string            `json:"prompt,omitempty"` // MethodPrompt (ABI 1.2)
+	// MethodComplete (ABI 1.2): what is completed, the argument and its
+	// value so far, and the values of the other arguments already given.
+	Ref      *CompleteRef      `json:"ref,omitempty"`
+	Argument *CompleteArgument `json:"argument,omitempty"`
+	Context  map[string]string `json:"context,omitempty"`
 }
 
 // Manifest is what a module writes to stdout when asked to describe itself.
@@ -115,10 +127,20 @@ type Manifest struct {
 	Revision int    `json:"revision,omitempty"`
 	Name     string `json:"name,omitempty"` // module name, informational
 	Tools    []Tool `json:"tools"`
+	// ABI 1.2: the module's other MCP primitives (primitives.go). A
+	// module that declares any of them may declare no tools.
+	Resources         []Resource         `json:"resources,omitempty"`
+	ResourceTemplates []ResourceTemplate `json:"resourceTemplates,omitempty"`
+	Prompts           []Prompt           `json:"prompts,omitempty"`
 }
 
-// Revision is the ABI revision this package describes: ABI 1.1.
-const Revision = 1
+// Revision is the ABI revision this package describes: ABI 1.2.
+const Revision = 2
+
+// Serves reports whether m declares anything besides tools.
+func (m *Manifest) Serves() bool {
+	return len(m.Resources) > 0 || len(m.ResourceTemplates) > 0 || len(m.Prompts) > 0
+}
 
 // Tool declares one tool of a module.
 type Tool struct {
@@ -213,12 +235,20 @@ func (e *ProtocolError) Check() error {
 	return nil
 }
 
-// Content is one content block of a [Result].
+// Content is one content block of a [Result] or a prompt message.
 type Content struct {
-	Type     string `json:"type"`               // "text", "image" or "audio"
+	Type     string `json:"type"`               // "text", "image", "audio"; ABI 1.2: "resource_link", "resource"
 	Text     string `json:"text,omitempty"`     // type text
 	Data     string `json:"data,omitempty"`     // type image/audio: base64
-	MIMEType string `json:"mimeType,omitempty"` // type image/audio
+	MIMEType string `json:"mimeType,omitempty"` // type image/audio; resource_link, optional
+	// Type resource_link (ABI 1.2): a resource the client may read.
+	URI         string `json:"uri,omitempty"`
+	Name        string `json:"name,omitempty"`
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description,omitempty"`
+	Size        *int64 `json:"size,omitempty"`
+	// Type resource (ABI 1.2): a resource's contents, embedded.
+	Resource *ResourceContents `json:"resource,omitempty"`
 }
 
 // ElicitRequest is the JSON a module passes to the elicit host function.
@@ -282,8 +312,8 @@ func DecodeManifest(b []byte) (*Manifest, error) {
 	if m.Revision < 0 {
 		return nil, fmt.Errorf("%w: revision %d is negative", ErrManifest, m.Revision)
 	}
-	if len(m.Tools) == 0 {
-		return nil, fmt.Errorf("%w: declares no tools", ErrManifest)
+	if len(m.Tools) == 0 && !m.Serves() {
+		return nil, fmt.Errorf("%w: declares no tools (nor resources or prompts)", ErrManifest)
 	}
 	if len(m.Tools) > MaxTools {
 		return nil, fmt.Errorf("%w: declares %d tools, at most %d are allowed", ErrManifest, len(m.Tools), MaxTools)
@@ -337,6 +367,9 @@ func DecodeManifest(b []byte) (*Manifest, error) {
 				}
 			}
 		}
+	}
+	if err := checkPrimitives(&m); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrManifest, err)
 	}
 	return &m, nil
 }

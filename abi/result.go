@@ -20,15 +20,26 @@ const MaxResultDepth = 128
 // that format: a client that trusts mimeType would otherwise decode one
 // format as another.
 func checkContent(c Content) error {
+	linkish := c.URI != "" || c.Name != "" || c.Title != "" || c.Description != "" || c.Size != nil
 	switch c.Type {
 	case "text":
-		if c.Data != "" || c.MIMEType != "" {
-			return errors.New(`a text block has "text" only, not "data" or "mimeType"`)
+		if c.Data != "" || c.MIMEType != "" || linkish || c.Resource != nil {
+			return errors.New(`a text block has "text" only`)
 		}
 		return nil
 	case "image", "audio":
+		if linkish || c.Resource != nil {
+			return fmt.Errorf(`an %s block has "data" and "mimeType" only`, c.Type)
+		}
+	case "resource_link":
+		return checkLink(c)
+	case "resource":
+		if c.Resource == nil || c.Text != "" || c.Data != "" || c.MIMEType != "" || linkish {
+			return errors.New(`a resource block has "resource" only`)
+		}
+		return checkContents(*c.Resource)
 	default:
-		return fmt.Errorf("unknown type %q (want text, image or audio)", c.Type)
+		return fmt.Errorf("unknown type %q (want text, image, audio, resource_link or resource)", truncateText(c.Type))
 	}
 	if c.Text != "" {
 		return fmt.Errorf(`an %s block has "data" and "mimeType", not "text"`, c.Type)
@@ -51,6 +62,20 @@ func checkContent(c Content) error {
 		return fmt.Errorf("mimeType %q does not match the data, which is %s", truncateText(c.MIMEType), sniffed)
 	}
 	return nil
+}
+
+// checkLink validates a resource_link block: a URI and a name.
+func checkLink(c Content) error {
+	if c.Text != "" || c.Data != "" || c.Resource != nil {
+		return errors.New(`a resource_link block has no "text", "data" or "resource"`)
+	}
+	if err := CheckURI(c.URI); err != nil {
+		return fmt.Errorf("uri: %v", err)
+	}
+	if c.Size != nil && *c.Size < 0 {
+		return errors.New("size is negative")
+	}
+	return checkDisplay(c.Name, c.Title, c.Description, c.MIMEType, nil, nil)
 }
 
 // signatures are the leading bytes of the image and audio formats whose

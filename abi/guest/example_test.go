@@ -45,7 +45,7 @@ func ExampleDescribe() {
 	b, err := guest.Describe(greet)
 	fmt.Println(string(b), err)
 	// Output:
-	// {"abi":1,"revision":1,"tools":[{"name":"greet","description":"Greets someone.","inputSchema":{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}}]} <nil>
+	// {"abi":1,"revision":2,"tools":[{"name":"greet","description":"Greets someone.","inputSchema":{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}}]} <nil>
 }
 
 // In a pre-initialised build (tag wasmtask_preinit), a tool names the
