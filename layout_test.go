@@ -37,6 +37,10 @@ var rules = []rule{
 	// rewrite (a module wazero refuses must stay refused).
 	{dir: "host/internal/wasmcode", allow: []string{module + "/host/internal/wasmcode"},
 		tests: []string{module + "/host/hosttest", "github.com/tetratelabs/wazero"}},
+	// Linear memory backings: the standard library only.
+	{dir: "host/internal/linearmem", allow: []string{module + "/host/internal/linearmem"}},
+	// Bounding a call's notifications: the contract's events only.
+	{dir: "host/internal/guestevents", allow: []string{module + "/host/internal/guestevents", module + "/abi"}, tests: []string{"github.com/google/go-cmp"}},
 	// Resource template matching: the standard library and the contract's
 	// one template parser.
 	{dir: "host/internal/uritemplate", allow: []string{module + "/host/internal/uritemplate", module + "/abi"}},
@@ -51,7 +55,7 @@ var rules = []rule{
 		tests: []string{"github.com/tetratelabs/wazero"}},
 	// The runtime: the one room that runs guests, and so the one that
 	// imports wazero.
-	{dir: "host/internal/wasmrt", allow: []string{module + "/abi", module + "/host/internal/wasmrt", module + "/host/internal/schema", module + "/host/internal/wasmcode", module + "/host/internal/compilecache", "github.com/tetratelabs/wazero"},
+	{dir: "host/internal/wasmrt", allow: []string{module + "/abi", module + "/host/internal/wasmrt", module + "/host/internal/linearmem", module + "/host/internal/guestevents", module + "/host/internal/schema", module + "/host/internal/wasmcode", module + "/host/internal/compilecache", "github.com/tetratelabs/wazero"},
 		tests: []string{module + "/host/hosttest"}},
 	// The MCP protocol room: go-sdk's server and the task engine; it
 	// serves connections and never touches HTTP (its tests drive it

@@ -15,6 +15,7 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/wasmtask/wasmtask/abi"
+	"github.com/wasmtask/wasmtask/host/internal/guestevents"
 	"github.com/wasmtask/wasmtask/host/internal/schema"
 )
 
@@ -38,11 +39,11 @@ const (
 
 // callState is the per-call state the host functions find in their context.
 type callState struct {
-	ev       abi.Events // the call's notifier (rate-limited); nil without events
-	notes    *notifier  // the same, for finish
-	logLeft  int        // log budget left, bytes
-	logNoted bool       // the "log truncated" notice was sent
-	reply    []byte     // pending elicit reply
+	ev       abi.Events            // the call's notifier (rate-limited); nil without events
+	notes    *guestevents.Notifier // the same, for Finish
+	logLeft  int                   // log budget left, bytes
+	logNoted bool                  // the "log truncated" notice was sent
+	reply    []byte                // pending elicit reply
 
 	begun, isTask bool // begin_task was called, and what it answered
 	preinit       bool // the run is a pre-initialisation: host functions trap
@@ -58,7 +59,7 @@ type callState struct {
 func newCallState(ev abi.Events, logBudget int) *callState {
 	s := &callState{logLeft: logBudget}
 	if ev != nil {
-		s.notes = newNotifier(ev)
+		s.notes = guestevents.New(ev)
 		s.ev = s.notes
 	}
 	return s
@@ -67,7 +68,7 @@ func newCallState(ev abi.Events, logBudget int) *callState {
 // finish flushes the call's notifications once the guest has ended.
 func (s *callState) finish() {
 	if s.notes != nil {
-		s.notes.finish()
+		s.notes.Finish()
 	}
 }
 
@@ -128,8 +129,7 @@ func (s *callState) log(level int32, msg string) bool {
 func (s *callState) overBudget() {
 	if !s.logNoted {
 		s.logNoted = true
-		// Once per call: past the rate limit, so that it is not lost.
-		s.notes.ev.Log(abi.LogWarning, "wasmtask: log limit reached, further guest log dropped")
+		s.notes.Notice("wasmtask: log limit reached, further guest log dropped")
 	}
 	s.logLeft = 0
 }

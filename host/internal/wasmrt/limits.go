@@ -13,6 +13,7 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 
 	"github.com/wasmtask/wasmtask/abi"
+	"github.com/wasmtask/wasmtask/host/internal/linearmem"
 )
 
 const (
@@ -68,8 +69,8 @@ func (l Limits) validate() error {
 // is runtime-wide; this makes the limit per call.
 type limitedAllocator struct {
 	pool    uint64
-	cache   *linearCache // the runtime's
-	refused atomic.Bool  // set when a growth was refused
+	cache   *linearmem.Cache // the runtime's
+	refused atomic.Bool      // set when a growth was refused
 	// over is called when the initial memory is already over the pool:
 	// wazero cannot fail that allocation, so the call is ended instead.
 	over func()
@@ -84,7 +85,7 @@ type limitedAllocator struct {
 // Allocate ignores wazero's capacity and maximum hints: the pool bounds
 // the memory.
 func (a *limitedAllocator) Allocate(_, _ uint64) experimental.LinearMemory {
-	m := &limitedMemory{a: a, backing: newLinearBacking(a.pool, a.cache)}
+	m := &limitedMemory{a: a, backing: linearmem.New(a.pool, a.cache)}
 	a.mems = append(a.mems, m)
 	return m
 }
@@ -94,7 +95,7 @@ func (a *limitedAllocator) Allocate(_, _ uint64) experimental.LinearMemory {
 // closed earlier, from another goroutine, while the guest still runs.
 func (a *limitedAllocator) release() {
 	for _, m := range a.mems {
-		m.backing.release()
+		m.backing.Release()
 	}
 	a.mems = nil
 }
@@ -128,19 +129,8 @@ func (a *limitedAllocator) take(n uint64) {
 
 type limitedMemory struct {
 	a       *limitedAllocator
-	backing linearBacking
+	backing linearmem.Backing
 	grown   bool // the initial allocation happened
-}
-
-// linearBacking holds the bytes of one instance's linear memory
-// (linearmem_*.go).
-type linearBacking interface {
-	// grow returns the memory grown to size bytes, contents kept and new
-	// bytes zero, and the bytes it now holds in all (its charge to the
-	// pool), which it keeps within avail; ok is false when it cannot.
-	grow(size, avail uint64) (buf []byte, held uint64, ok bool)
-	// release gives the memory back. It runs once the guest has stopped.
-	release()
 }
 
 // Reallocate grows linear memory to size bytes (wazero never shrinks it).
@@ -158,7 +148,7 @@ func (m *limitedMemory) Reallocate(size uint64) []byte {
 		}
 		avail = size
 	}
-	buf, held, ok := m.backing.grow(size, avail)
+	buf, held, ok := m.backing.Grow(size, avail)
 	if !ok {
 		a.refused.Store(true)
 		if m.grown {

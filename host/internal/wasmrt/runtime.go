@@ -18,6 +18,7 @@ import (
 
 	"github.com/wasmtask/wasmtask/abi"
 	"github.com/wasmtask/wasmtask/host/internal/compilecache"
+	"github.com/wasmtask/wasmtask/host/internal/linearmem"
 	"github.com/wasmtask/wasmtask/host/internal/wasmcode"
 )
 
@@ -102,7 +103,7 @@ type Runtime struct {
 	base wazero.ModuleConfig
 
 	wasi   map[string]hostSignature // the WASI functions the runtime provides
-	linear *linearCache             // linear memories kept for reuse
+	linear *linearmem.Cache         // linear memories kept for reuse
 	// keepSegments leaves modules' data segments as they are (a benchmark
 	// compares with and without mergeDataSection).
 	keepSegments bool
@@ -131,7 +132,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	r := &Runtime{cfg: cfg, linear: newLinearCache(),
+	r := &Runtime{cfg: cfg, linear: linearmem.NewCache(),
 		calls: make(map[*callState]context.CancelFunc), modules: make(map[*Module]struct{})}
 	if cfg.CacheDir != "" && !cfg.Interpreter {
 		log := cfg.Logger
@@ -217,7 +218,7 @@ func (r *Runtime) Close(ctx context.Context) error {
 	for _, m := range mods {
 		errs = append(errs, m.closeEngine(ctx))
 	}
-	r.linear.close()
+	r.linear.Close()
 	return errors.Join(errs...)
 }
 

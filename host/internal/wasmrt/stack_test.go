@@ -16,6 +16,7 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 
 	"github.com/wasmtask/wasmtask/host/hosttest"
+	"github.com/wasmtask/wasmtask/host/internal/linearmem"
 	"github.com/wasmtask/wasmtask/host/internal/wasmcode"
 )
 
@@ -171,8 +172,8 @@ func instrumented(t *testing.T, src string, interp bool, pool uint64) (api.Modul
 	if err := instantiateFuel(ctx, rt); err != nil {
 		t.Fatal(err)
 	}
-	cache := newLinearCache()
-	t.Cleanup(cache.close)
+	cache := linearmem.NewCache()
+	t.Cleanup(cache.Close)
 	alloc := &limitedAllocator{pool: pool, cache: cache}
 	t.Cleanup(alloc.release)
 	mod, err := rt.InstantiateModule(experimental.WithMemoryAllocator(ctx, alloc), mustCompile(t, rt, g.Wasm), wazero.NewModuleConfig().WithStartFunctions())

@@ -1,4 +1,4 @@
-package wasmrt
+package guestevents
 
 import (
 	"context"
@@ -13,11 +13,11 @@ import (
 // otherwise send a notification per iteration, and every one of them is a
 // message the client's connection carries and the client parses.
 const (
-	notifyBurst = 32 // notifications sent at once before the rate applies
-	notifyRate  = 20 // notifications per second after the burst
+	Burst = 32 // notifications sent at once before the rate applies
+	Rate  = 20 // notifications per second after the burst
 )
 
-// notifier is the abi.Events the guest's host functions and stderr reach.
+// Notifier is the abi.Events the guest's host functions and stderr reach.
 // It passes progress, status and log on to the call's Events through a
 // token bucket:
 //   - progress only moves forward (a value not above the last one sent is
@@ -25,13 +25,13 @@ const (
 //     sent (coalesced) rather than dropped;
 //   - status likewise keeps the latest message waiting;
 //   - a log message with no token is dropped;
-//   - finish sends what waits, then one warning counting what was dropped
+//   - Finish sends what waits, then one warning counting what was dropped
 //     or coalesced away.
 //
 // It is used by the one goroutine running the guest (host functions and
 // the stderr writer run on it), so it has no lock. Elicit is passed on
-// as is: the elicit host function bounds it (see elicitBudget).
-type notifier struct {
+// as is: the elicit host function bounds it (wasmrt's elicitBudget).
+type Notifier struct {
 	ev abi.Events
 
 	tokens float64
@@ -49,14 +49,15 @@ type progressNote struct {
 	msg             string
 }
 
-func newNotifier(ev abi.Events) *notifier {
-	return &notifier{ev: ev, tokens: notifyBurst, last: time.Now()}
+// New returns the Notifier of one call, passing what it lets through to ev.
+func New(ev abi.Events) *Notifier {
+	return &Notifier{ev: ev, tokens: Burst, last: time.Now()}
 }
 
 // take spends a token when one is left.
-func (n *notifier) take() bool {
+func (n *Notifier) take() bool {
 	now := time.Now()
-	n.tokens = min(notifyBurst, n.tokens+now.Sub(n.last).Seconds()*notifyRate)
+	n.tokens = min(Burst, n.tokens+now.Sub(n.last).Seconds()*Rate)
 	n.last = now
 	if n.tokens < 1 {
 		return false
@@ -66,7 +67,7 @@ func (n *notifier) take() bool {
 }
 
 // flush sends what waits while tokens last.
-func (n *notifier) flush() {
+func (n *Notifier) flush() {
 	if n.progress != nil && n.take() {
 		p := n.progress
 		n.progress = nil
@@ -79,12 +80,14 @@ func (n *notifier) flush() {
 	}
 }
 
-func (n *notifier) sendProgress(p *progressNote) {
+func (n *Notifier) sendProgress(p *progressNote) {
 	n.sentProgress, n.lastProgress = true, p.progress
 	n.ev.Progress(p.progress, p.total, p.msg)
 }
 
-func (n *notifier) Progress(progress, total float64, msg string) {
+// Progress passes a progress report on, forward only, coalescing what
+// finds no token.
+func (n *Notifier) Progress(progress, total float64, msg string) {
 	floor := n.lastProgress
 	if n.progress != nil {
 		floor = n.progress.progress
@@ -105,7 +108,8 @@ func (n *notifier) Progress(progress, total float64, msg string) {
 	n.progress = p
 }
 
-func (n *notifier) Status(msg string) {
+// Status passes a status message on, coalescing what finds no token.
+func (n *Notifier) Status(msg string) {
 	n.flush()
 	if n.status == nil && n.take() {
 		n.ev.Status(msg)
@@ -117,7 +121,8 @@ func (n *notifier) Status(msg string) {
 	n.status = &msg
 }
 
-func (n *notifier) Log(level int32, msg string) {
+// Log passes a log message on, or drops it when no token is left.
+func (n *Notifier) Log(level int32, msg string) {
 	n.flush()
 	if !n.take() {
 		n.dropped++
@@ -126,20 +131,27 @@ func (n *notifier) Log(level int32, msg string) {
 	n.ev.Log(level, msg)
 }
 
-func (n *notifier) Elicit(ctx context.Context, req abi.ElicitRequest) (abi.ElicitReply, error) {
+// Notice sends a warning of the host's own about the call, past the rate
+// limit (once per call, so that it is not lost).
+func (n *Notifier) Notice(msg string) {
+	n.ev.Log(abi.LogWarning, msg)
+}
+
+// Elicit passes the question on as is.
+func (n *Notifier) Elicit(ctx context.Context, req abi.ElicitRequest) (abi.ElicitReply, error) {
 	return n.ev.Elicit(ctx, req)
 }
 
 // BeginTask passes begin_task on to the call's Events (false when they
 // cannot make the call a task).
-func (n *notifier) BeginTask() bool {
+func (n *Notifier) BeginTask() bool {
 	b, ok := n.ev.(abi.TaskBeginner)
 	return ok && b.BeginTask()
 }
 
-// finish sends the reports still waiting and says how many were dropped.
+// Finish sends the reports still waiting and says how many were dropped.
 // It is called once, when the guest has ended.
-func (n *notifier) finish() {
+func (n *Notifier) Finish() {
 	if p := n.progress; p != nil {
 		n.progress = nil
 		n.sendProgress(p)
@@ -149,6 +161,6 @@ func (n *notifier) finish() {
 		n.ev.Status(*s)
 	}
 	if n.dropped > 0 {
-		n.ev.Log(abi.LogWarning, fmt.Sprintf("wasmtask: %d notifications from this call were dropped (more than %d a second)", n.dropped, notifyRate))
+		n.ev.Log(abi.LogWarning, fmt.Sprintf("wasmtask: %d notifications from this call were dropped (more than %d a second)", n.dropped, Rate))
 	}
 }

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package wasmrt
+package linearmem
 
 // heapMemory backs linear memory with a Go byte slice that grows
 // geometrically (doubling, within what the pool allows) to keep
@@ -10,16 +10,16 @@ package wasmrt
 // mappedMemory).
 type heapMemory struct{ buf []byte }
 
-func newLinearBacking(uint64, *linearCache) linearBacking { return &heapMemory{} }
+func New(uint64, *Cache) Backing { return &heapMemory{} }
 
-// linearCache keeps nothing elsewhere than on Linux.
-type linearCache struct{}
+// Cache keeps nothing elsewhere than on Linux.
+type Cache struct{}
 
-func newLinearCache() *linearCache { return &linearCache{} }
+func NewCache() *Cache { return &Cache{} }
 
-func (*linearCache) close() {}
+func (*Cache) Close() {}
 
-func (h *heapMemory) grow(size, avail uint64) ([]byte, uint64, bool) {
+func (h *heapMemory) Grow(size, avail uint64) ([]byte, uint64, bool) {
 	if size <= uint64(cap(h.buf)) {
 		h.buf = h.buf[:size]
 		return h.buf, uint64(cap(h.buf)), true
@@ -34,4 +34,4 @@ func (h *heapMemory) grow(size, avail uint64) ([]byte, uint64, bool) {
 	return nb, newCap, true
 }
 
-func (h *heapMemory) release() { h.buf = nil }
+func (h *heapMemory) Release() { h.buf = nil }

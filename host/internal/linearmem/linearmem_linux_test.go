@@ -1,4 +1,4 @@
-package wasmrt
+package linearmem
 
 import (
 	"slices"
@@ -9,10 +9,10 @@ import (
 // every byte the previous guest could write cleared, including pages the
 // next guest reaches only by growing.
 func TestLinearMemoryReuseIsZero(t *testing.T) {
-	cache := newLinearCache()
-	defer cache.close()
-	first := newLinearBacking(8<<20, cache)
-	buf, _, ok := first.grow(3<<20, 8<<20)
+	cache := NewCache()
+	defer cache.Close()
+	first := New(8<<20, cache)
+	buf, _, ok := first.Grow(3<<20, 8<<20)
 	if !ok {
 		t.Fatal("first grow refused")
 	}
@@ -20,15 +20,15 @@ func TestLinearMemoryReuseIsZero(t *testing.T) {
 		buf[i] = 0xA5
 	}
 	mem := &buf[0]
-	first.release()
+	first.Release()
 
-	second := newLinearBacking(8<<20, cache)
-	defer second.release()
-	small, _, ok := second.grow(1<<20, 8<<20)
+	second := New(8<<20, cache)
+	defer second.Release()
+	small, _, ok := second.Grow(1<<20, 8<<20)
 	if !ok || &small[0] != mem {
 		t.Fatalf("second grow: ok=%v, reused=%v; want the released mapping again", ok, ok && &small[0] == mem)
 	}
-	big, _, ok := second.grow(8<<20, 8<<20)
+	big, _, ok := second.Grow(8<<20, 8<<20)
 	if !ok {
 		t.Fatal("growing the reused mapping refused")
 	}
@@ -40,18 +40,18 @@ func TestLinearMemoryReuseIsZero(t *testing.T) {
 // TestLinearCacheBounded: idle mappings stay within maxIdleMappings and
 // maxIdleLinearBytes; the rest are unmapped.
 func TestLinearCacheBounded(t *testing.T) {
-	cache := newLinearCache()
-	defer cache.close()
-	var live []linearBacking
+	cache := NewCache()
+	defer cache.Close()
+	var live []Backing
 	for range maxIdleMappings + 4 {
-		b := newLinearBacking(16<<20, cache)
-		if _, _, ok := b.grow(8<<20, 16<<20); !ok {
+		b := New(16<<20, cache)
+		if _, _, ok := b.Grow(8<<20, 16<<20); !ok {
 			t.Fatal("grow refused")
 		}
 		live = append(live, b)
 	}
 	for _, b := range live {
-		b.release()
+		b.Release()
 	}
 	if cache.count > maxIdleMappings || cache.idleBytes > maxIdleLinearBytes {
 		t.Errorf("idle: %d mappings holding %d bytes, want at most %d and %d", cache.count, cache.idleBytes, maxIdleMappings, maxIdleLinearBytes)

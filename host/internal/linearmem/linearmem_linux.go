@@ -1,4 +1,4 @@
-package wasmrt
+package linearmem
 
 import (
 	"math/bits"
@@ -12,11 +12,11 @@ import (
 // opened as the guest grows: growth never copies, and the host holds no
 // more than the pages the guest touches. The mapping is released once the
 // guest has stopped: nothing may keep a slice of guest memory past its
-// call. Released mappings are cleared and kept for reuse (linearCache):
+// call. Released mappings are cleared and kept for reuse (Cache):
 // the kernel's first touch of a page costs more than clearing it (about
 // 1.7 µs against 0.1 µs a 4 KiB page on the machines measured).
 type mappedMemory struct {
-	cache *linearCache
+	cache *Cache
 	pool  uint64
 	m     *mapping
 }
@@ -30,11 +30,11 @@ type mapping struct {
 	resident  uint64 // the most any use exposed: pages that may stay resident
 }
 
-func newLinearBacking(pool uint64, cache *linearCache) linearBacking {
+func New(pool uint64, cache *Cache) Backing {
 	return &mappedMemory{cache: cache, pool: pool}
 }
 
-func (b *mappedMemory) grow(size, _ uint64) ([]byte, uint64, bool) {
+func (b *mappedMemory) Grow(size, _ uint64) ([]byte, uint64, bool) {
 	page := uint64(os.Getpagesize())
 	m := b.m
 	if m == nil {
@@ -57,7 +57,7 @@ func (b *mappedMemory) grow(size, _ uint64) ([]byte, uint64, bool) {
 	return m.mem[:size:size], size, true
 }
 
-func (b *mappedMemory) release() {
+func (b *mappedMemory) Release() {
 	if b.m != nil {
 		b.cache.put(b.m)
 		b.m = nil
@@ -73,10 +73,10 @@ const (
 	maxIdleMappings = 16
 )
 
-// linearCache keeps cleared mappings for reuse, by reservation size (the
+// Cache keeps cleared mappings for reuse, by reservation size (the
 // pool rounded up to a power of two). It is safe for concurrent use; its
 // owner, the Runtime, closes it.
-type linearCache struct {
+type Cache struct {
 	mu        sync.Mutex
 	idle      map[uint64][]*mapping
 	count     int
@@ -84,7 +84,7 @@ type linearCache struct {
 	closed    bool
 }
 
-func newLinearCache() *linearCache { return &linearCache{idle: make(map[uint64][]*mapping)} }
+func NewCache() *Cache { return &Cache{idle: make(map[uint64][]*mapping)} }
 
 // reservation is the size of the mapping that holds a pool of n bytes.
 func reservation(n uint64) uint64 {
@@ -94,7 +94,7 @@ func reservation(n uint64) uint64 {
 
 // get returns a mapping of at least size bytes, reused or new;
 // nil when the system refuses one.
-func (c *linearCache) get(size uint64) *mapping {
+func (c *Cache) get(size uint64) *mapping {
 	size = reservation(size)
 	c.mu.Lock()
 	if list := c.idle[size]; len(list) > 0 {
@@ -115,7 +115,7 @@ func (c *linearCache) get(size uint64) *mapping {
 
 // put clears what the guest could have written and keeps the mapping, or
 // unmaps it when the cache is full or closed.
-func (c *linearCache) put(m *mapping) {
+func (c *Cache) put(m *mapping) {
 	clear(m.mem[:m.used])
 	m.resident = max(m.resident, m.used)
 	m.used = 0
@@ -132,9 +132,9 @@ func (c *linearCache) put(m *mapping) {
 	_ = syscall.Munmap(m.mem)
 }
 
-// close unmaps the idle mappings; mappings in use are unmapped when their
+// Close unmaps the idle mappings; mappings in use are unmapped when their
 // call releases them.
-func (c *linearCache) close() {
+func (c *Cache) Close() {
 	c.mu.Lock()
 	idle := c.idle
 	c.idle, c.count, c.idleBytes, c.closed = nil, 0, 0, true
