@@ -253,7 +253,7 @@ func (c *catalog) Call(ctx context.Context, who mcpserver.Caller, name string, a
 func limitsOf(tp ToolPolicy, g Grants, getenv func(string) (string, bool)) wasmrt.Limits {
 	lim := wasmrt.Limits{
 		MemoryMiB:      tp.MemoryMiB,
-		Timeout:        tp.Timeout.std(),
+		Timeout:        tp.Timeout.Std(),
 		MaxOutputBytes: tp.MaxOutputBytes,
 		MaxLogBytes:    tp.MaxLogBytes,
 		Result:         tp.resultLimits(),

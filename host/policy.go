@@ -2,7 +2,6 @@ package host
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +15,7 @@ import (
 	"github.com/wasmtask/wasmtask/abi"
 	"github.com/wasmtask/wasmtask/host/internal/admission"
 	"github.com/wasmtask/wasmtask/host/internal/strictjson"
+	"github.com/wasmtask/wasmtask/host/internal/tenancy"
 	"github.com/wasmtask/wasmtask/host/internal/wasmrt"
 	"github.com/wasmtask/wasmtask/plugins"
 )
@@ -215,26 +215,7 @@ var ErrPolicy = errors.New("host: invalid policy")
 
 // Duration is a time.Duration written in JSON as a Go duration string
 // ("30s", "2m").
-type Duration time.Duration
-
-// MarshalJSON writes d as a string such as "1m30s".
-func (d Duration) MarshalJSON() ([]byte, error) {
-	return json.Marshal(time.Duration(d).String())
-}
-
-// UnmarshalJSON reads a duration string.
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("duration must be a string such as \"30s\": %v", err)
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return err
-	}
-	*d = Duration(v)
-	return nil
-}
+type Duration = strictjson.Duration
 
 // maxPolicyBytes bounds a policy file.
 const maxPolicyBytes = 1 << 20
@@ -334,8 +315,8 @@ func (mp *ModulePolicy) validate(where string) error {
 	if mp.MaxInstances < 0 {
 		return fmt.Errorf("%w: %s.maxInstances is negative", ErrPolicy, where)
 	}
-	if mp.MaxMemoryMiB < 0 || mp.MaxMemoryMiB > maxQuotaMiB {
-		return fmt.Errorf("%w: %s.maxMemoryMiB %d is outside 0..%d", ErrPolicy, where, mp.MaxMemoryMiB, maxQuotaMiB)
+	if mp.MaxMemoryMiB < 0 || mp.MaxMemoryMiB > tenancy.MaxQuotaMiB {
+		return fmt.Errorf("%w: %s.maxMemoryMiB %d is outside 0..%d", ErrPolicy, where, mp.MaxMemoryMiB, tenancy.MaxQuotaMiB)
 	}
 	if err := mp.Grants.validate(where); err != nil {
 		return err
@@ -504,8 +485,6 @@ func merge(base, o ToolPolicy) ToolPolicy {
 	base.CacheWritable = base.CacheWritable || o.CacheWritable
 	return base
 }
-
-func (d Duration) std() time.Duration { return time.Duration(d) }
 
 // resultLimits are the counts tp allows a result, for the runtime.
 func (tp ToolPolicy) resultLimits() abi.ResultLimits {

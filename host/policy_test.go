@@ -139,7 +139,7 @@ func TestPolicyForModuleAndTool(t *testing.T) {
 	entry, err := (*Policy)(nil).forModule(plugins.Module{Name: "x"})
 	got := (*Policy)(nil).forTool(entry, "x")
 	lim := limitsOf(got, entry.Grants, getenv)
-	if err != nil || got.MemoryMiB != DefaultMemoryMiB || got.Timeout.std() != DefaultTimeout || lim.Env != nil || lim.Mounts != nil {
+	if err != nil || got.MemoryMiB != DefaultMemoryMiB || got.Timeout.Std() != DefaultTimeout || lim.Env != nil || lim.Mounts != nil {
 		t.Errorf("nil policy: got %+v, %v, want defaults with no env or mounts", got, err)
 	}
 	if n, mem := (*Policy)(nil).moduleShare(entry, 1000); n != DefaultMaxInstances/4 || mem != 250 {

@@ -25,6 +25,7 @@ import (
 	"github.com/wasmtask/wasmtask/host/internal/mcpserver"
 	"github.com/wasmtask/wasmtask/host/internal/natsstore"
 	"github.com/wasmtask/wasmtask/host/internal/resultcache"
+	"github.com/wasmtask/wasmtask/host/internal/tenancy"
 	"github.com/wasmtask/wasmtask/host/internal/wasmrt"
 	"github.com/wasmtask/wasmtask/plugins"
 	"github.com/wasmtask/wasmtask/taskengine"
@@ -190,8 +191,8 @@ type Server struct {
 	swapped chan struct{} // closed and replaced by every catalog swap
 	holdMu  sync.Mutex    // the catalogs' holds and their chain (catalog)
 
-	tenants     atomic.Pointer[tenantAuth] // nil without a tenant file
-	tenantsMu   sync.Mutex                 // one tenant reload at a time
+	tenants     atomic.Pointer[tenancy.Auth] // nil without a tenant file
+	tenantsMu   sync.Mutex                   // one tenant reload at a time
 	tenantWatch *plugins.FileWatch
 
 	watcher  *plugins.Watcher               // nil when serving a fixed set of modules
@@ -774,7 +775,7 @@ func (s *Server) closeParts() error {
 		errs = append(errs, s.tenantWatch.Close())
 	}
 	if a := s.tenants.Swap(nil); a != nil {
-		a.release()
+		a.Release()
 	}
 	if s.watcher != nil {
 		errs = append(errs, s.watcher.Close())
