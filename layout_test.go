@@ -41,6 +41,8 @@ var rules = []rule{
 	{dir: "host/internal/linearmem", allow: []string{module + "/host/internal/linearmem"}},
 	// Bounding a call's notifications: the contract's events only.
 	{dir: "host/internal/guestevents", allow: []string{module + "/host/internal/guestevents", module + "/abi"}, tests: []string{"github.com/google/go-cmp"}},
+	// The table of resources, templates and prompts a generation serves.
+	{dir: "host/internal/primitives", allow: []string{module + "/host/internal/primitives", module + "/host/internal/uritemplate", module + "/abi"}},
 	// Resource template matching: the standard library and the contract's
 	// one template parser.
 	{dir: "host/internal/uritemplate", allow: []string{module + "/host/internal/uritemplate", module + "/abi"}},

@@ -13,6 +13,7 @@ import (
 	"github.com/wasmtask/wasmtask/abi"
 	"github.com/wasmtask/wasmtask/host/internal/admission"
 	"github.com/wasmtask/wasmtask/host/internal/mcpserver"
+	"github.com/wasmtask/wasmtask/host/internal/primitives"
 	"github.com/wasmtask/wasmtask/host/internal/wasmrt"
 	"github.com/wasmtask/wasmtask/plugins"
 )
@@ -45,6 +46,10 @@ type catalog struct {
 	list     []abi.Tool                   // sorted by name
 	listing  [32]byte                     // digest of list: a swap that changes it notifies clients
 	problems []Problem                    // load problems, then policy problems
+
+	prims        *primitives.Table[*servedPrims] // resources, templates and prompts (prims.go)
+	primsBy      map[string]*servedPrims         // by module name
+	primsListing [32]byte                        // digest of what prims lists
 
 	// Guarded by srv.holdMu.
 	refs         int              // requests and tasks holding the catalog
@@ -137,8 +142,10 @@ type servedTool struct {
 // tools and modules that prev served from the same module carry over, so a
 // reload never lets more calls run at once than the policy allows.
 func (s *Server) buildCatalog(gen *generation, prev *catalog) *catalog {
-	c := &catalog{srv: s, gen: gen, tools: make(map[string]*servedTool), modules: make(map[string]*admission.Module)}
+	c := &catalog{srv: s, gen: gen, tools: make(map[string]*servedTool), modules: make(map[string]*admission.Module), primsBy: map[string]*servedPrims{}}
 	pol := s.cfg.Policy
+	var sources []primitives.Source[*servedPrims]
+	paths := map[string]string{}
 	for _, l := range gen.Modules() {
 		m := l.Module
 		entry, err := pol.forModule(m)
@@ -153,6 +160,11 @@ func (s *Server) buildCatalog(gen *generation, prev *catalog) *catalog {
 			ms = s.adm.NewModule(m.Name, modSlots, modMemory)
 		}
 		c.modules[m.Name] = ms
+		if l.Manifest.Serves() {
+			sp := s.addPrims(prev, l, entry, ms)
+			c.primsBy[m.Name], paths[m.Name] = sp, m.Path
+			sources = append(sources, primitives.Source[*servedPrims]{Module: m.Name, Manifest: l.Manifest, Code: sp})
+		}
 		for _, t := range l.Manifest.Tools {
 			tp := pol.forTool(entry, t.Name)
 			st := &servedTool{decl: t, module: m, code: l.Compiled, policy: tp, grants: entry.Grants, lim: limitsOf(tp, entry.Grants, os.LookupEnv)}
@@ -187,6 +199,7 @@ func (s *Server) buildCatalog(gen *generation, prev *catalog) *catalog {
 			}
 		}
 	}
+	c.buildPrims(sources, paths)
 	slices.SortFunc(c.list, func(a, b abi.Tool) int { return strings.Compare(a.Name, b.Name) })
 	b, _ := json.Marshal(c.list)
 	c.listing = sha256.Sum256(b)

@@ -118,67 +118,53 @@ func Structured(v any) (Result, error) {
 // on stdin, writes the answer to stdout and exits the process, with code 0
 // when an answer was written and 1 (with the reason on stderr) otherwise.
 // Run does not return.
-func Run(tools ...Tool) {
-	if err := serve(os.Stdin, os.Stdout, os.Stderr, wasmHost{}, tools); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	os.Exit(0)
-}
+func Run(tools ...Tool) { Module{Tools: tools}.Run() }
 
 // Serve answers the request read from r (to end of file) by writing the
 // manifest or the result to w; handler logs without a host go to stderr. Run
 // is Serve on stdin and stdout; Serve lets a tool's own tests drive it.
 func Serve(r io.Reader, w io.Writer, tools ...Tool) error {
-	return serve(r, w, os.Stderr, wasmHost{}, tools)
+	return serve(r, w, os.Stderr, wasmHost{}, Module{Tools: tools})
 }
 
 // Describe returns the manifest of tools as JSON, checked as the host will
 // check it ([abi.DecodeManifest]). A tool's tests can call it to catch
 // declaration errors before the module reaches a host.
-func Describe(tools ...Tool) ([]byte, error) {
-	m := abi.Manifest{ABI: abi.Version, Revision: abi.Revision, Tools: make([]abi.Tool, 0, len(tools))}
-	for _, t := range tools {
-		if t.Handler == nil {
-			return nil, fmt.Errorf("%w: tool %q has no Handler", ErrTool, t.Name)
-		}
-		at := abi.Tool{
-			Name:        t.Name,
-			Title:       t.Title,
-			Description: t.Description,
-			Annotations: t.Annotations,
-			TaskSupport: t.TaskSupport,
-			TaskStart:   t.TaskStart,
-			Cache:       t.Cache,
-			Grants:      t.Grants,
-		}
-		for _, s := range []struct {
-			name string
-			text string
-			dst  *json.RawMessage
-		}{{"InputSchema", t.InputSchema, &at.InputSchema}, {"OutputSchema", t.OutputSchema, &at.OutputSchema}} {
-			if s.text == "" {
-				continue
-			}
-			if !json.Valid([]byte(s.text)) {
-				return nil, fmt.Errorf("%w: tool %q: %s is not valid JSON", ErrTool, t.Name, s.name)
-			}
-			*s.dst = json.RawMessage(s.text)
-		}
-		m.Tools = append(m.Tools, at)
+func Describe(tools ...Tool) ([]byte, error) { return Module{Tools: tools}.Describe() }
+
+// decl is t's declaration.
+func (t Tool) decl() (abi.Tool, error) {
+	if t.Handler == nil {
+		return abi.Tool{}, fmt.Errorf("%w: tool %q has no Handler", ErrTool, t.Name)
 	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrTool, err)
+	at := abi.Tool{
+		Name:        t.Name,
+		Title:       t.Title,
+		Description: t.Description,
+		Annotations: t.Annotations,
+		TaskSupport: t.TaskSupport,
+		TaskStart:   t.TaskStart,
+		Cache:       t.Cache,
+		Grants:      t.Grants,
 	}
-	if _, err := abi.DecodeManifest(b); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrTool, err)
+	for _, s := range []struct {
+		name string
+		text string
+		dst  *json.RawMessage
+	}{{"InputSchema", t.InputSchema, &at.InputSchema}, {"OutputSchema", t.OutputSchema, &at.OutputSchema}} {
+		if s.text == "" {
+			continue
+		}
+		if !json.Valid([]byte(s.text)) {
+			return abi.Tool{}, fmt.Errorf("%w: tool %q: %s is not valid JSON", ErrTool, t.Name, s.name)
+		}
+		*s.dst = json.RawMessage(s.text)
 	}
-	return b, nil
+	return at, nil
 }
 
 // serve is Serve with its host and log writer supplied.
-func serve(r io.Reader, w io.Writer, logw io.Writer, h host, tools []Tool) error {
+func serve(r io.Reader, w io.Writer, logw io.Writer, h host, m Module) error {
 	b, err := io.ReadAll(r)
 	if err != nil {
 		return fmt.Errorf("%w: reading stdin: %v", ErrRequest, err)
@@ -194,13 +180,17 @@ func serve(r io.Reader, w io.Writer, logw io.Writer, h host, tools []Tool) error
 	var out []byte
 	switch req.Method {
 	case abi.MethodDescribe:
-		if out, err = Describe(tools...); err != nil {
+		if out, err = m.Describe(); err != nil {
 			return err
 		}
 	case abi.MethodCall:
-		res := call(&Call{tool: req.Tool, host: h, logw: logw}, tools, req.Arguments)
+		res := call(&Call{tool: req.Tool, host: h, logw: logw}, m.Tools, req.Arguments)
 		if out, err = json.Marshal(res); err != nil {
 			out, _ = json.Marshal(errorResult(fmt.Sprintf("tool %q returned a result that does not encode: %v", req.Tool, err)))
+		}
+	case abi.MethodRead, abi.MethodPrompt, abi.MethodComplete:
+		if out, err = json.Marshal(m.answer(req, logw)); err != nil {
+			out, _ = json.Marshal(protocolError(fmt.Sprintf("the answer does not encode: %v", err)))
 		}
 	default:
 		return fmt.Errorf("%w: unknown method %q", ErrRequest, req.Method)

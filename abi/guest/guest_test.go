@@ -99,7 +99,7 @@ var testTools = []Tool{
 func serveString(t *testing.T, h host, req string, tools ...Tool) (string, string, error) {
 	t.Helper()
 	var out, log bytes.Buffer
-	err := serve(strings.NewReader(req), &out, &log, h, tools)
+	err := serve(strings.NewReader(req), &out, &log, h, Module{Tools: tools})
 	return out.String(), log.String(), err
 }
 
