@@ -149,6 +149,12 @@ func (c *catalog) buildPrims(sources []primitives.Source[*servedPrims], paths ma
 	for _, cf := range c.prims.Conflicts() {
 		c.problems = append(c.problems, Problem{Module: cf.Module, Path: paths[cf.Module], Err: cf})
 	}
+	// The MCP methods that reach them (resources/*, prompts/*,
+	// completion/complete) are not served yet: say so, per module.
+	for _, src := range sources {
+		c.problems = append(c.problems, Problem{Module: src.Module, Path: paths[src.Module],
+			Err: errors.New("its resources, resource templates and prompts (ABI 1.2) are not served over MCP by this version; its tools are")})
+	}
 	b, _ := json.Marshal([]any{c.prims.Resources(), c.prims.Templates(), c.prims.Prompts()})
 	c.primsListing = sha256.Sum256(b)
 }
