@@ -67,5 +67,5 @@ func ExampleBuild() {
 	}
 	// Output:
 	// greet: tool hello (task support forbidden), compiled greet
-	// broken: module failed to load: invalid manifest: declares no tools
+	// broken: module failed to load: invalid manifest: declares no tools (nor resources or prompts)
 }
