@@ -66,9 +66,20 @@ var rules = []rule{
 	// The MCP protocol room: go-sdk's server and the task engine; it
 	// serves connections and never touches HTTP (its tests drive it
 	// through the HTTP room).
-	{dir: "host/internal/mcpserver", allow: []string{module + "/abi", module + "/taskengine", module + "/host/internal/mcpserver", module + "/host/internal/mcpstdio", module + "/host/internal/mcpwire", module + "/host/internal/rpcmsg", "github.com/modelcontextprotocol/go-sdk", "github.com/google/jsonschema-go", "github.com/google/go-cmp"},
+	{dir: "host/internal/mcpserver", allow: []string{module + "/abi", module + "/taskengine", module + "/host/internal/mcpserver", module + "/host/internal/mcpconn", module + "/host/internal/mcpevents", module + "/host/internal/mcpstdio", module + "/host/internal/mcpwire", "github.com/modelcontextprotocol/go-sdk", "github.com/google/jsonschema-go", "github.com/google/go-cmp"},
 		tests: []string{"golang.org/x/tools/txtar", module + "/host/hosttest", module + "/host/internal/mcphttp"},
 		deny:  []string{"net/http"}},
+	// A session's connection under go-sdk: go-sdk's message types, the
+	// MCP shapes, the message decoder's member reader and the task
+	// engine's statuses; never the MCP room, which words what it writes.
+	{dir: "host/internal/mcpconn", allow: []string{module + "/host/internal/mcpconn", module + "/host/internal/mcpwire", module + "/host/internal/rpcmsg", module + "/taskengine", "github.com/modelcontextprotocol/go-sdk"},
+		deny: []string{"net/http"}},
+	// A running tool's events and questions on their way to the client,
+	// and the answers back: the guest contract, the task engine, the MCP
+	// shapes and go-sdk's session; never the MCP room, which words what
+	// a client reads.
+	{dir: "host/internal/mcpevents", allow: []string{module + "/abi", module + "/taskengine", module + "/host/internal/mcpevents", module + "/host/internal/mcpwire", "github.com/modelcontextprotocol/go-sdk"},
+		deny: []string{"net/http"}},
 	// The MCP messages as Go values: go-sdk's types, the guest contract and
 	// the JSON Schema library; it serves nothing (no task engine, no HTTP).
 	{dir: "host/internal/mcpwire", allow: []string{module + "/abi", module + "/host/internal/mcpwire", "github.com/modelcontextprotocol/go-sdk", "github.com/google/jsonschema-go"},

@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/wasmtask/wasmtask/abi"
+	"github.com/wasmtask/wasmtask/host/internal/mcpevents"
 	"github.com/wasmtask/wasmtask/host/internal/mcpwire"
 	"github.com/wasmtask/wasmtask/taskengine"
 )
@@ -73,10 +74,10 @@ func (codec) Encode(k taskengine.Kind, v any) ([]byte, error) {
 	case taskengine.KindInput:
 		return json.Marshal(v.(abi.ElicitRequest))
 	case taskengine.KindAnswer:
-		a, _ := v.(elicitAnswer)
-		w := wireAnswer{Reply: a.reply}
-		if a.err != nil {
-			w.Err = a.err.Error()
+		a, _ := v.(mcpevents.Answer)
+		w := wireAnswer{Reply: a.Reply}
+		if a.Err != nil {
+			w.Err = a.Err.Error()
 		}
 		return json.Marshal(w)
 	}
@@ -116,9 +117,9 @@ func (codec) Decode(k taskengine.Kind, b []byte) (any, error) {
 		if err := json.Unmarshal(b, &w); err != nil {
 			return nil, err
 		}
-		a := elicitAnswer{reply: w.Reply}
+		a := mcpevents.Answer{Reply: w.Reply}
 		if w.Err != "" {
-			a.err = errors.New(w.Err)
+			a.Err = errors.New(w.Err)
 		}
 		return a, nil
 	}

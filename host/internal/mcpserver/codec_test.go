@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wasmtask/wasmtask/abi"
+	"github.com/wasmtask/wasmtask/host/internal/mcpevents"
 	"github.com/wasmtask/wasmtask/host/internal/mcpwire"
 	"github.com/wasmtask/wasmtask/taskengine"
 )
@@ -81,8 +82,8 @@ func TestCodecRendersTheSameOnEveryReplica(t *testing.T) {
 	if got := roundTrip(t, taskengine.KindInput, req).(abi.ElicitRequest); got.Message != req.Message || string(got.RequestedSchema) != string(req.RequestedSchema) {
 		t.Errorf("input request read back as %+v", got)
 	}
-	ans := elicitAnswer{reply: abi.ElicitReply{Action: "accept", Content: json.RawMessage(`{"a":1}`)}}
-	if got := roundTrip(t, taskengine.KindAnswer, ans).(elicitAnswer); got.reply.Action != "accept" || string(got.reply.Content) != `{"a":1}` || got.err != nil {
+	ans := mcpevents.Answer{Reply: abi.ElicitReply{Action: "accept", Content: json.RawMessage(`{"a":1}`)}}
+	if got := roundTrip(t, taskengine.KindAnswer, ans).(mcpevents.Answer); got.Reply.Action != "accept" || string(got.Reply.Content) != `{"a":1}` || got.Err != nil {
 		t.Errorf("answer read back as %+v", got)
 	}
 }

@@ -6,6 +6,9 @@
 // stdio transport's connection (host/internal/mcpstdio); Streamable HTTP
 // is the HTTP room's (host/internal/mcphttp), which owns the sessions and
 // hands each one's connection to [Server.Connect]. It never touches HTTP.
+// Every session's connection passes through host/internal/mcpconn, and a
+// running tool's events (progress, logs, questions) reach the client
+// through host/internal/mcpevents.
 //
 //	s, err := mcpserver.New(mcpserver.Config{Catalog: current, Engine: engine, Logger: logger})
 //	...
@@ -20,13 +23,15 @@
 // It owns: capability and tools/list rendering (capabilities.tasks,
 // execution.taskSupport), tools/call dispatch through the catalog (plain or
 // task, the taskSupport rules, the argument size), tasks/get, tasks/result,
-// tasks/list, tasks/cancel, progress and log forwarding, elicitation (plain,
-// and input_required for tasks), task ownership, the audit log (task
-// creation, completion, cancellation, retrieval) and every text a client
-// reads (errors.go). It does not own HTTP (mcphttp does), running tools, nor parsing and
-// validating their arguments (the Catalog does, once, inside the call's
-// admission and deadline), nor the task store, its limits and TTLs
-// (taskengine does).
+// tasks/list, tasks/cancel, tasks/update, sessions and who requests, task
+// ownership, which requests are answered before go-sdk, the audit log
+// (task creation, completion, cancellation, retrieval) and every text a
+// client reads (errors.go). It does not own HTTP (mcphttp does), the
+// session connection's bookkeeping (mcpconn does), a tool's events and
+// questions on their way to the client and its answers back (mcpevents
+// does), running tools, nor parsing and validating their arguments (the
+// Catalog does, once, inside the call's admission and deadline), nor the
+// task store, its limits and TTLs (taskengine does).
 //
 // # Client-facing text
 //
@@ -35,10 +40,11 @@
 // into the tool error's text; a task the engine ended carries its reason
 // (taskengine.Task.Err) and the status message is written here; go-sdk's
 // own errors for params it cannot decode, which quote Go types, are
-// reworded as jsonrpc.Message values by the connection decorator every
-// transport goes through (taskConn). No text a client
-// reads names a Go package, type or configuration field; the full error
-// goes to the server log.
+// reworded as jsonrpc.Message values by the connection every transport
+// goes through (mcpconn.Conn, with connError); an answer mcpevents refuses
+// is a RefusedAnswer worded here. No text a client reads names a Go
+// package, type or configuration field; the full error goes to the server
+// log.
 //
 // # Tasks
 //
@@ -48,26 +54,12 @@
 // blocks until the task is terminal and returns exactly what tools/call
 // would have (the CallToolResult with the related-task _meta, or the same
 // JSON-RPC error); an isError result makes the task failed. A cancelled task
-// answers tasks/result with -32603. Progress keeps the request's progress
-// token for the whole task and carries the related-task _meta. When a task's
-// tool elicits, the task becomes input_required and the elicitation/create
-// request (with the related-task _meta) is sent by a waiting tasks/result,
-// on its stream; the reply goes back to the tool and the task to working.
-// A client without the elicitation capability makes Events.Elicit fail at
-// once with an error that is errors.ErrUnsupported.
-//
-// # Answers (mcpwire.CheckAnswer)
-//
-// Every answer a client gives a tool's question, in either era, passes one
-// check before the tool sees it: the action, MCP's shape of an answer
-// (an object of strings, numbers, booleans and arrays of strings, at most
-// 64 KiB), and the question's requestedSchema (jsonschema-go, as go-sdk
-// checks a 2025-11-25 answer, with its defaults then filled in); the tool
-// receives the content encoded anew. A 2026-07-28 answer that fails is
+// answers tasks/result with -32603. A task's progress, logs and questions
+// travel as mcpevents says (a waiting tasks/result delivers its questions,
+// on its stream). A 2026-07-28 answer that fails mcpwire.CheckAnswer is
 // refused with -32602 naming its key (the input round answers the error;
 // tasks/update answers none of its responses and the question stays
-// open); a 2025-11-25 response cannot be refused, so the question fails
-// (the guest's elicit returns -1).
+// open).
 //
 // # 2026-07-28 (modern.go, mrtr.go)
 //
@@ -83,18 +75,19 @@
 // tasks/update answers pending input requests, ignoring unknown keys
 // unread; tasks/cancel is an idempotent ack; tasks/result and tasks/list
 // are -32601. Over HTTP the task methods need Mcp-Name = params.taskId
-// (-32020). No progress or log notifications: a task's progress becomes
-// its status message. A plain call whose tool asks a question answers
-// input_required and is run again, fresh, with the answers (keys are a
-// digest of each question's text and its rank among equal ones); a tool with taskStart begin_task runs that
-// way until it calls begin_task, when its task is created. Either era
-// reads the other's tasks of the same owner; anonymous 2026-07-28 tasks
-// over HTTP share one owner, their IDs being the handles.
+// (-32020). No progress or log notifications. A plain call whose tool
+// asks a question answers input_required and is run again, fresh, with
+// the answers (mrtr.go, mcpevents.Round); a tool with taskStart
+// begin_task runs that way until it calls begin_task, when its task is
+// created. Either era reads the other's tasks of the same owner;
+// anonymous 2026-07-28 tasks over HTTP share one owner, their IDs being
+// the handles.
 //
 // notifications/tasks/status is sent for each status change of a
-// 2025-11-25 task, after the response that announced the task: on stdio,
-// and over Streamable HTTP on the session's GET stream when one is open
-// (the spec makes it optional; clients also poll with tasks/get).
+// 2025-11-25 task (mcpconn.StatusRelay), after the response that announced
+// the task: on stdio, and over Streamable HTTP on the session's GET stream
+// when one is open (the spec makes it optional; clients also poll with
+// tasks/get).
 //
 // # Ownership and security
 //
@@ -113,16 +106,16 @@
 // Every request go-sdk serves goes through a middleware that recovers
 // panics (-32603), and so does every request answered before go-sdk.
 // A request reusing the ID of one still unanswered on its session is
-// refused with -32600, whichever path serves the first.
+// refused with -32600 by its connection, whichever path serves the first.
 // Task methods accept a missing or null params (tasks/list needs none).
 // On stdio, a line that is not JSON (-32700), a batch or an invalid message
 // (-32600), or a line over MaxMessageBytes (-32600) is answered and the
 // session goes on. Arguments that are not an object or exceed
 // MaxArgumentBytes get -32602; arguments failing the tool's input schema are
-// a tool error (isError), as MCP 2025-11-25 asks. On stdio a task is
-// announced by request ID: the code that creates it tells the connection
-// which response carries it, and the task's status notifications wait for
-// that response.
+// a tool error (isError), as MCP 2025-11-25 asks. A task is announced by
+// request ID: the code that creates it tells the connection which
+// response carries it (mcpconn.Conn.ExpectTask), and the task's status
+// notifications wait for that response.
 //
 // # Requests answered before go-sdk (ownanswers.go)
 //
@@ -131,8 +124,8 @@
 // as the connection reads them, by the same handlers go-sdk would call, in
 // a goroutine of the Server: go-sdk decodes each request's params several
 // times with a fresh 32 KiB buffer. Only requests go-sdk would read alike
-// are taken (exact member names, no _meta but our own keys); the rest,
-// and every request of a 2026-07-28 session, are go-sdk's.
+// are taken (mcpconn.CallParams, mcpconn.TaskParams); the rest, and every
+// request of a 2026-07-28 session, are go-sdk's.
 //
 // # Concurrency and lifecycle
 //
@@ -161,17 +154,12 @@
 //     (AddReceivingCustomMethod), capabilities.tasks and execution.taskSupport
 //     are added by rewriting the initialize and tools/list results in a
 //     receiving middleware, and tools/call is answered by that middleware;
-//     params.task, which go-sdk drops when it decodes tools/call, is lifted
-//     into a private _meta key ("io.wasmtask/lifted-task", stripped from
-//     client input first) by taskConn before go-sdk reads the message.
-//     Retired by native task support in go-sdk (#626).
-//   - No API to send a custom notification (notifications/tasks/status):
-//     taskConn writes it on the session's connection. Retired by a
-//     ServerSession.Notify(method, params) API.
+//     params.task, which go-sdk drops, is lifted by the session connection
+//     (mcpconn). Retired by native task support in go-sdk (#626).
 //   - Params go-sdk cannot decode are refused before any middleware with
-//     encoding/json's wording (Go type and field names): taskConn rewords
-//     the errors it writes. Retired by go-sdk wording decode errors in
-//     JSON terms.
+//     encoding/json's wording (Go type and field names): the session
+//     connection passes the errors it writes through connError. Retired by
+//     go-sdk wording decode errors in JSON terms.
 //   - Custom method handlers get no RequestExtra (auth info): the middleware
 //     puts the requestor in the context. Retired by passing the request (or
 //     its Extra) to AddReceivingCustomMethod handlers.
@@ -196,5 +184,5 @@
 //     not a valid message: we use our own (host/internal/mcpstdio). Retired by
 //     answering bad frames with -32700/-32600 in go-sdk's ioConn.
 //
-// The HTTP room lists its own (go-sdk's stateless handler for 2026-07-28).
+// The session connection (mcpconn) and the HTTP room list their own.
 package mcpserver

@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
+	"github.com/wasmtask/wasmtask/host/internal/mcpconn"
+	"github.com/wasmtask/wasmtask/host/internal/mcpevents"
 	"github.com/wasmtask/wasmtask/taskengine"
 )
 
@@ -264,6 +267,25 @@ func jsonKind(goType string) string {
 		return "an array"
 	}
 	return "an object"
+}
+
+// refusedAnswerError is the -32602 a 2026-07-28 request gets for an
+// answer that does not fit its question, naming the answer's key.
+func refusedAnswerError(a *mcpevents.RefusedAnswer) error {
+	return rpcError(jsonrpc.CodeInvalidParams, "inputResponses[%s]: %v", strconv.Quote(a.Key), a.Err)
+}
+
+// connError is what the client reads for an error its session's
+// connection writes (mcpconn.Options.Word): a request refused as it was
+// read, or any error response.
+func connError(err error) *jsonrpc.Error {
+	switch {
+	case errors.Is(err, mcpconn.ErrIDInFlight):
+		return rpcError(jsonrpc.CodeInvalidRequest, "invalid request: a request with this ID is still in flight on the session")
+	case errors.Is(err, mcpconn.ErrTooManyInFlight):
+		return rpcError(jsonrpc.CodeInvalidRequest, "invalid request: more than %d requests in flight on the session", mcpconn.MaxInFlight)
+	}
+	return clientRPCError(err)
 }
 
 // clientRPCError is err as the client receives it: the JSON-RPC code go-sdk

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/wasmtask/wasmtask/host/hosttest"
+	"github.com/wasmtask/wasmtask/host/internal/mcpevents"
 	"github.com/wasmtask/wasmtask/host/internal/mcphttp"
 	"github.com/wasmtask/wasmtask/taskengine"
 )
@@ -239,7 +240,7 @@ func TestSessionElicitationsBounded(t *testing.T) {
 	c := newHTTPClient(t, ts.httpServer(t))
 	c.initialize()
 	var ids []string
-	for i := range maxOpenElicits + 1 {
+	for i := range mcpevents.MaxOpenElicits + 1 {
 		ids = append(ids, taskIDOf(t, c.call(i, "tools/call", map[string]any{"name": "ask", "task": map[string]any{}})))
 	}
 	status := map[string]string{}
@@ -253,7 +254,7 @@ func TestSessionElicitationsBounded(t *testing.T) {
 		}
 		if counts["input_required"]+counts["failed"] == len(ids) {
 			if counts["failed"] != 1 {
-				t.Fatalf("statuses %v, want %d input_required and 1 failed", status, maxOpenElicits)
+				t.Fatalf("statuses %v, want %d input_required and 1 failed", status, mcpevents.MaxOpenElicits)
 			}
 			break
 		}

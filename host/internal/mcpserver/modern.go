@@ -6,12 +6,12 @@ import (
 	"errors"
 	"log/slog"
 	"maps"
-	"strconv"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wasmtask/wasmtask/abi"
+	"github.com/wasmtask/wasmtask/host/internal/mcpevents"
 	"github.com/wasmtask/wasmtask/host/internal/mcpwire"
 	"github.com/wasmtask/wasmtask/taskengine"
 )
@@ -203,49 +203,16 @@ func (s *Server) modernTaskMethod(ctx context.Context, rq requestor, method stri
 		if id == "" {
 			return nil, rpcError(jsonrpc.CodeInvalidParams, "%s: missing params.taskId", method)
 		}
-		if err := s.answerInputs(ctx, owner, id, p.InputResponses); err != nil {
-			return nil, err
+		if err := mcpevents.AnswerInputs(ctx, s.cfg.Engine, owner, id, p.InputResponses); err != nil {
+			var bad *mcpevents.RefusedAnswer
+			if errors.As(err, &bad) {
+				return nil, refusedAnswerError(bad)
+			}
+			return nil, engineError(err, id)
 		}
 		return &mcpwire.AckResult{ResultType: resultComplete}, nil
 	}
 	return nil, errMethodNotFound("method %q is not part of protocol version %s", method, modernVersion)
-}
-
-// answerInputs hands each response that answers a pending input request of
-// the task to the work waiting for it, once every one of them passed
-// mcpwire.CheckAnswer: a refused answer refuses the update (-32602) and no question
-// is answered. Keys that answer nothing (never asked, already answered,
-// withdrawn) are ignored without being decoded.
-func (s *Server) answerInputs(ctx context.Context, owner, id string, responses map[string]json.RawMessage) error {
-	pending, err := s.cfg.Engine.PendingInput(ctx, owner, id)
-	if err != nil {
-		return engineError(err, id)
-	}
-	type answer struct {
-		key   string
-		reply abi.ElicitReply
-	}
-	var answers []answer
-	for _, r := range pending {
-		raw, ok := responses[r.ID]
-		if !ok {
-			continue
-		}
-		reply, err := mcpwire.DecodeElicitResult(raw)
-		if err == nil {
-			req, _ := r.Payload.(abi.ElicitRequest)
-			reply, err = mcpwire.CheckAnswer(req, reply)
-		}
-		if err != nil {
-			return rpcError(jsonrpc.CodeInvalidParams, "inputResponses[%s]: %v", strconv.Quote(r.ID), err)
-		}
-		answers = append(answers, answer{r.ID, reply})
-	}
-	for _, a := range answers {
-		// A request withdrawn in the meantime answers nothing: ignored.
-		_ = s.cfg.Engine.Answer(ctx, owner, id, a.key, elicitAnswer{reply: a.reply})
-	}
-	return nil
 }
 
 // discover adds the tasks extension to server/discover's capabilities,

@@ -19,6 +19,7 @@ import (
 	"github.com/wasmtask/wasmtask/abi"
 	"github.com/wasmtask/wasmtask/host/hosttest"
 	"github.com/wasmtask/wasmtask/host/internal/mcphttp"
+	"github.com/wasmtask/wasmtask/host/internal/mcpwire"
 	"github.com/wasmtask/wasmtask/taskengine"
 )
 
@@ -306,8 +307,8 @@ func TestModernTaskLifecycle(t *testing.T) {
 	if res["resultType"] != resultComplete {
 		t.Errorf("the inlined result has resultType %v, want %q (2026-07-28 results carry it)", res["resultType"], resultComplete)
 	}
-	if meta, _ := res["_meta"].(map[string]any); meta[relatedTaskKey] != nil {
-		t.Errorf("the inlined result carries %s: %v", relatedTaskKey, res)
+	if meta, _ := res["_meta"].(map[string]any); meta[mcpwire.RelatedTaskKey] != nil {
+		t.Errorf("the inlined result carries %s: %v", mcpwire.RelatedTaskKey, res)
 	}
 	if done["error"] != nil || done["inputRequests"] != nil || done["requestState"] != nil {
 		t.Errorf("completed task has other payloads: %v", keys(done))

@@ -2,164 +2,23 @@ package mcpserver
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"runtime/debug"
 	"slices"
-	"strconv"
-	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/wasmtask/wasmtask/abi"
+	"github.com/wasmtask/wasmtask/host/internal/mcpevents"
 	"github.com/wasmtask/wasmtask/host/internal/mcpwire"
 	"github.com/wasmtask/wasmtask/taskengine"
 )
 
-// A 2026-07-28 server sends its client no requests: a plain call that
-// needs input answers with an input_required result listing its
-// questions, and the client calls again with the answers
-// (inputResponses). wasmtask keeps nothing between the rounds: each round
-// runs the tool in a fresh instance, as every call does, and answers its
-// questions, in order, from the round's inputResponses; the first
-// question without an answer ends the round. A question's key is a digest
-// of its text and its rank among the round's questions with that text, so
-// an answer never reaches another question, whatever order questions asked
-// together arrive in.
-//
-// A tool with taskStart begin_task runs this way until it calls
-// begin_task, when the call becomes a task (for a client that declared the
-// tasks extension): the task is created then, the client gets its handle,
-// and the instance goes on as the task's work.
-
-// errNeedsInput ends a round's guest at its first unanswered question.
-var errNeedsInput = errors.New("the question waits for the client's next round")
-
-// staged is one round of a 2026-07-28 call that may ask questions, and
-// may become a task, before it ends.
-type staged struct {
-	s       *Server
-	rq      requestor
-	tool    string
-	answers map[string]abi.ElicitReply // this round's inputResponses
-	mayTask bool                       // begin_task may make it a task
-	plain   abi.Events                 // progress before the task begins
-	cancel  context.CancelFunc         // ends the guest
-	begin   func() (taskengine.Task, error)
-
-	mu        sync.Mutex
-	asked     map[string]int                  // questions asked this round, by digest
-	missing   map[string]mcpwire.InputRequest // questions without an answer
-	task      *taskEvents                     // once a task
-	begun     chan taskengine.Task            // the task, once begin_task made one
-	refused   error                           // why the engine did not take the task
-	badAnswer error                           // the round's first answer that mcpwire.CheckAnswer refused
-}
-
-func (c *staged) Progress(p, total float64, msg string) {
-	if ev := c.taskEvents(); ev != nil {
-		ev.Progress(p, total, msg)
-		return
-	}
-	c.plain.Progress(p, total, msg)
-}
-
-func (c *staged) Status(msg string) {
-	if ev := c.taskEvents(); ev != nil {
-		ev.Status(msg)
-	}
-}
-
-func (c *staged) Log(level int32, msg string) {
-	c.s.log.Info("tool log", "tool", c.tool, "level", logLevel(level), "msg", msg)
-}
-
-func (c *staged) taskEvents() *taskEvents {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.task
-}
-
-// Elicit answers from the round's inputResponses, each checked by
-// mcpwire.CheckAnswer; a question without an answer ends the round (the guest is
-// stopped: it is asked again in the next one), and so does one whose
-// answer is refused (the round answers -32602). Once the call is a task,
-// questions go to tasks/get.
-func (c *staged) Elicit(ctx context.Context, req abi.ElicitRequest) (abi.ElicitReply, error) {
-	c.mu.Lock()
-	if ev := c.task; ev != nil {
-		c.mu.Unlock()
-		return ev.Elicit(ctx, req)
-	}
-	if !c.rq.canElicit() {
-		c.mu.Unlock()
-		return abi.ElicitReply{}, errElicitUnsupported
-	}
-	if c.asked == nil {
-		c.asked = make(map[string]int)
-	}
-	key := mcpwire.QuestionKey(req, c.asked)
-	if a, ok := c.answers[key]; ok {
-		c.mu.Unlock()
-		a, err := mcpwire.CheckAnswer(req, a)
-		if err == nil {
-			return a, nil
-		}
-		// The answer is the request's params: the round ends refusing
-		// them, and the question stays the client's to answer again.
-		c.mu.Lock()
-		if c.badAnswer == nil {
-			c.badAnswer = rpcError(jsonrpc.CodeInvalidParams, "inputResponses[%s]: %v", strconv.Quote(key), err)
-		}
-		c.mu.Unlock()
-		c.cancel()
-		return abi.ElicitReply{}, err
-	}
-	if c.missing == nil {
-		c.missing = make(map[string]mcpwire.InputRequest)
-	}
-	if len(c.missing) < abi.MaxElicitAll {
-		c.missing[key] = mcpwire.ElicitInput(req)
-	}
-	c.mu.Unlock()
-	c.cancel()
-	return abi.ElicitReply{}, errNeedsInput
-}
-
-// BeginTask makes the call a task when the tool may be one for this
-// client and no question of the round is open.
-func (c *staged) BeginTask() bool {
-	c.mu.Lock()
-	if c.task != nil {
-		c.mu.Unlock()
-		return true
-	}
-	if !c.mayTask || len(c.missing) > 0 {
-		c.mu.Unlock()
-		return false
-	}
-	c.mu.Unlock()
-	t, err := c.begin()
-	if err != nil {
-		// The engine holds all it may for this client: the call ends
-		// with that error rather than run on unseen.
-		c.mu.Lock()
-		c.refused = err
-		c.mu.Unlock()
-		c.cancel()
-		return false
-	}
-	c.begun <- t // capacity 1, sent once
-	return true
-}
-
-// openQuestions returns the round's unanswered questions, nil if none.
-func (c *staged) openQuestions() map[string]mcpwire.InputRequest {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.missing
-}
+// A 2026-07-28 plain call that needs input answers input_required and is
+// run again, fresh, with the answers; a tool with taskStart begin_task
+// runs that way until it calls begin_task, when its task is created. The
+// round's events (its questions, answers and begin_task) are an
+// mcpevents.Round; this file runs the round and says how it ended.
 
 // callStaged runs one round of a 2026-07-28 call: to its result, to its
 // first unanswered question (input_required), or — when the tool calls
@@ -175,12 +34,6 @@ func (s *Server) callStaged(ctx context.Context, rq requestor, cat Catalog, rele
 	// then, by the task after.
 	runCtx, cancel := context.WithCancel(context.Background())
 	stopWithRequest := context.AfterFunc(ctx, cancel)
-	c := &staged{
-		s: s, rq: rq, tool: tool, answers: mcpwire.AnswersOf(p.InputResponses), mayTask: mayTask,
-		plain:  &callEvents{s: s, rq: rq, ctx: ctx, token: p.GetProgressToken(), tool: tool},
-		cancel: cancel,
-		begun:  make(chan taskengine.Task, 1),
-	}
 	type ending struct {
 		res *mcpwire.CallToolResult
 		err error
@@ -188,12 +41,12 @@ func (s *Server) callStaged(ctx context.Context, rq requestor, cat Catalog, rele
 	ended := make(chan ending, 1)   // the instance's end, for the round
 	outcome := make(chan ending, 1) // the same, for the task's work
 	info := &taskInfo{tool: tool, attrs: toolAttrs(cat, tool)}
-	c.begin = func() (taskengine.Task, error) {
+	client := s.client(rq)
+	var r *mcpevents.Round
+	begin := func() (taskengine.Task, error) {
 		started := make(chan struct{})
 		work := func(tctx context.Context, run *taskengine.Run) taskengine.Outcome {
-			c.mu.Lock()
-			c.task = &taskEvents{s: s, rq: rq, run: run, id: run.ID(), tool: tool}
-			c.mu.Unlock()
+			r.SetTask(mcpevents.NewTask(client, run, nil, tool))
 			close(started)
 			stop := context.AfterFunc(tctx, cancel) // a cancelled task stops the instance
 			defer stop()
@@ -221,6 +74,11 @@ func (s *Server) callStaged(ctx context.Context, rq requestor, cat Catalog, rele
 		s.audit(auditTaskCreate, owner, append(taskAttrs(t), slog.String("outcome", "created"), slog.Duration("ttl", t.TTL))...)
 		return t, nil
 	}
+	if !mayTask {
+		begin = nil // begin_task answers that the call stays one
+	}
+	plain := mcpevents.NewCall(ctx, client, p.GetProgressToken(), tool)
+	r = mcpevents.NewRound(client, tool, mcpwire.AnswersOf(p.InputResponses), plain, cancel, begin)
 	go func() {
 		defer s.endWork()
 		defer release()
@@ -236,31 +94,29 @@ func (s *Server) callStaged(ctx context.Context, rq requestor, cat Catalog, rele
 					e = ending{err: rpcError(jsonrpc.CodeInternalError, "internal error")}
 				}
 			}()
-			e.res, e.err = s.execute(runCtx, Caller{Tenant: owner, User: rq.user}, cat, tool, p.Arguments, c)
+			e.res, e.err = s.execute(runCtx, Caller{Tenant: owner, User: rq.user}, cat, tool, p.Arguments, r)
 		}()
 		outcome <- e
 		ended <- e
 	}()
 
 	select {
-	case t := <-c.begun:
+	case t := <-r.Begun():
 		return &mcpwire.ModernTaskResult{ModernTask: modernTaskOf(t, nil, resultTask)}, nil
 	case e := <-ended:
 		select {
-		case t := <-c.begun: // it began, then ended at once
+		case t := <-r.Begun(): // it began, then ended at once
 			return &mcpwire.ModernTaskResult{ModernTask: modernTaskOf(t, nil, resultTask)}, nil
 		default:
 		}
-		c.mu.Lock()
-		refused, bad := c.refused, c.badAnswer
-		c.mu.Unlock()
+		open, bad, refused := r.Ended()
 		if refused != nil {
 			return nil, engineError(refused, "")
 		}
 		if bad != nil {
-			return nil, bad
+			return nil, refusedAnswerError(bad)
 		}
-		if open := c.openQuestions(); open != nil {
+		if open != nil {
 			return &mcpwire.InputRequiredResult{ResultType: resultInputRequired, InputRequests: open}, nil
 		}
 		s.audit(auditCall, owner, append(toolAttrs(cat, tool), outcomeAttr(e.res, e.err))...)

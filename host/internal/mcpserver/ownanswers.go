@@ -4,16 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"runtime/debug"
-	"slices"
-	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/wasmtask/wasmtask/host/internal/mcpconn"
 	"github.com/wasmtask/wasmtask/host/internal/mcpwire"
-	"github.com/wasmtask/wasmtask/host/internal/rpcmsg"
 )
 
 // The requests a 2025-11-25 session sends most — tools/call, tasks/get,
@@ -23,26 +20,17 @@ import (
 // params and _meta several times with a fresh 32 KiB decoder buffer each
 // (RATIONALE: "Why are the commonest requests answered before go-sdk
 // sees them?"). Only requests go-sdk would read the same way are taken:
-// an initialized session, params whose member names are exactly the
-// method's (go-sdk's decoder is case-sensitive), no _meta key but our own
-// lifted ones. Their messages (progress, logs, questions) travel on their
-// own request's stream, and a notifications/cancelled naming one ends it,
-// as go-sdk does for the requests it serves.
-
-// ownRequests are the requests a session answers itself, in flight.
-type ownRequests struct {
-	mu     sync.Mutex
-	cancel map[jsonrpc.ID]context.CancelFunc
-}
+// an initialized session, params read exactly (mcpconn.CallParams,
+// mcpconn.TaskParams). Their messages (progress, logs, questions) travel
+// on their own request's stream, and a notifications/cancelled naming one
+// ends it (the connection tracks them: mcpconn.Conn.Track), as go-sdk
+// does for the requests it serves.
 
 // answerOwn answers req itself when it can, in a goroutine the Server
 // owns, and reports whether it took it.
 func (s *Server) answerOwn(sess *session, req *jsonrpc.Request) bool {
 	if !req.IsCall() {
-		if req.Method == "notifications/cancelled" {
-			sess.own.cancelRequest(req.Params)
-		}
-		return false
+		return false // a notifications/cancelled naming one of ours: the connection ends it
 	}
 	s.mu.Lock()
 	ss := sess.ss
@@ -70,11 +58,11 @@ func (s *Server) answerOwn(sess *session, req *jsonrpc.Request) bool {
 	var call *mcp.CallToolParamsRaw
 	var task *mcpwire.TaskIDParams
 	if req.Method == methodCallTool {
-		if call = ownCallParams(req.Params); call == nil {
+		if call = mcpconn.CallParams(req.Params); call == nil {
 			return false
 		}
 	} else {
-		if task = ownTaskParams(req.Params); task == nil {
+		if task = mcpconn.TaskParams(req.Params); task == nil {
 			return false
 		}
 		if req.Method == methodTasksResult {
@@ -89,14 +77,14 @@ func (s *Server) answerOwn(sess *session, req *jsonrpc.Request) bool {
 		}
 	}
 	ctx, cancel := context.WithCancel(sess.ctx)
-	if !sess.own.add(req.ID, cancel) {
+	if !sess.conn.Track(req.ID, cancel) {
 		cancel()
 		return false // an ID in flight twice: go-sdk decides
 	}
-	ctx = sess.conn.withRequest(ctx, extraOf(req))
+	ctx = sess.conn.WithRequest(ctx, extraOf(req))
 	ctx = context.WithValue(ctx, requestorKey{}, rq)
 	s.wg.Go(func() {
-		defer sess.own.done(req.ID)
+		defer sess.conn.Untrack(req.ID)
 		defer cancel()
 		res, err := s.runOwn(ctx, rq, req.Method, call, task)
 		resp := &jsonrpc.Response{ID: req.ID}
@@ -172,101 +160,4 @@ func wireError(err error) *jsonrpc.Error {
 		}
 	}
 	return &out
-}
-
-// ownCallParams reads the params of a tools/call answered here: name,
-// optionally arguments, and a _meta holding only our lifted keys (a
-// client's _meta may name another protocol version or carry a progress
-// token: go-sdk reads those). nil: go-sdk's.
-func ownCallParams(raw json.RawMessage) *mcp.CallToolParamsRaw {
-	params, err := exactMembers(raw, "name", "arguments", "_meta")
-	if err != nil || params["name"] == nil {
-		return nil
-	}
-	p := new(mcp.CallToolParamsRaw)
-	if json.Unmarshal(params["name"], &p.Name) != nil {
-		return nil
-	}
-	p.Arguments = params["arguments"]
-	if m := params["_meta"]; m != nil {
-		meta, err := exactMembers(m, mcpwire.LiftedTaskKey, mcpwire.RequestIDKey)
-		if err != nil {
-			return nil
-		}
-		p.Meta = make(mcp.Meta, len(meta))
-		for k, v := range meta {
-			var val any
-			if json.Unmarshal(v, &val) != nil {
-				return nil
-			}
-			p.Meta[k] = val
-		}
-	}
-	return p
-}
-
-// ownTaskParams reads the params of tasks/get, tasks/cancel or
-// tasks/result answered here: exactly a taskId string. nil: go-sdk's.
-func ownTaskParams(raw json.RawMessage) *mcpwire.TaskIDParams {
-	params, err := exactMembers(raw, "taskId")
-	if err != nil || params["taskId"] == nil {
-		return nil
-	}
-	var p mcpwire.TaskIDParams
-	if json.Unmarshal(params["taskId"], &p.TaskID) != nil || p.TaskID == "" {
-		return nil
-	}
-	return &p
-}
-
-// exactMembers returns the members of the JSON object raw when each is
-// one of names, spelled exactly and not repeated.
-func exactMembers(raw json.RawMessage, names ...string) (map[string]json.RawMessage, error) {
-	return rpcmsg.Members(raw, func(name string) error {
-		if !slices.Contains(names, name) {
-			return fmt.Errorf("member %q", name)
-		}
-		return nil
-	})
-}
-
-// add records a request in flight; false when its ID already is.
-func (o *ownRequests) add(id jsonrpc.ID, cancel context.CancelFunc) bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if _, dup := o.cancel[id]; dup {
-		return false
-	}
-	if o.cancel == nil {
-		o.cancel = make(map[jsonrpc.ID]context.CancelFunc)
-	}
-	o.cancel[id] = cancel
-	return true
-}
-
-func (o *ownRequests) done(id jsonrpc.ID) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	delete(o.cancel, id)
-}
-
-// cancelRequest ends the request a notifications/cancelled names, if it
-// is one answered here.
-func (o *ownRequests) cancelRequest(raw json.RawMessage) {
-	var p struct {
-		RequestID any `json:"requestId"`
-	}
-	if json.Unmarshal(raw, &p) != nil {
-		return
-	}
-	id, err := jsonrpc.MakeID(p.RequestID)
-	if err != nil {
-		return
-	}
-	o.mu.Lock()
-	cancel := o.cancel[id]
-	o.mu.Unlock()
-	if cancel != nil {
-		cancel()
-	}
 }

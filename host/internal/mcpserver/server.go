@@ -14,8 +14,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/wasmtask/wasmtask/host/internal/mcpconn"
+	"github.com/wasmtask/wasmtask/host/internal/mcpevents"
 	"github.com/wasmtask/wasmtask/host/internal/mcpstdio"
-	"github.com/wasmtask/wasmtask/host/internal/mcpwire"
 	"github.com/wasmtask/wasmtask/taskengine"
 )
 
@@ -27,16 +28,6 @@ var (
 	// ErrClosed is returned by ServeStdio after Close.
 	ErrClosed = errors.New("server closed")
 )
-
-// errElicitUnsupported is what Events.Elicit returns when the client did not
-// declare the elicitation capability. errors.Is(err, errors.ErrUnsupported)
-// holds, as abi.Events asks.
-var errElicitUnsupported error = elicitUnsupported{}
-
-type elicitUnsupported struct{}
-
-func (elicitUnsupported) Error() string        { return "the client cannot answer input requests" }
-func (elicitUnsupported) Is(target error) bool { return target == errors.ErrUnsupported }
 
 // Config configures a [Server]. Catalog and Engine are required; every
 // other field has a default given in its comment.
@@ -103,8 +94,8 @@ type Server struct {
 	mu       sync.Mutex
 	closed   bool
 	sessions map[string]*session // by session ID
-	attached map[string]*attachment
-	inflight map[string]bool // task ID + input ID being delivered
+
+	waiters mcpevents.Waiters // tasks/result requests waiting, for the tasks' messages
 
 	waitHook func(began bool) // tests: called as each tasks/result starts and stops waiting
 
@@ -223,8 +214,6 @@ func New(cfg Config) (*Server, error) {
 		cfg:      cfg,
 		log:      cfg.Logger,
 		sessions: make(map[string]*session),
-		attached: make(map[string]*attachment),
-		inflight: make(map[string]bool),
 	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: cfg.Name, Version: cfg.Version}, &mcp.ServerOptions{
 		Instructions: cfg.Instructions,
@@ -298,27 +287,31 @@ func (s *Server) Connect(conn mcp.Connection, user string) (end func(), err erro
 	}, nil
 }
 
-// startSession records a session over conn (behind taskConn), starts the
-// writer of its task status notifications, and connects go-sdk to it.
+// startSession records a session over conn (behind an mcpconn.Conn),
+// starts the writer of its task status notifications, and connects go-sdk
+// to it.
 func (s *Server) startSession(conn mcp.Connection, user, transport string) (*session, *mcp.ServerSession, error) {
-	tc := newTaskConn(conn)
+	var sess *session // set before go-sdk reads a request
+	tc := mcpconn.New(conn, mcpconn.Options{
+		Word:   connError,
+		Answer: func(req *jsonrpc.Request) bool { return s.answerOwn(sess, req) },
+	})
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		return nil, nil, ErrClosed
 	}
-	sess := s.newSessionLocked(conn.SessionID(), user, tc)
+	sess = s.newSessionLocked(conn.SessionID(), user, tc)
 	if transport == "stdio" && s.cfg.LocalOwner != "" {
 		sess.owner = s.cfg.LocalOwner
 	}
 	s.mu.Unlock()
-	tc.answer = func(req *jsonrpc.Request) bool { return s.answerOwn(sess, req) }
 	s.wg.Go(func() {
 		defer close(sess.relayDone)
-		sess.relay.run(sess.ctx, func(t mcpwire.Task) error { return tc.notify(methodTaskStatus, t) })
+		sess.relay.Run(sess.ctx, tc.NotifyTaskStatus)
 	})
 	s.audit(auditSessionOpen, requestor{sess: sess, user: user}.owner(), slog.String("transport", transport))
-	ss, err := s.mcp.Connect(context.Background(), connTransport{tc}, nil)
+	ss, err := s.mcp.Connect(context.Background(), tc.Transport(), nil)
 	if err != nil {
 		s.releaseSession(sess.id)
 		return nil, nil, fmt.Errorf("connecting a %s session: %w", transport, err)

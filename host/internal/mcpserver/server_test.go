@@ -2,11 +2,9 @@ package mcpserver
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/wasmtask/wasmtask/abi"
 	"github.com/wasmtask/wasmtask/taskengine"
@@ -203,47 +201,6 @@ func TestCatalogHeldUntilWorkEnds(t *testing.T) {
 	c.call(6, "tasks/result", map[string]any{"taskId": id})
 	if ts.holds.Load() != ts.releases.Load() || ts.holds.Load() != 5 {
 		t.Errorf("after the task: %d references taken, %d given back; want 5 and 5", ts.holds.Load(), ts.releases.Load())
-	}
-}
-
-// elicitLimiter: at most maxOpenElicits open questions, a burst of
-// sessionElicitBurst, then one per sessionElicitEvery.
-func TestElicitLimiter(t *testing.T) {
-	var l elicitLimiter
-	t0 := time.Unix(1000, 0)
-	for i := range maxOpenElicits {
-		if err := l.begin(t0); err != nil {
-			t.Fatalf("question %d: %v", i, err)
-		}
-	}
-	if err := l.begin(t0); !errors.Is(err, errElicitsOpen) {
-		t.Fatalf("question over the open bound: %v, want errElicitsOpen", err)
-	}
-	for range maxOpenElicits {
-		l.end()
-	}
-	for i := maxOpenElicits; i < sessionElicitBurst; i++ {
-		if err := l.begin(t0); err != nil {
-			t.Fatalf("question %d of the burst: %v", i, err)
-		}
-		l.end()
-	}
-	if err := l.begin(t0); !errors.Is(err, errElicitRate) {
-		t.Fatalf("question past the burst: %v, want errElicitRate", err)
-	}
-	if err := l.begin(t0.Add(sessionElicitEvery / 2)); !errors.Is(err, errElicitRate) {
-		t.Fatalf("question before a token returned: %v, want errElicitRate", err)
-	}
-	if err := l.begin(t0.Add(sessionElicitEvery)); err != nil {
-		t.Fatalf("question once a token returned: %v", err)
-	}
-	l.end()
-	later := t0.Add(100 * sessionElicitEvery)
-	for i := range sessionElicitBurst {
-		if err := l.begin(later); err != nil {
-			t.Fatalf("question %d after a long pause: %v", i, err)
-		}
-		l.end()
 	}
 }
 

@@ -11,6 +11,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/wasmtask/wasmtask/host/internal/mcpconn"
+	"github.com/wasmtask/wasmtask/host/internal/mcpevents"
 	"github.com/wasmtask/wasmtask/host/internal/mcpstdio"
 )
 
@@ -27,28 +29,27 @@ type session struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	// conn is the session's connection (every transport's goes through
-	// taskConn): it writes the notifications go-sdk has no API for and
-	// learns which response announces a task. line is the stdio
-	// connection under it, nil over HTTP.
-	conn *taskConn
+	// mcpconn): it writes the notifications go-sdk has no API for, learns
+	// which response announces a task and tracks the requests answered
+	// before go-sdk sees them. line is the stdio connection under it, nil
+	// over HTTP.
+	conn *mcpconn.Conn
 	line *mcpstdio.Conn
-	// ss is go-sdk's session (guarded by Server.mu; nil until connected),
-	// own the requests answered before go-sdk sees them.
-	ss  *mcp.ServerSession
-	own ownRequests
+	// ss is go-sdk's session (guarded by Server.mu; nil until connected).
+	ss *mcp.ServerSession
 	// relay writes the status changes of its tasks, from a goroutine
 	// that ends (relayDone) once ctx does.
-	relay     *statusRelay
+	relay     *mcpconn.StatusRelay
 	relayDone chan struct{}
 	// elicits bounds the session's elicitations, whichever call or task
 	// asks.
-	elicits elicitLimiter
+	elicits mcpevents.Limiter
 }
 
 // newSessionLocked records a session. s.mu must be held.
-func (s *Server) newSessionLocked(id, user string, conn *taskConn) *session {
+func (s *Server) newSessionLocked(id, user string, conn *mcpconn.Conn) *session {
 	ctx, cancel := context.WithCancel(context.Background())
-	sess := &session{id: id, owner: "session:" + rand.Text(), user: user, ctx: ctx, cancel: cancel, conn: conn, relay: newStatusRelay(), relayDone: make(chan struct{})}
+	sess := &session{id: id, owner: "session:" + rand.Text(), user: user, ctx: ctx, cancel: cancel, conn: conn, relay: mcpconn.NewStatusRelay(), relayDone: make(chan struct{})}
 	if s.closed {
 		cancel()
 	}
@@ -85,6 +86,27 @@ func (r requestor) canElicit() bool {
 		return r.era.canElicit
 	}
 	return clientCanElicit(r.ss)
+}
+
+// clientCanElicit reports whether the session's client declared the
+// elicitation capability.
+func clientCanElicit(ss *mcp.ServerSession) bool {
+	ip := ss.InitializeParams()
+	return ip != nil && ip.Capabilities != nil && ip.Capabilities.Elicitation != nil
+}
+
+// client is where the events of a tool this requestor calls go.
+func (s *Server) client(r requestor) mcpevents.Client {
+	return mcpevents.Client{
+		Session:        r.ss,
+		SessionID:      r.sess.id,
+		SessionContext: r.sess.ctx,
+		Modern:         r.modern,
+		CanElicit:      r.canElicit(),
+		Limits:         &r.sess.elicits,
+		Waiters:        &s.waiters,
+		Log:            s.log,
+	}
 }
 
 // TenantOf names the authenticated tenant an owner of tasks (as the task
@@ -158,7 +180,7 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			if rq.sess == nil {
 				return nil, rpcError(jsonrpc.CodeInternalError, "internal error: the session has ended")
 			}
-			ctx = rq.sess.conn.withRequest(ctx, req.GetExtra())
+			ctx = rq.sess.conn.WithRequest(ctx, req.GetExtra())
 		}
 		ctx = context.WithValue(ctx, requestorKey{}, rq)
 		if rq.modern {

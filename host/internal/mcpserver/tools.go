@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wasmtask/wasmtask/abi"
+	"github.com/wasmtask/wasmtask/host/internal/mcpevents"
 	"github.com/wasmtask/wasmtask/host/internal/mcpwire"
 	"github.com/wasmtask/wasmtask/taskengine"
 )
@@ -22,8 +23,6 @@ import (
 const (
 	methodListTools = "tools/list"
 	methodCallTool  = "tools/call"
-
-	relatedTaskKey = "io.modelcontextprotocol/related-task"
 )
 
 // Catalog is one generation of the served tools: an immutable value, safe
@@ -185,7 +184,7 @@ func (s *Server) callTool(ctx context.Context, rq requestor, p *mcp.CallToolPara
 		defer s.endWork()
 		ctx, stop := withDone(ctx, rq.sess.ctx)
 		defer stop()
-		ev := &callEvents{s: s, rq: rq, ctx: ctx, token: token, tool: tool.Name}
+		ev := mcpevents.NewCall(ctx, s.client(rq), token, tool.Name)
 		res, err := s.execute(ctx, Caller{Tenant: rq.owner(), User: rq.user}, cat, tool.Name, p.Arguments, ev)
 		s.audit(auditCall, rq.owner(), append(toolAttrs(cat, tool.Name), outcomeAttr(res, err))...)
 		if res != nil && rq.modern {
@@ -285,7 +284,7 @@ func (s *Server) createTask(ctx context.Context, rq requestor, cat Catalog, rele
 		defer s.endWork()
 		defer release()
 		id := run.ID()
-		ev := &taskEvents{s: s, rq: rq, run: run, id: id, token: token, tool: tool}
+		ev := mcpevents.NewTask(s.client(rq), run, token, tool)
 		who := Caller{Tenant: owner, User: rq.user, Queued: func(ahead int) {
 			if ahead >= 0 {
 				run.SetStatusMessage(fmt.Sprintf("queued: %d calls waiting ahead of this task for an instance", ahead))
@@ -319,9 +318,13 @@ func (s *Server) createTask(ctx context.Context, rq requestor, cat Catalog, rele
 	}
 	if c := rq.sess.conn; c != nil {
 		if reqID != nil {
-			c.expectTask(reqID, t.ID) // before the response is written
+			c.ExpectTask(reqID, t.ID) // before the response is written
 		}
-		s.watchStatus(rq.sess, owner, t.ID)
+		if r := rq.sess.relay; r != nil {
+			// notifications/tasks/status for each change, in the words
+			// of tasks/get.
+			r.Follow(s.cfg.Engine, owner, t.ID, wireTaskOf)
+		}
 	}
 	return &mcpwire.CreateTaskResult{Task: wireTaskOf(t)}, nil
 }

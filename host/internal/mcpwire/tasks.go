@@ -23,6 +23,15 @@ type Task struct {
 	PollInterval  int64  `json:"pollInterval,omitempty"`
 }
 
+// RelatedTaskKey is the _meta key that names the task a message belongs
+// to (a task's result, progress, log or input request).
+const RelatedTaskKey = "io.modelcontextprotocol/related-task"
+
+// RelatedTask is the _meta of a message that belongs to task id.
+func RelatedTask(id string) mcp.Meta {
+	return mcp.Meta{RelatedTaskKey: map[string]any{"taskId": id}}
+}
+
 // TimeFormat is RFC 3339 in UTC with milliseconds.
 const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
 

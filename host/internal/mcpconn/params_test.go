@@ -1,15 +1,15 @@
-package mcpserver
+package mcpconn
 
 import (
 	"encoding/json"
 	"testing"
 )
 
-// TestOwnParamsLeaveTheRestToGoSDK: params go-sdk might read otherwise
+// TestParamsLeaveTheRestToGoSDK: params go-sdk might read otherwise
 // than the exact reading here (a name in another case, a repeated member,
 // a _meta key of the client's, a taskId that is not a string) are left to
 // go-sdk; the plain ones are taken.
-func TestOwnParamsLeaveTheRestToGoSDK(t *testing.T) {
+func TestParamsLeaveTheRestToGoSDK(t *testing.T) {
 	for _, tc := range []struct {
 		params string
 		take   bool
@@ -24,7 +24,7 @@ func TestOwnParamsLeaveTheRestToGoSDK(t *testing.T) {
 		{`{"arguments":{}}`, false},
 		{`[{"name":"quick"}]`, false},
 	} {
-		if got := ownCallParams(json.RawMessage(tc.params)) != nil; got != tc.take {
+		if got := CallParams(json.RawMessage(tc.params)) != nil; got != tc.take {
 			t.Errorf("tools/call params %s: taken %v, want %v", tc.params, got, tc.take)
 		}
 	}
@@ -40,7 +40,7 @@ func TestOwnParamsLeaveTheRestToGoSDK(t *testing.T) {
 		{`{"taskId":"t1","taskId":"t2"}`, false},
 		{`{"taskId":"t1","_meta":{}}`, false},
 	} {
-		if got := ownTaskParams(json.RawMessage(tc.params)) != nil; got != tc.take {
+		if got := TaskParams(json.RawMessage(tc.params)) != nil; got != tc.take {
 			t.Errorf("task params %s: taken %v, want %v", tc.params, got, tc.take)
 		}
 	}

@@ -1,0 +1,176 @@
+package mcpevents
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/wasmtask/wasmtask/abi"
+	"github.com/wasmtask/wasmtask/host/internal/mcpwire"
+	"github.com/wasmtask/wasmtask/taskengine"
+)
+
+// A 2026-07-28 server sends its client no requests: a plain call that
+// needs input answers with an input_required result listing its
+// questions, and the client calls again with the answers
+// (inputResponses). wasmtask keeps nothing between the rounds: each round
+// runs the tool in a fresh instance, as every call does, and answers its
+// questions, in order, from the round's inputResponses; the first
+// question without an answer ends the round. A question's key is a digest
+// of its text and its rank among the round's questions with that text
+// (mcpwire.QuestionKey), so an answer never reaches another question,
+// whatever order questions asked together arrive in.
+//
+// A tool with taskStart begin_task runs this way until it calls
+// begin_task, when the call becomes a task (for a client that declared the
+// tasks extension): the task is created then, the client gets its handle,
+// and the instance goes on as the task's work.
+
+// errNeedsInput ends a round's guest at its first unanswered question.
+var errNeedsInput = errors.New("the question waits for the client's next round")
+
+// Round is the abi.Events of one round of a 2026-07-28 call that may ask
+// questions, and may become a task, before it ends. It is safe for
+// concurrent use.
+type Round struct {
+	c       Client
+	tool    string
+	answers map[string]abi.ElicitReply // this round's inputResponses
+	plain   abi.Events                 // progress before the task begins
+	cancel  context.CancelFunc         // ends the guest
+	begin   func() (taskengine.Task, error)
+
+	mu        sync.Mutex
+	asked     map[string]int                  // questions asked this round, by digest
+	missing   map[string]mcpwire.InputRequest // questions without an answer
+	task      *Task                           // once a task
+	begun     chan taskengine.Task            // the task, once begin_task made one
+	refused   error                           // why the engine did not take the task
+	badAnswer *RefusedAnswer                  // the round's first answer that mcpwire.CheckAnswer refused
+}
+
+// NewRound returns the events of one round of a call of tool. answers are
+// the round's inputResponses (mcpwire.AnswersOf); plain gets what is
+// reported before the call is a task; cancel ends the guest. begin creates
+// the task when the tool calls begin_task, and its work calls SetTask;
+// nil: the call may not become a task.
+func NewRound(c Client, tool string, answers map[string]abi.ElicitReply, plain abi.Events, cancel context.CancelFunc, begin func() (taskengine.Task, error)) *Round {
+	return &Round{c: c, tool: tool, answers: answers, plain: plain, cancel: cancel, begin: begin, begun: make(chan taskengine.Task, 1)}
+}
+
+// SetTask makes ev the round's events from now on: the call is a task.
+func (r *Round) SetTask(ev *Task) {
+	r.mu.Lock()
+	r.task = ev
+	r.mu.Unlock()
+}
+
+// Begun delivers the task, once begin_task made one.
+func (r *Round) Begun() <-chan taskengine.Task { return r.begun }
+
+// Ended reports how a round that ended without becoming a task ends, in
+// this order: the engine's refusal of its task (refused), else the first
+// answer refused (bad), else the questions still without an answer (open;
+// nil if none: the call's result stands).
+func (r *Round) Ended() (open map[string]mcpwire.InputRequest, bad *RefusedAnswer, refused error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.missing, r.badAnswer, r.refused
+}
+
+func (r *Round) Progress(p, total float64, msg string) {
+	if ev := r.taskEvents(); ev != nil {
+		ev.Progress(p, total, msg)
+		return
+	}
+	r.plain.Progress(p, total, msg)
+}
+
+func (r *Round) Status(msg string) {
+	if ev := r.taskEvents(); ev != nil {
+		ev.Status(msg)
+	}
+}
+
+func (r *Round) Log(level int32, msg string) {
+	r.c.Log.Info("tool log", "tool", r.tool, "level", logLevel(level), "msg", msg)
+}
+
+func (r *Round) taskEvents() *Task {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.task
+}
+
+// Elicit answers from the round's inputResponses, each checked by
+// mcpwire.CheckAnswer; a question without an answer ends the round (the guest is
+// stopped: it is asked again in the next one), and so does one whose
+// answer is refused (the round answers -32602). Once the call is a task,
+// questions go to tasks/get.
+func (r *Round) Elicit(ctx context.Context, req abi.ElicitRequest) (abi.ElicitReply, error) {
+	r.mu.Lock()
+	if ev := r.task; ev != nil {
+		r.mu.Unlock()
+		return ev.Elicit(ctx, req)
+	}
+	if !r.c.CanElicit {
+		r.mu.Unlock()
+		return abi.ElicitReply{}, errElicitUnsupported
+	}
+	if r.asked == nil {
+		r.asked = make(map[string]int)
+	}
+	key := mcpwire.QuestionKey(req, r.asked)
+	if a, ok := r.answers[key]; ok {
+		r.mu.Unlock()
+		a, err := mcpwire.CheckAnswer(req, a)
+		if err == nil {
+			return a, nil
+		}
+		// The answer is the request's params: the round ends refusing
+		// them, and the question stays the client's to answer again.
+		r.mu.Lock()
+		if r.badAnswer == nil {
+			r.badAnswer = &RefusedAnswer{Key: key, Err: err}
+		}
+		r.mu.Unlock()
+		r.cancel()
+		return abi.ElicitReply{}, err
+	}
+	if r.missing == nil {
+		r.missing = make(map[string]mcpwire.InputRequest)
+	}
+	if len(r.missing) < abi.MaxElicitAll {
+		r.missing[key] = mcpwire.ElicitInput(req)
+	}
+	r.mu.Unlock()
+	r.cancel()
+	return abi.ElicitReply{}, errNeedsInput
+}
+
+// BeginTask makes the call a task when the tool may be one for this
+// client and no question of the round is open.
+func (r *Round) BeginTask() bool {
+	r.mu.Lock()
+	if r.task != nil {
+		r.mu.Unlock()
+		return true
+	}
+	if r.begin == nil || len(r.missing) > 0 {
+		r.mu.Unlock()
+		return false
+	}
+	r.mu.Unlock()
+	t, err := r.begin()
+	if err != nil {
+		// The engine holds all it may for this client: the call ends
+		// with that error rather than run on unseen.
+		r.mu.Lock()
+		r.refused = err
+		r.mu.Unlock()
+		r.cancel()
+		return false
+	}
+	r.begun <- t // capacity 1, sent once
+	return true
+}
