@@ -639,19 +639,27 @@ func (s *Store) lapse(t *testing.T) {
 	s.health.mu.Unlock()
 }
 
-// deleteLeases removes the replicas' leases from the store at url, as
-// their TTL does while the store is away longer than a lease.
-func deleteLeases(t *testing.T, url string, rs ...replica) {
+// jetStreamOf is a JetStream client of the store at url, closed at the
+// end of the test.
+func jetStreamOf(t *testing.T, url string) jetstream.JetStream {
 	t.Helper()
 	nc, err := nats.Connect(url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer nc.Close()
+	t.Cleanup(nc.Close)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return js
+}
+
+// deleteLeases removes the replicas' leases from the store at url, as
+// their TTL does while the store is away longer than a lease.
+func deleteLeases(t *testing.T, url string, rs ...replica) {
+	t.Helper()
+	js := jetStreamOf(t, url)
 	kv, err := js.KeyValue(t.Context(), "wasmtask_leases")
 	if err != nil {
 		t.Fatal(err)
@@ -668,15 +676,7 @@ func deleteLeases(t *testing.T, url string, rs ...replica) {
 // meta leader.
 func waitBuckets(t *testing.T, url string) {
 	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := jetStreamOf(t, url)
 	for _, name := range []string{"wasmtask_tasks", "wasmtask_leases"} {
 		for {
 			kv, err := js.KeyValue(t.Context(), name)
