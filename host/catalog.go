@@ -47,9 +47,11 @@ type catalog struct {
 	listing  [32]byte                     // digest of list: a swap that changes it notifies clients
 	problems []Problem                    // load problems, then policy problems
 
-	prims        *primitives.Table[*servedPrims] // resources, templates and prompts (prims.go)
-	primsBy      map[string]*servedPrims         // by module name
-	primsListing [32]byte                        // digest of what prims lists
+	prims   *primitives.Table[*servedPrims] // resources, templates and prompts (prims.go)
+	primsBy map[string]*servedPrims         // by module name
+	// Digests of what the resource (and template) lists and the prompt
+	// list render, for list_changed.
+	resourcesListing, promptsListing [sha256.Size]byte
 
 	// Guarded by srv.holdMu.
 	refs         int              // requests and tasks holding the catalog

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 
@@ -30,14 +29,6 @@ type servedPrims struct {
 	slot   *admission.Tool // the module's share for them; carried over like a tool's
 	need   uint64
 }
-
-// Errors of the primitives, for the MCP layer to word.
-var (
-	// ErrUnknownResource: no served resource or template has the URI.
-	ErrUnknownResource = errors.New("host: unknown resource")
-	// ErrUnknownPrompt: no prompt of that name is served.
-	ErrUnknownPrompt = errors.New("host: unknown prompt")
-)
 
 // addPrims builds the servedPrims of module l for the catalog after prev, within its module's admission share ms.
 func (s *Server) addPrims(prev *catalog, l plugins.Loaded[*wasmrt.Module], entry ModulePolicy, ms *admission.Module) *servedPrims {
@@ -74,23 +65,44 @@ func (s *Server) runPrim(ctx context.Context, sp *servedPrims, from mcpserver.Ca
 	return run(ctx)
 }
 
-// Resources implements mcpserver.Catalog.
-func (c *catalog) Resources() []abi.Resource { return c.prims.Resources() }
+// Resources implements mcpserver.Primitives.
+func (c *catalog) Resources(visible func(name, module string) bool) []abi.Resource {
+	return c.prims.Resources(visible)
+}
 
-// ResourceTemplates implements mcpserver.Catalog.
-func (c *catalog) ResourceTemplates() []abi.ResourceTemplate { return c.prims.Templates() }
+// ResourceTemplates implements mcpserver.Primitives.
+func (c *catalog) ResourceTemplates(visible func(name, module string) bool) []abi.ResourceTemplate {
+	return c.prims.Templates(visible)
+}
 
-// Prompts implements mcpserver.Catalog.
-func (c *catalog) Prompts() []abi.Prompt { return c.prims.Prompts() }
+// Prompts implements mcpserver.Primitives.
+func (c *catalog) Prompts(visible func(name, module string) bool) []abi.Prompt {
+	return c.prims.Prompts(visible)
+}
 
-// ReadResource implements mcpserver.Catalog.
-func (c *catalog) ReadResource(ctx context.Context, from mcpserver.Caller, uri string) (res *abi.ReadResult, module string, err error) {
+// route finds what serves uri, if visible admits it.
+func (c *catalog) route(uri string, visible func(name, module string) bool) (primitives.Read[*servedPrims], bool) {
 	if abi.CheckURI(uri) != nil {
-		return nil, "", fmt.Errorf("%w: %q", ErrUnknownResource, uri)
+		return primitives.Read[*servedPrims]{}, false
 	}
 	r, ok := c.prims.Route(uri)
+	if !ok || (visible != nil && !visible(uri, r.Module)) {
+		return primitives.Read[*servedPrims]{}, false
+	}
+	return r, true
+}
+
+// Routes implements mcpserver.Primitives.
+func (c *catalog) Routes(uri string, visible func(name, module string) bool) bool {
+	_, ok := c.route(uri, visible)
+	return ok
+}
+
+// ReadResource implements mcpserver.Primitives.
+func (c *catalog) ReadResource(ctx context.Context, from mcpserver.Caller, uri string, visible func(name, module string) bool) (res *abi.ReadResult, module string, err error) {
+	r, ok := c.route(uri, visible)
 	if !ok {
-		return nil, "", fmt.Errorf("%w: %q", ErrUnknownResource, uri)
+		return nil, "", fmt.Errorf("%w: %q", mcpserver.ErrUnknownResource, uri)
 	}
 	sp := r.Code
 	err = c.srv.runPrim(ctx, sp, from, func(ctx context.Context) (err error) {
@@ -103,11 +115,11 @@ func (c *catalog) ReadResource(ctx context.Context, from mcpserver.Caller, uri s
 	return res, r.Module, nil
 }
 
-// GetPrompt implements mcpserver.Catalog.
-func (c *catalog) GetPrompt(ctx context.Context, from mcpserver.Caller, name string, args map[string]string, ev abi.Events) (res *abi.PromptResult, module string, err error) {
+// GetPrompt implements mcpserver.Primitives.
+func (c *catalog) GetPrompt(ctx context.Context, from mcpserver.Caller, name string, args map[string]string, visible func(name, module string) bool) (res *abi.PromptResult, module string, err error) {
 	module, sp, decl, ok := c.prims.Prompt(name)
-	if !ok {
-		return nil, "", fmt.Errorf("%w: %q", ErrUnknownPrompt, name)
+	if !ok || (visible != nil && !visible(name, module)) {
+		return nil, "", fmt.Errorf("%w: %q", mcpserver.ErrUnknownPrompt, name)
 	}
 	for _, a := range decl.Arguments {
 		if _, given := args[a.Name]; a.Required && !given {
@@ -115,7 +127,7 @@ func (c *catalog) GetPrompt(ctx context.Context, from mcpserver.Caller, name str
 		}
 	}
 	err = c.srv.runPrim(ctx, sp, from, func(ctx context.Context) (err error) {
-		res, err = sp.code.Prompt(ctx, name, args, sp.lim, ev)
+		res, err = sp.code.Prompt(ctx, name, args, sp.lim, nil)
 		return err
 	})
 	if err != nil {
@@ -124,11 +136,15 @@ func (c *catalog) GetPrompt(ctx context.Context, from mcpserver.Caller, name str
 	return res, module, nil
 }
 
-// Complete implements mcpserver.Catalog: a completion the modules do not
-// declare has no values.
-func (c *catalog) Complete(ctx context.Context, from mcpserver.Caller, ref abi.CompleteRef, arg abi.CompleteArgument, given map[string]string) (*abi.CompleteResult, error) {
-	_, sp, ok := c.prims.Completer(ref, arg.Name)
-	if !ok {
+// Complete implements mcpserver.Primitives: a completion the modules do
+// not declare, or of what visible does not admit, has no values.
+func (c *catalog) Complete(ctx context.Context, from mcpserver.Caller, ref abi.CompleteRef, arg abi.CompleteArgument, given map[string]string, visible func(name, module string) bool) (*abi.CompleteResult, error) {
+	module, sp, ok := c.prims.Completer(ref, arg.Name)
+	name := ref.Name
+	if ref.Type == abi.RefResource {
+		name = ref.URI
+	}
+	if !ok || (visible != nil && !visible(name, module)) {
 		return &abi.CompleteResult{Values: []string{}}, nil
 	}
 	var res *abi.CompleteResult
@@ -149,12 +165,42 @@ func (c *catalog) buildPrims(sources []primitives.Source[*servedPrims], paths ma
 	for _, cf := range c.prims.Conflicts() {
 		c.problems = append(c.problems, Problem{Module: cf.Module, Path: paths[cf.Module], Err: cf})
 	}
-	// The MCP methods that reach them (resources/*, prompts/*,
-	// completion/complete) are not served yet: say so, per module.
-	for _, src := range sources {
-		c.problems = append(c.problems, Problem{Module: src.Module, Path: paths[src.Module],
-			Err: errors.New("its resources, resource templates and prompts (ABI 1.2) are not served over MCP by this version; its tools are")})
+	rm, tm, pm := c.prims.Modules()
+	c.resourcesListing = listing(c.prims.Resources(nil), rm, c.prims.Templates(nil), tm)
+	c.promptsListing = listing(c.prims.Prompts(nil), pm)
+}
+
+// listing is a digest of what lists render (with the module of each item,
+// which decides who sees it): a change of it is a list_changed.
+func listing(parts ...any) [sha256.Size]byte {
+	b, _ := json.Marshal(parts)
+	return sha256.Sum256(b)
+}
+
+// notifyChanges tells clients what a swap from prev to next changed:
+// the tool, resource and prompt lists (list_changed), and each subscribed
+// resource whose module changed (resources/updated).
+func (s *Server) notifyChanges(prev, next *catalog) {
+	if prev.listing != next.listing {
+		s.mcp.ToolsChanged()
 	}
-	b, _ := json.Marshal([]any{c.prims.Resources(), c.prims.Templates(), c.prims.Prompts()})
-	c.primsListing = sha256.Sum256(b)
+	if prev.resourcesListing != next.resourcesListing {
+		s.mcp.ResourcesChanged()
+	}
+	if prev.promptsListing != next.promptsListing {
+		s.mcp.PromptsChanged()
+	}
+	s.mcp.ResourcesUpdated(context.Background(), func(uri string) bool {
+		return servedBy(prev, uri) != servedBy(next, uri)
+	})
+}
+
+// servedBy is the digest of the module that serves uri in c, "" when none
+// does: a read may answer differently once it changes.
+func servedBy(c *catalog, uri string) string {
+	r, ok := c.route(uri, nil)
+	if !ok {
+		return ""
+	}
+	return r.Code.module.Digest
 }

@@ -963,8 +963,8 @@ func (s *Server) rebuild(ctx context.Context, snap *plugins.Snapshot) {
 	if gen.Loading() == 0 {
 		s.loadedOnce.Do(func() { close(s.loaded) })
 	}
-	if s.mcp != nil && prev != nil && prev.listing != next.listing {
-		s.mcp.ToolsChanged()
+	if s.mcp != nil && prev != nil {
+		s.notifyChanges(prev, next)
 	}
 	switch {
 	case prev == nil:

@@ -121,18 +121,26 @@ func (s *Server) requestRate(tenant string) (float64, int) {
 
 // visibleFunc is the MCP layer's Visible: with a tenant file, what each
 // tenant's entry gives it; without one, everything. Stdio (no tenant)
-// sees every tool.
-func (s *Server) visibleFunc() func(tenant, tool, module string) bool {
+// sees everything.
+func (s *Server) visibleFunc() func(tenant string, kind mcpserver.Kind, name, module string) bool {
 	if s.cfg.TenantsFile == "" {
 		return nil
 	}
-	return func(tenant, tool, module string) bool {
+	return func(tenant string, kind mcpserver.Kind, name, module string) bool {
 		if tenant == "" {
 			return true
 		}
 		a := s.tenants.Load()
-		return a != nil && a.Visible(tenant, tool, module)
+		return a != nil && a.Visible(tenant, tenantKinds[kind], name, module)
 	}
+}
+
+// tenantKinds names the MCP layer's kinds in the tenant file's terms.
+var tenantKinds = [...]string{
+	mcpserver.KindTool:     tenancy.Tool,
+	mcpserver.KindResource: tenancy.Resource,
+	mcpserver.KindTemplate: tenancy.Resource,
+	mcpserver.KindPrompt:   tenancy.Prompt,
 }
 
 // tenantShare is the share of the instances and of the memory budget

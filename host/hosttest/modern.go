@@ -100,7 +100,7 @@ func (c *ModernClient) Do(method string, params map[string]any, hdr http.Header)
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Protocol-Version", ModernVersion)
 	req.Header.Set("Mcp-Method", method)
-	for _, key := range []string{"name", "taskId"} {
+	for _, key := range []string{"name", "uri", "taskId"} {
 		if v, ok := params[key].(string); ok {
 			req.Header.Set("Mcp-Name", v)
 		}

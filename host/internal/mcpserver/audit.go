@@ -20,6 +20,8 @@ const (
 	auditTaskCancel  = "task.cancel"
 	auditTaskResult  = "task.result"
 	auditDenied      = "request.denied"
+	auditRead        = "resource.read" // a resources/read ended
+	auditPrompt      = "prompt.get"    // a prompts/get ended
 )
 
 // audit writes one line of the audit log.

@@ -29,7 +29,7 @@ func TestAuthUserOwnsTasks(t *testing.T) {
 // the error a tool nobody serves gets, while another user lists and calls it.
 func TestVisiblePerUser(t *testing.T) {
 	ts := newTestServerWith(t, taskengine.Config{}, func(c *Config) {
-		c.Visible = func(user, tool, _ string) bool { return user == "alice" || tool != "quick" }
+		c.Visible = func(user string, _ Kind, tool, _ string) bool { return user == "alice" || tool != "quick" }
 	})
 	client := authClients(t, ts)
 	names := func(c *httpClient) map[string]bool {

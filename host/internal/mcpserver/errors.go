@@ -119,8 +119,14 @@ const maxStderrInText = 512
 // failureText is the text of the tool error a failed call of tool answers
 // with.
 func failureText(tool string, err error) string {
+	return failureTextOf(fmt.Sprintf("tool %q", tool), err)
+}
+
+// failureTextOf is the text of a failure of what: a tool, a resource, a
+// prompt ("tool \"x\"").
+func failureTextOf(what string, err error) string {
 	if errors.Is(err, taskengine.ErrReplicaLost) {
-		return fmt.Sprintf("the server running tool %q stopped before the call finished; call it again", tool)
+		return fmt.Sprintf("the server running %s stopped before the call finished; call it again", what)
 	}
 	var f *Failure
 	if !errors.As(err, &f) {
@@ -140,29 +146,29 @@ func failureText(tool string, err error) string {
 	var msg string
 	switch f.Kind {
 	case FailBusy:
-		msg = fmt.Sprintf("tool %q is busy", tool)
+		msg = what + " is busy"
 	case FailArguments:
-		msg = fmt.Sprintf("invalid arguments for tool %q", tool)
+		msg = "invalid arguments for " + what
 	case FailTimeout:
-		msg = fmt.Sprintf("tool %q ran out of time", tool)
+		msg = what + " ran out of time"
 	case FailCanceled:
-		msg = fmt.Sprintf("the call of tool %q was cancelled", tool)
+		msg = "the call of " + what + " was cancelled"
 	case FailOutOfMemory:
-		msg = fmt.Sprintf("tool %q ran out of memory", tool)
+		msg = what + " ran out of memory"
 	case FailCrashed:
-		msg = fmt.Sprintf("tool %q failed", tool)
+		msg = what + " failed"
 	case FailBadOutput:
-		msg = fmt.Sprintf("tool %q returned an invalid result", tool)
+		msg = what + " returned an invalid result"
 	case FailOutputTooLarge:
-		msg = fmt.Sprintf("tool %q returned a result that is too large", tool)
+		msg = what + " returned a result that is too large"
 	case FailRemoved:
-		msg = fmt.Sprintf("tool %q was removed or replaced while the call ran", tool)
+		msg = what + " was removed or replaced while the call ran"
 	case FailShutdown:
 		msg = "the server is shutting down"
 	case FailOverBudget:
-		msg = fmt.Sprintf("tool %q cannot run on this server", tool)
+		msg = what + " cannot run on this server"
 	default:
-		return fmt.Sprintf("tool %q failed with an internal error (the server log has the details)", tool)
+		return what + " failed with an internal error (the server log has the details)"
 	}
 	if f.Detail != "" {
 		msg += ": " + f.Detail
@@ -171,7 +177,7 @@ func failureText(tool string, err error) string {
 		if len(s) > maxStderrInText {
 			s = "…" + s[len(s)-maxStderrInText:]
 		}
-		msg += "; the tool's stderr ends: " + s
+		msg += "; its stderr ends: " + s
 	}
 	return msg
 }

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -56,12 +57,13 @@ type Config struct {
 	// log. Default: discard.
 	Logger *slog.Logger
 	// Visible says whether the requestor authenticated as user ("" when
-	// the transport carried no auth) may see and call tool, served from
-	// module (the module file's name, ToolInfo.Module).
-	// A tool it may not see is absent from its tools/list and unknown to
-	// its tools/call, with the same error as a tool nobody serves. Nil:
-	// every tool is visible to everyone.
-	Visible func(user, tool, module string) bool
+	// the transport carried no auth) may see and use the declaration of
+	// kind called name (a tool or prompt name, a resource's URI, a
+	// template's URI template), served from module (the module file's
+	// name, ToolInfo.Module). What it may not see is absent from its lists
+	// and unknown to its requests, with the same error as what nobody
+	// serves. Nil: everything is visible to everyone.
+	Visible func(user string, kind Kind, name, module string) bool
 	// OnDenied is told the status of each request refused before MCP (for
 	// metrics), by AuditDenied; it must be quick. Nil: nobody.
 	OnDenied func(status int)
@@ -96,6 +98,9 @@ type Server struct {
 	sessions map[string]*session // by session ID
 
 	waiters mcpevents.Waiters // tasks/result requests waiting, for the tasks' messages
+
+	subs    subscriptions // resources followed, by session and open listen request
+	listens atomic.Uint64 // names the open listen requests in subs
 
 	waitHook func(began bool) // tests: called as each tasks/result starts and stops waiting
 
@@ -218,8 +223,15 @@ func New(cfg Config) (*Server, error) {
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: cfg.Name, Version: cfg.Version}, &mcp.ServerOptions{
 		Instructions: cfg.Instructions,
 		Logger:       cfg.Logger,
+		// go-sdk keeps the subscriptions and delivers resources/updated;
+		// these admit and record them.
+		SubscribeHandler:   func(ctx context.Context, r *mcp.SubscribeRequest) error { return s.subscribe(ctx, r) },
+		UnsubscribeHandler: func(ctx context.Context, r *mcp.UnsubscribeRequest) error { return s.unsubscribe(ctx, r) },
 		Capabilities: &mcp.ServerCapabilities{
-			Tools: &mcp.ToolCapabilities{ListChanged: true},
+			Tools:       &mcp.ToolCapabilities{ListChanged: true},
+			Resources:   &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
+			Prompts:     &mcp.PromptCapabilities{ListChanged: true},
+			Completions: &mcp.CompletionCapabilities{},
 			//lint:ignore SA1019 logging is deprecated only for protocol 2026-07-28 (SEP-2577); 2025-11-25 clients get tool logs.
 			Logging: &mcp.LoggingCapabilities{},
 		},

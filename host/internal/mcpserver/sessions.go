@@ -67,6 +67,7 @@ func (s *Server) releaseSession(id string) {
 	s.mu.Unlock()
 	if ok {
 		sess.cancel()
+		s.subs.drop(id)
 	}
 }
 
@@ -183,6 +184,9 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			ctx = rq.sess.conn.WithRequest(ctx, req.GetExtra())
 		}
 		ctx = context.WithValue(ctx, requestorKey{}, rq)
+		if res, handled, err := s.primitiveRequest(ctx, rq, method, req); handled {
+			return res, err
+		}
 		if rq.modern {
 			return s.modernRequest(ctx, rq, method, req, next)
 		}
@@ -233,6 +237,8 @@ func (s *Server) modernRequest(ctx context.Context, rq requestor, method string,
 		return listModernTools(cat, s.visible(rq.user, cat), s.cfg.Visible != nil && rq.user != ""), nil
 	case methodCallTool:
 		return s.dispatchCall(ctx, rq, req)
+	case methodListen:
+		return s.listen(ctx, method, req, next)
 	case methodTasksResult, methodTasksList:
 		return nil, errMethodNotFound("method %q is not part of protocol version %s (the tasks extension has tasks/get, tasks/update and tasks/cancel)", method, modernVersion)
 	case methodTasksGet, methodTasksUpdate, methodTasksCancel:

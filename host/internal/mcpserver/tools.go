@@ -367,6 +367,6 @@ func (s *Server) visible(user string, cat Catalog) func(tool string) bool {
 	}
 	return func(tool string) bool {
 		info, _ := cat.Tool(tool)
-		return s.cfg.Visible(user, tool, info.Module)
+		return s.cfg.Visible(user, KindTool, tool, info.Module)
 	}
 }

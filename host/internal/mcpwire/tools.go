@@ -61,6 +61,23 @@ type Content struct {
 	Text     *string `json:"text,omitempty"` // set for every text block
 	Data     string  `json:"data,omitempty"`
 	MIMEType string  `json:"mimeType,omitempty"`
+	// A resource_link block (ABI 1.2).
+	URI         string `json:"uri,omitempty"`
+	Name        string `json:"name,omitempty"`
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description,omitempty"`
+	Size        *int64 `json:"size,omitempty"`
+	// A resource block (ABI 1.2).
+	Resource *EmbeddedContents `json:"resource,omitempty"`
+}
+
+// EmbeddedContents are a resource's contents in a resource block: text
+// (always present for a text resource, even empty) or a base64 blob.
+type EmbeddedContents struct {
+	URI      string  `json:"uri"`
+	MIMEType string  `json:"mimeType,omitempty"`
+	Text     *string `json:"text,omitempty"`
+	Blob     string  `json:"blob,omitempty"`
 }
 
 // TextBlock is a text content block holding s.
@@ -86,9 +103,18 @@ func RenderResult(r *abi.Result) *CallToolResult {
 	c := make(ContentList, len(r.Content))
 	for i := range r.Content {
 		b := &r.Content[i]
-		if b.Type == "text" {
+		switch b.Type {
+		case "text":
 			c[i] = Content{Type: b.Type, Text: &b.Text}
-		} else {
+		case "resource_link":
+			c[i] = Content{Type: b.Type, URI: b.URI, Name: b.Name, Title: b.Title, Description: b.Description, MIMEType: b.MIMEType, Size: b.Size}
+		case "resource":
+			e := &EmbeddedContents{URI: b.Resource.URI, MIMEType: b.Resource.MIMEType, Blob: b.Resource.Blob}
+			if e.Blob == "" {
+				e.Text = &b.Resource.Text
+			}
+			c[i] = Content{Type: b.Type, Resource: e}
+		default:
 			c[i] = Content{Type: b.Type, Data: b.Data, MIMEType: b.MIMEType}
 		}
 	}
@@ -100,7 +126,13 @@ func RenderResult(r *abi.Result) *CallToolResult {
 func (r *CallToolResult) Size() int64 {
 	n := int64(len(r.StructuredContent)) + 32
 	for _, c := range r.Content {
-		n += int64(len(c.PlainText())+len(c.Data)+len(c.MIMEType)) + 32
+		n += int64(len(c.PlainText())+len(c.Data)+len(c.MIMEType)+len(c.URI)+len(c.Name)+len(c.Title)+len(c.Description)) + 32
+		if e := c.Resource; e != nil {
+			n += int64(len(e.URI)+len(e.MIMEType)+len(e.Blob)) + 32
+			if e.Text != nil {
+				n += int64(len(*e.Text))
+			}
+		}
 	}
 	return n
 }

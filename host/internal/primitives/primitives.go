@@ -36,9 +36,13 @@ type Table[M any] struct {
 	templates []template[M]
 	prompts   map[string]entry[M, abi.Prompt]
 
+	// The lists, and the module of each item.
 	resourceList []abi.Resource
+	resourceMods []string
 	templateList []abi.ResourceTemplate
+	templateMods []string
 	promptList   []abi.Prompt
+	promptMods   []string
 	conflicts    []Conflict
 }
 
@@ -70,6 +74,7 @@ func Build[M any](sources []Source[M]) *Table[M] {
 			}
 			t.resources[r.URI] = entry[M, abi.Resource]{s.Module, s.Code, r}
 			t.resourceList = append(t.resourceList, r)
+			t.resourceMods = append(t.resourceMods, s.Module)
 		}
 		for _, rt := range m.ResourceTemplates {
 			if owner, dup := seenTemplate[rt.URITemplate]; dup {
@@ -83,6 +88,7 @@ func Build[M any](sources []Source[M]) *Table[M] {
 			seenTemplate[rt.URITemplate] = s.Module
 			t.templates = append(t.templates, template[M]{entry[M, abi.ResourceTemplate]{s.Module, s.Code, rt}, c})
 			t.templateList = append(t.templateList, rt)
+			t.templateMods = append(t.templateMods, s.Module)
 		}
 		for _, p := range m.Prompts {
 			if e, dup := t.prompts[p.Name]; dup {
@@ -91,22 +97,66 @@ func Build[M any](sources []Source[M]) *Table[M] {
 			}
 			t.prompts[p.Name] = entry[M, abi.Prompt]{s.Module, s.Code, p}
 			t.promptList = append(t.promptList, p)
+			t.promptMods = append(t.promptMods, s.Module)
 		}
 	}
-	slices.SortFunc(t.resourceList, func(a, b abi.Resource) int { return cmp.Compare(a.URI, b.URI) })
-	slices.SortFunc(t.promptList, func(a, b abi.Prompt) int { return cmp.Compare(a.Name, b.Name) })
+	t.resourceList, t.resourceMods = sortBy(t.resourceList, t.resourceMods, func(r *abi.Resource) string { return r.URI })
+	t.promptList, t.promptMods = sortBy(t.promptList, t.promptMods, func(p *abi.Prompt) string { return p.Name })
 	return t
 }
 
-// Resources lists the served resources, by URI.
-func (t *Table[M]) Resources() []abi.Resource { return t.resourceList }
+// sortBy sorts list by key, keeping each item's module beside it.
+func sortBy[D any](list []D, mods []string, key func(*D) string) ([]D, []string) {
+	idx := make([]int, len(list))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(key(&list[a]), key(&list[b])) })
+	l, m := make([]D, len(list)), make([]string, len(list))
+	for i, j := range idx {
+		l[i], m[i] = list[j], mods[j]
+	}
+	return l, m
+}
 
-// Templates lists the served resource templates, in serving order (the
-// order a read tries them).
-func (t *Table[M]) Templates() []abi.ResourceTemplate { return t.templateList }
+// Visible says whether a declaration (named by its URI, URI template or
+// prompt name) served from module may be shown; nil: all may.
+type Visible = func(name, module string) bool
 
-// Prompts lists the served prompts, by name.
-func (t *Table[M]) Prompts() []abi.Prompt { return t.promptList }
+// Resources lists the served resources that visible admits, by URI.
+// With a nil visible the slice is shared: do not modify it.
+func (t *Table[M]) Resources(visible Visible) []abi.Resource {
+	return filter(t.resourceList, t.resourceMods, func(r *abi.Resource) string { return r.URI }, visible)
+}
+
+// Templates lists the served resource templates that visible admits, in
+// serving order (the order a read tries them).
+func (t *Table[M]) Templates(visible Visible) []abi.ResourceTemplate {
+	return filter(t.templateList, t.templateMods, func(r *abi.ResourceTemplate) string { return r.URITemplate }, visible)
+}
+
+// Prompts lists the served prompts that visible admits, by name.
+func (t *Table[M]) Prompts(visible Visible) []abi.Prompt {
+	return filter(t.promptList, t.promptMods, func(p *abi.Prompt) string { return p.Name }, visible)
+}
+
+// Modules are the modules serving each item of the lists, in their order.
+func (t *Table[M]) Modules() (resources, templates, prompts []string) {
+	return t.resourceMods, t.templateMods, t.promptMods
+}
+
+func filter[D any](list []D, mods []string, name func(*D) string, visible Visible) []D {
+	if visible == nil {
+		return list
+	}
+	out := make([]D, 0, len(list))
+	for i := range list {
+		if visible(name(&list[i]), mods[i]) {
+			out = append(out, list[i])
+		}
+	}
+	return out
+}
 
 // Conflicts are the declarations not served.
 func (t *Table[M]) Conflicts() []Conflict { return t.conflicts }

@@ -25,10 +25,10 @@ func TestTable(t *testing.T) {
 		"prompts":[{"name":"greet"},{"name":"bye"}]}`)
 	tab := Build([]Source[string]{{"a", a, "A"}, {"b", b, "B"}})
 
-	if got := len(tab.Resources()); got != 3 {
+	if got := len(tab.Resources(nil)); got != 3 {
 		t.Errorf("%d resources, want 3 (the shared URI once)", got)
 	}
-	if r := tab.Resources(); r[0].URI != "a://one" || r[2].URI != "x://shared" || r[2].Name != "s" {
+	if r := tab.Resources(nil); r[0].URI != "a://one" || r[2].URI != "x://shared" || r[2].Name != "s" {
 		t.Errorf("resources %+v: want by URI, the shared one a's", r)
 	}
 	if got := len(tab.Conflicts()); got != 3 {

@@ -60,13 +60,18 @@ type Tenant struct {
 	// each "sha256:" and 64 hex digits (`wasmtask hash-token` prints one):
 	// the file never holds a token itself.
 	Tokens []string `json:"tokens,omitempty"`
-	// Tools and Modules say which tools the tenant sees: a tool is visible
-	// when its name matches a pattern of Tools or its module's name one of
-	// Modules (path.Match patterns). Both empty: every tool. A tool the
-	// tenant does not see is absent from its tools/list and unknown to its
-	// tools/call.
-	Tools   []string `json:"tools,omitempty"`
-	Modules []string `json:"modules,omitempty"`
+	// Tools, Resources, Prompts and Modules say what the tenant sees
+	// (path.Match patterns): a tool when its name matches a pattern of
+	// Tools, a resource when its URI matches one of Resources (a resource
+	// template when its URI template does, a read through it when the URI
+	// read does), a prompt when its name matches one of Prompts, and all
+	// three when their module's name matches one of Modules. All four
+	// empty: everything. What the tenant does not see is absent from its
+	// lists and unknown to its requests.
+	Tools     []string `json:"tools,omitempty"`
+	Resources []string `json:"resources,omitempty"`
+	Prompts   []string `json:"prompts,omitempty"`
+	Modules   []string `json:"modules,omitempty"`
 	// MaxInstances is the tenant's share of the server's instances: at
 	// most this many of its calls run at once, whatever room the server
 	// has. 0: the default share, half of the server's MaxInstances (at
@@ -206,7 +211,7 @@ func (t *File) validate() error {
 		if tn.MaxInstances < 0 || tn.MaxMemoryMiB < 0 || tn.RequestsPerSecond < 0 || tn.Burst < 0 || tn.MaxTasks < 0 || tn.RetainedTasks < 0 || tn.RetainedResultMiB < 0 {
 			return fmt.Errorf("tenants.%s: quotas may not be negative", name)
 		}
-		for _, p := range slices.Concat(tn.Tools, tn.Modules) {
+		for _, p := range slices.Concat(tn.Tools, tn.Resources, tn.Prompts, tn.Modules) {
 			if _, err := path.Match(p, ""); err != nil {
 				return fmt.Errorf("tenants.%s: pattern %q: %v", name, p, err)
 			}
@@ -315,20 +320,39 @@ func (a *Auth) Verify(token string) (string, error) {
 	return tenant, nil
 }
 
-// Visible says whether tenant sees tool, served from module. An unknown
-// tenant (one removed by a reload while its session lives) sees nothing.
-func (a *Auth) Visible(tenant, tool, module string) bool {
+// What a tenant may be shown, for [Auth.Visible].
+const (
+	Tool     = "tool"
+	Resource = "resource" // a resource's URI, a template's URI template
+	Prompt   = "prompt"
+)
+
+// Visible says whether tenant sees the declaration of kind (Tool,
+// Resource or Prompt) called name, served from module. An unknown tenant
+// (one removed by a reload while its session lives) sees nothing.
+func (a *Auth) Visible(tenant, kind, name, module string) bool {
 	tn, ok := a.file.Tenants[tenant]
 	if !ok {
 		return false
 	}
-	if len(tn.Tools) == 0 && len(tn.Modules) == 0 {
+	if len(tn.Tools) == 0 && len(tn.Resources) == 0 && len(tn.Prompts) == 0 && len(tn.Modules) == 0 {
 		return true
 	}
 	match := func(patterns []string, s string) bool {
 		return slices.ContainsFunc(patterns, func(p string) bool { ok, _ := path.Match(p, s); return ok })
 	}
-	return match(tn.Tools, tool) || (module != "" && match(tn.Modules, module))
+	if module != "" && match(tn.Modules, module) {
+		return true
+	}
+	switch kind {
+	case Tool:
+		return match(tn.Tools, name)
+	case Resource:
+		return match(tn.Resources, name)
+	case Prompt:
+		return match(tn.Prompts, name)
+	}
+	return false
 }
 
 // jwtVerifier checks JWTs against one JWTAuth.

@@ -1,0 +1,106 @@
+package host
+
+import (
+	"encoding/json"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/wasmtask/wasmtask/host/hosttest"
+)
+
+// primsModule is an ABI 1.2 module serving no tools: the resource
+// test://static, the template test://items/{id} and the prompt greet
+// (host/internal/wasmrt/testdata/prims.wat).
+func primsModule(t *testing.T) []byte {
+	t.Helper()
+	return hosttest.Wasm(t, "internal/wasmrt/testdata/prims.wat")
+}
+
+// A module's resources, template and prompt are served over MCP by the
+// host, each request in a fresh instance; a new version of the module
+// tells the client that the resource list changed and that the resource
+// it follows was updated.
+func TestModuleServesPrimitives(t *testing.T) {
+	dir := t.TempDir()
+	v1 := primsModule(t)
+	put(t, dir, "prims.wasm", v1)
+	s, _ := newReloadServer(t, Config{ToolsDir: dir})
+	if p := s.Problems(); len(p) != 0 {
+		t.Fatalf("problems: %v", p)
+	}
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	h := hosttest.NewHTTPClient(t, srv.URL+HTTPPath)
+	h.HC = srv.Client()
+	h.Initialize(nil)
+	defer h.Close()
+
+	asJSON := func(m hosttest.Message, member string) string {
+		t.Helper()
+		if m.Error != nil {
+			t.Fatalf("%s: error %d %s", member, m.Error.Code, m.Error.Message)
+		}
+		var r map[string]json.RawMessage
+		if err := m.Decode(&r); err != nil {
+			t.Fatal(err)
+		}
+		return string(r[member])
+	}
+	for _, tc := range []struct {
+		method string
+		params map[string]any
+		member string
+		want   string
+	}{
+		{"resources/list", nil, "resources", `[{"mimeType":"text/plain","name":"static","uri":"test://static"}]`},
+		{"resources/templates/list", nil, "resourceTemplates", `[{"name":"item","uriTemplate":"test://items/{id}"}]`},
+		{"prompts/list", nil, "prompts", `[{"arguments":[{"name":"who"}],"name":"greet"}]`},
+		{"resources/read", map[string]any{"uri": "test://static"}, "contents", `[{"text":"static","uri":"test://static"}]`},
+		{"resources/read", map[string]any{"uri": "test://items/7"}, "contents", `[{"text":"static","uri":"test://static"}]`},
+		{"prompts/get", map[string]any{"name": "greet"}, "messages", `[{"content":{"text":"hi","type":"text"},"role":"user"}]`},
+		{"completion/complete", map[string]any{"ref": map[string]any{"type": "ref/prompt", "name": "greet"}, "argument": map[string]any{"name": "who", "value": ""}}, "completion", `{"total":2,"values":["one","two"]}`},
+	} {
+		if got := canonicalJSON(t, asJSON(h.Call(tc.method, tc.params), tc.member)); got != tc.want {
+			t.Errorf("%s %v: %s = %s, want %s", tc.method, tc.params, tc.member, got, tc.want)
+		}
+	}
+	if m := h.Call("resources/read", map[string]any{"uri": "test://nothing"}); m.Code() != -32002 {
+		t.Errorf("read of what nothing serves: %s, want -32002", m.Raw)
+	}
+	if m := h.Call("resources/read", map[string]any{"uri": "test://items/x"}); m.Code() != -32603 {
+		t.Errorf("read the module answers wrongly: %s, want -32603", m.Raw)
+	}
+	if m := h.Call("resources/subscribe", map[string]any{"uri": "test://static"}); m.Error != nil {
+		t.Fatalf("subscribe: %s", m.Raw)
+	}
+
+	notes, stop := notifications(t, h)
+	defer stop()
+	v2 := replaceOnce(t, v1, `"mimeType":"text/plain"`, `"mimeType":"text/plane"`)
+	put(t, dir, "prims.wasm", v2)
+	await(s, built(map[string]string{"prims": digest(v2)}))
+	want := map[string]bool{"notifications/resources/list_changed": true, "notifications/resources/updated": true}
+	for m := range notes {
+		delete(want, m.Method)
+		if len(want) == 0 {
+			break
+		}
+	}
+	if len(want) != 0 {
+		t.Errorf("the GET stream ended without %v", want)
+	}
+	if got := canonicalJSON(t, asJSON(h.Call("resources/list", nil), "resources")); got != `[{"mimeType":"text/plane","name":"static","uri":"test://static"}]` {
+		t.Errorf("resources after the reload: %s", got)
+	}
+}
+
+// canonicalJSON is s with its objects' members sorted.
+func canonicalJSON(t *testing.T, s string) string {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		t.Fatalf("%q: %v", s, err)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
