@@ -26,6 +26,7 @@ type servedPrims struct {
 	module plugins.Module
 	code   *wasmrt.Module
 	lim    wasmrt.Limits
+	tp     ToolPolicy      // the module's default limits, which decide caching too
 	slot   *admission.Tool // the module's share for them; carried over like a tool's
 	need   uint64
 }
@@ -33,7 +34,7 @@ type servedPrims struct {
 // addPrims builds the servedPrims of module l for the catalog after prev, within its module's admission share ms.
 func (s *Server) addPrims(prev *catalog, l plugins.Loaded[*wasmrt.Module], entry ModulePolicy, ms *admission.Module) *servedPrims {
 	tp := s.cfg.Policy.forTool(entry, "")
-	sp := &servedPrims{module: l.Module, code: l.Compiled, lim: limitsOf(tp, entry.Grants, os.LookupEnv)}
+	sp := &servedPrims{module: l.Module, code: l.Compiled, lim: limitsOf(tp, entry.Grants, os.LookupEnv), tp: tp}
 	sp.need = sp.code.Reservation(sp.lim)
 	if p := prev.primsOf(l.Module.Name); p != nil && p.slot.Module() == ms {
 		sp.slot = p.slot
@@ -105,10 +106,18 @@ func (c *catalog) ReadResource(ctx context.Context, from mcpserver.Caller, uri s
 		return nil, "", fmt.Errorf("%w: %q", mcpserver.ErrUnknownResource, uri)
 	}
 	sp := r.Code
-	err = c.srv.runPrim(ctx, sp, from, func(ctx context.Context) (err error) {
-		res, err = sp.code.Read(ctx, uri, r.Template, r.Variables, sp.lim)
-		return err
-	})
+	read := func(ctx context.Context) (res *abi.ReadResult, err error) {
+		err = c.srv.runPrim(ctx, sp, from, func(ctx context.Context) (err error) {
+			res, err = sp.code.Read(ctx, uri, r.Template, r.Variables, sp.lim)
+			return err
+		})
+		return res, err
+	}
+	if plan := c.srv.planFor(r.Cache, sp.tp, sp.lim); plan.ttl > 0 {
+		res, err = c.srv.cachedRead(ctx, sp.module.Digest, plan, from.Tenant, uri, read)
+	} else {
+		res, err = read(ctx)
+	}
 	if err != nil {
 		return nil, r.Module, failureOf(err)
 	}

@@ -1,11 +1,14 @@
 package host
 
 import (
+	"context"
 	"encoding/json"
 	"net/http/httptest"
 	"testing"
+	"testing/fstest"
 
 	"github.com/wasmtask/wasmtask/host/hosttest"
+	"github.com/wasmtask/wasmtask/host/internal/mcpserver"
 )
 
 // primsModule is an ABI 1.2 module serving no tools: the resource
@@ -103,4 +106,41 @@ func canonicalJSON(t *testing.T, s string) string {
 	}
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// A resource declared cacheable is read once per tenant while its entry
+// lives; a resource that is not is read every time.
+func TestCacheableResourceRead(t *testing.T) {
+	b := replaceOnce(t, primsModule(t), `"name":"static","mimeType":"text/plain"`, `"name":"s",  "cache":{"cacheable":true}`)
+	s, err := New(context.Background(), Config{ToolsFS: fstest.MapFS{"prims.wasm": {Data: b}}, CacheDir: testCacheDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.ready(context.Background(), ""); err != nil {
+		t.Fatal(err)
+	}
+	c := s.catalog.Load()
+	code := c.primsOf("prims").code
+	read := func(tenant, uri string) {
+		t.Helper()
+		if _, _, err := c.ReadResource(context.Background(), mcpserver.Caller{Tenant: tenant}, uri, nil); err != nil {
+			t.Fatalf("read %s as %s: %v", uri, tenant, err)
+		}
+	}
+	base := code.Instantiations()
+	read("alice", "test://static")
+	read("alice", "test://static")
+	if n := code.Instantiations() - base; n != 1 {
+		t.Errorf("a cacheable resource read twice ran %d instances, want 1", n)
+	}
+	read("bob", "test://static")
+	if n := code.Instantiations() - base; n != 2 {
+		t.Errorf("another tenant's read: %d instances in all, want 2", n)
+	}
+	read("alice", "test://items/1")
+	read("alice", "test://items/1")
+	if n := code.Instantiations() - base; n != 4 {
+		t.Errorf("a template not declared cacheable read twice: %d instances in all, want 4", n)
+	}
 }

@@ -53,17 +53,26 @@ type cachePlan struct {
 // is decided by each call's own client, and concurrent identical calls
 // share one run.
 func (s *Server) cachePlanOf(t abi.Tool, tp ToolPolicy, lim wasmrt.Limits) cachePlan {
+	if t.TaskStart == abi.TaskStartBegin {
+		return cachePlan{}
+	}
+	return s.planFor(t.Cache, tp, lim)
+}
+
+// planFor is the plan of what declares hint (a tool, a resource or a
+// resource template), running with lim under tp.
+func (s *Server) planFor(hint *abi.CacheHint, tp ToolPolicy, lim wasmrt.Limits) cachePlan {
 	maxTTL := s.cfg.ResultCacheMaxTTL
 	writable := slices.ContainsFunc(lim.Mounts, func(m wasmrt.Mount) bool { return m.Write })
-	if t.Cache == nil || !t.Cache.Cacheable || maxTTL <= 0 || tp.ResultCacheTTL < 0 || writable && !tp.CacheWritable || t.TaskStart == abi.TaskStartBegin {
+	if hint == nil || !hint.Cacheable || maxTTL <= 0 || tp.ResultCacheTTL < 0 || writable && !tp.CacheWritable {
 		return cachePlan{}
 	}
 	if tp.ResultCacheTTL > 0 {
 		maxTTL = min(maxTTL, time.Duration(tp.ResultCacheTTL))
 	}
 	ttl := maxTTL
-	if t.Cache.TTLMillis > 0 {
-		ttl = min(ttl, time.Duration(t.Cache.TTLMillis)*time.Millisecond)
+	if hint.TTLMillis > 0 {
+		ttl = min(ttl, time.Duration(hint.TTLMillis)*time.Millisecond)
 	}
 	return cachePlan{ttl: ttl, grants: grantsFingerprint(lim)}
 }
@@ -114,9 +123,37 @@ func resultSize(r *abi.Result) int64 {
 	}
 	n := int64(len(r.StructuredContent)) + 64
 	for _, c := range r.Content {
-		n += int64(len(c.Text)+len(c.Data)+len(c.MIMEType)) + 64
+		n += int64(len(c.Text)+len(c.Data)+len(c.MIMEType)+len(c.URI)+len(c.Name)+len(c.Title)+len(c.Description)) + 64
+		if c.Resource != nil {
+			n += contentsSize(c.Resource)
+		}
 	}
 	return n
+}
+
+// contentsSize is what a resource's contents hold, for the same bound.
+func contentsSize(c *abi.ResourceContents) int64 {
+	return int64(len(c.URI)+len(c.MIMEType)+len(c.Text)+len(c.Blob)) + 64
+}
+
+// cachedRead answers a read of uri from the result cache, as cachedCall
+// answers a call: one run for concurrent identical reads, results shared
+// within tenant only.
+func (s *Server) cachedRead(ctx context.Context, digest string, plan cachePlan, tenant, uri string, run func(context.Context) (*abi.ReadResult, error)) (*abi.ReadResult, error) {
+	// A tool name has no ':' (abi.DecodeManifest): these keys are never a call's.
+	key := resultcache.Key{Tenant: tenant, Digest: digest, Tool: "read:" + uri, Grants: plan.grants}
+	out, _ := s.results.Do(ctx, key, func(ctx context.Context) resultcache.Outcome {
+		res, err := run(ctx)
+		var size int64 = 64
+		if res != nil {
+			for i := range res.Contents {
+				size += contentsSize(&res.Contents[i])
+			}
+		}
+		return resultcache.Outcome{Value: res, Size: size, TTL: plan.ttl, Err: err, Cacheable: err == nil && res != nil && res.Error == nil}
+	})
+	res, _ := out.Value.(*abi.ReadResult)
+	return res, out.Err
 }
 
 // elicitWatch records whether a call asked its user for input: such a

@@ -173,18 +173,19 @@ type Read[M any] struct {
 	Code      M
 	Template  string
 	Variables map[string]string
-	MIMEType  string // the declaration's, if any
+	MIMEType  string         // the declaration's, if any
+	Cache     *abi.CacheHint // the declaration's, if any
 }
 
 // Route finds the module that serves uri: a declared resource, else the
 // first template (in serving order) that matches it.
 func (t *Table[M]) Route(uri string) (Read[M], bool) {
 	if e, ok := t.resources[uri]; ok {
-		return Read[M]{Module: e.module, Code: e.code, MIMEType: e.decl.MIMEType}, true
+		return Read[M]{Module: e.module, Code: e.code, MIMEType: e.decl.MIMEType, Cache: e.decl.Cache}, true
 	}
 	for _, tm := range t.templates {
 		if vars, ok := tm.t.Match(uri); ok {
-			return Read[M]{Module: tm.module, Code: tm.code, Template: tm.decl.URITemplate, Variables: vars, MIMEType: tm.decl.MIMEType}, true
+			return Read[M]{Module: tm.module, Code: tm.code, Template: tm.decl.URITemplate, Variables: vars, MIMEType: tm.decl.MIMEType, Cache: tm.decl.Cache}, true
 		}
 	}
 	return Read[M]{}, false
