@@ -30,21 +30,14 @@ func (s *Server) call(ctx context.Context, c *catalog, from mcpserver.Caller, na
 	}
 	start := time.Now()
 	defer func() { s.metrics.observeCall(name, from.User, res, err, start) }()
-	who := admission.Caller{Tenant: from.Tenant, Queued: from.Queued}
-	if from.User != "" {
-		who.Slots, who.Memory, who.Strict = s.tenantShare(from.User)
-	}
-	run := func(ctx context.Context, ev abi.Events) (*abi.Result, error) {
-		entered := time.Now()
-		err := s.adm.EnterAs(ctx, t.slot, t.need, who)
-		s.metrics.wait.Observe(time.Since(entered).Seconds())
-		if err != nil {
-			return nil, fmt.Errorf("tool %q: %w", name, err)
-		}
-		defer s.adm.LeaveAs(t.slot, t.need, who.Tenant)
-		// c is held by the caller, so its modules are open (or aborted by
-		// CancelRemoved, which the call reports).
-		return t.code.Call(ctx, name, args, t.lim, ev)
+	run := func(ctx context.Context, ev abi.Events) (res *abi.Result, err error) {
+		err = s.admit(ctx, t.slot, t.need, from, fmt.Sprintf("tool %q", name), func(ctx context.Context) (err error) {
+			// c is held by the caller, so its modules are open (or aborted
+			// by CancelRemoved, which the call reports).
+			res, err = t.code.Call(ctx, name, args, t.lim, ev)
+			return err
+		})
+		return res, err
 	}
 	if t.cache.ttl > 0 {
 		if res, hit, ok, err := s.cachedCall(ctx, t, from.Tenant, name, args, ev, run); ok {
@@ -53,6 +46,25 @@ func (s *Server) call(ctx context.Context, c *catalog, from mcpserver.Caller, na
 	}
 	res, err = run(ctx, ev)
 	return res, false, err
+}
+
+// admit runs fn once the admission controller admits a request of
+// slot, reserving need bytes, for from (with its tenant's share); what
+// names the request in the error of a refusal. Every request that runs a
+// guest (a call, a read, a prompt, a completion) enters through it.
+func (s *Server) admit(ctx context.Context, slot *admission.Tool, need uint64, from mcpserver.Caller, what string, fn func(context.Context) error) error {
+	who := admission.Caller{Tenant: from.Tenant, Queued: from.Queued}
+	if from.User != "" {
+		who.Slots, who.Memory, who.Strict = s.tenantShare(from.User)
+	}
+	entered := time.Now()
+	err := s.adm.EnterAs(ctx, slot, need, who)
+	s.metrics.wait.Observe(time.Since(entered).Seconds())
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	defer s.adm.LeaveAs(slot, need, who.Tenant)
+	return fn(ctx)
 }
 
 // failureOf classifies a call's error for the MCP layer, which words it.

@@ -55,15 +55,7 @@ func (c *catalog) primsOf(name string) *servedPrims {
 
 // runPrim admits one request of sp's module for from and runs it.
 func (s *Server) runPrim(ctx context.Context, sp *servedPrims, from mcpserver.Caller, run func(context.Context) error) error {
-	who := admission.Caller{Tenant: from.Tenant, Queued: from.Queued}
-	if from.User != "" {
-		who.Slots, who.Memory, who.Strict = s.tenantShare(from.User)
-	}
-	if err := s.adm.EnterAs(ctx, sp.slot, sp.need, who); err != nil {
-		return fmt.Errorf("module %q: %w", sp.module.Name, err)
-	}
-	defer s.adm.LeaveAs(sp.slot, sp.need, who.Tenant)
-	return run(ctx)
+	return s.admit(ctx, sp.slot, sp.need, from, fmt.Sprintf("module %q", sp.module.Name), run)
 }
 
 // Resources implements mcpserver.Primitives.
