@@ -22,7 +22,9 @@
 //
 // It owns: capability and tools/list rendering (capabilities.tasks,
 // execution.taskSupport), tools/call dispatch through the catalog (plain or
-// task, the taskSupport rules, the argument size), tasks/get, tasks/result,
+// task, the taskSupport rules, the argument size), the resources, resource
+// templates, prompts and completions of a catalog that serves them
+// (primitives.go: paged lists, who sees what, subscriptions), tasks/get, tasks/result,
 // tasks/list, tasks/cancel, tasks/update, sessions and who requests, task
 // ownership, which requests are answered before go-sdk, the audit log
 // (task creation, completion, cancellation, retrieval) and every text a
@@ -60,6 +62,19 @@
 // refused with -32602 naming its key (the input round answers the error;
 // tasks/update answers none of its responses and the question stays
 // open).
+//
+// # Resources, prompts and completion (primitives.go)
+//
+// A catalog that implements [Primitives] serves them; each request reads
+// the current catalog once, is filtered by Config.Visible (a hidden
+// declaration is absent from lists and unknown to requests, and never
+// runs) and, for reads, prompts and completions, runs through the catalog
+// as a call does. Lists are paged by an opaque offset cursor (listPage).
+// A read of what nothing visible serves is MCP's -32002; a module's own
+// protocol error keeps its code. go-sdk keeps resource subscriptions and
+// delivers notifications/resources/updated; the Server records the URIs
+// followed too (bounded per session and per subscriptions/listen request)
+// so that ResourcesUpdated can name the ones a catalog swap changed.
 //
 // # 2026-07-28 (modern.go, mrtr.go)
 //
@@ -150,6 +165,17 @@
 //     it to 2025-11-25 sessions and to 2026-07-28 subscriptions/listen
 //     streams alike. Retired by an exported list-changed notification on
 //     the server.
+//   - The same for resources and prompts: ResourcesChanged and
+//     PromptsChanged replace a placeholder resource and prompt (never
+//     listed nor read: the middleware answers those methods). Retired by
+//     the same exported notification.
+//   - go-sdk's ReadResourceResult and GetPromptResult leave out resultType
+//     in a 2026-07-28 answer (they do not take the complete type go-sdk
+//     sets on the other results): those two are rendered with mcpwire's
+//     own types, which carry it. Retired by go-sdk setting it on them.
+//   - go-sdk's resource subscriptions cannot be read: the Server keeps its
+//     own record of the URIs followed beside go-sdk's. Retired by an
+//     accessor for a server's subscriptions.
 //   - No tasks at all (go-sdk issue #626): tasks/* are custom methods
 //     (AddReceivingCustomMethod), capabilities.tasks and execution.taskSupport
 //     are added by rewriting the initialize and tools/list results in a

@@ -215,10 +215,9 @@ func (s *Server) modernTaskMethod(ctx context.Context, rq requestor, method stri
 	return nil, errMethodNotFound("method %q is not part of protocol version %s", method, modernVersion)
 }
 
-// discover adds the tasks extension to server/discover's capabilities,
-// and the prompts and resources go-sdk answers (with empty lists). The
-// 2025-11-25 capabilities.tasks is never advertised here, nor is logging:
-// modern requests get no log notifications.
+// discover adds the tasks extension to server/discover's capabilities.
+// The 2025-11-25 capabilities.tasks is never advertised here, nor is
+// logging: modern requests get no log notifications.
 func discover(res mcp.Result) mcp.Result {
 	dr, ok := res.(*mcp.DiscoverResult)
 	if !ok || dr.Capabilities == nil {
@@ -230,14 +229,6 @@ func discover(res mcp.Result) mcp.Result {
 	//lint:ignore SA1019 cleared, not used: 2026-07-28 clients get no log notifications.
 	caps.Logging = nil
 	caps.AddExtension(tasksExtension, map[string]any{})
-	// go-sdk answers prompts/list and resources/list (empty: wasmtask
-	// serves tools only); what is answered is declared.
-	if caps.Prompts == nil {
-		caps.Prompts = &mcp.PromptCapabilities{}
-	}
-	if caps.Resources == nil {
-		caps.Resources = &mcp.ResourceCapabilities{}
-	}
 	out := *dr
 	out.Capabilities = caps
 	return &out

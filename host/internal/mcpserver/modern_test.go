@@ -199,7 +199,7 @@ func TestModernDiscover(t *testing.T) {
 	if _, ok := ext[tasksExtension]; !ok {
 		t.Errorf("server/discover: no %s extension in %v", tasksExtension, caps)
 	}
-	for _, served := range []string{"tools", "prompts", "resources"} { // go-sdk answers the latter two, empty
+	for _, served := range []string{"tools", "prompts", "resources", "completions"} {
 		if caps[served] == nil {
 			t.Errorf("server/discover does not declare %q, which is served: %v", served, caps)
 		}
