@@ -39,6 +39,13 @@ const (
 	FuncElicitAll = "elicit_all" // (req_ptr i32, req_len i32) -> i32
 	// FuncBeginTask makes a call with taskStart begin_task a task (ABI 1.1).
 	FuncBeginTask = "begin_task" // () -> i32
+	// FuncSample asks the client's model for a message
+	// (sampling/createMessage; ABI 1.2): the request is MCP's
+	// CreateMessageRequest params, the reply its CreateMessageResult.
+	FuncSample = "sample" // (req_ptr i32, req_len i32) -> i32
+	// FuncRoots asks the client for its roots (roots/list; ABI 1.2): the
+	// reply is MCP's ListRootsResult.
+	FuncRoots = "roots" // () -> i32
 )
 
 // MaxElicitAll bounds the questions one elicit_all call may ask.

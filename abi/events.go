@@ -1,6 +1,10 @@
 package abi
 
-import "context"
+import (
+	"context"
+	"encoding/json"
+	"errors"
+)
 
 // Events is what a running tool reports or asks through the optional host
 // imports (progress, status, log, elicit). The host implements it once per
@@ -27,6 +31,25 @@ type Events interface {
 	// answer.
 	Elicit(ctx context.Context, req ElicitRequest) (ElicitReply, error)
 }
+
+// Asker is implemented by the [Events] of calls whose client may be asked
+// for a message from its model and for its roots (ABI 1.2: the sample and
+// roots host functions). Events without it answer both with
+// [ElicitUnsupported]. Errors are as [Events.Elicit]'s: errors.Is
+// errors.ErrUnsupported when the client cannot be asked, [ErrElicitLimit]
+// when a limit refused the request, [ErrBadClientRequest] when the
+// request is not one the client would take.
+type Asker interface {
+	// Sample sends req (sampling/createMessage params) and returns the
+	// client's result.
+	Sample(ctx context.Context, req json.RawMessage) (json.RawMessage, error)
+	// Roots returns the client's roots/list result.
+	Roots(ctx context.Context) (json.RawMessage, error)
+}
+
+// ErrBadClientRequest is wrapped by an [Asker] error for a request the
+// client would refuse ([ElicitBadRequest]).
+var ErrBadClientRequest = errors.New("abi: not a valid request for the client")
 
 // TaskBeginner is implemented by the [Events] of calls that can become a
 // task when their tool calls the begin_task host function (ABI 1.1). Events

@@ -168,6 +168,10 @@ type host interface {
 	elicitAll(req []byte) ([]byte, int32)
 	// beginTask is the begin_task import (ABI 1.1).
 	beginTask() bool
+	// sample and roots are the sample and roots imports (ABI 1.2): the
+	// reply JSON, or a negative code and no reply.
+	sample(req []byte) ([]byte, int32)
+	roots() ([]byte, int32)
 }
 
 // BeginTask makes the call a task, for a tool whose TaskStart is

@@ -16,3 +16,5 @@ func (wasmHost) log(level int32, msg string) bool         { return false }
 func (wasmHost) elicit(req []byte) ([]byte, int32)        { return nil, abi.ElicitUnsupported }
 func (wasmHost) elicitAll(req []byte) ([]byte, int32)     { return nil, abi.ElicitUnsupported }
 func (wasmHost) beginTask() bool                          { return false }
+func (wasmHost) sample(req []byte) ([]byte, int32)        { return nil, abi.ElicitUnsupported }
+func (wasmHost) roots() ([]byte, int32)                   { return nil, abi.ElicitUnsupported }

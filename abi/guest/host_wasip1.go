@@ -34,6 +34,13 @@ func hostElicitAll(req string) int32
 //go:wasmimport wasmtask_v1 begin_task
 func hostBeginTask() int32
 
+//go:wasmimport wasmtask_v1 sample
+//go:noescape
+func hostSample(req string) int32
+
+//go:wasmimport wasmtask_v1 roots
+func hostRoots() int32
+
 // wasmHost calls the imports of the host.
 type wasmHost struct{}
 
@@ -50,6 +57,12 @@ func (wasmHost) beginTask() bool { return hostBeginTask() == 1 }
 func (wasmHost) elicitAll(req []byte) ([]byte, int32) {
 	return fetchReply(hostElicitAll(unsafe.String(unsafe.SliceData(req), len(req))))
 }
+
+func (wasmHost) sample(req []byte) ([]byte, int32) {
+	return fetchReply(hostSample(unsafe.String(unsafe.SliceData(req), len(req))))
+}
+
+func (wasmHost) roots() ([]byte, int32) { return fetchReply(hostRoots()) }
 
 // fetchReply copies the reply of n bytes that elicit or elicit_all
 // announced, or passes a negative n on.

@@ -149,6 +149,15 @@ func (n *Notifier) BeginTask() bool {
 	return ok && b.BeginTask()
 }
 
+// Asker is the call's Events' way to ask the client for a message and its
+// roots (abi.Asker), nil when they have none. Those requests pass as is:
+// they are bounded as questions are (one answer each, counted by the
+// runtime and the MCP layer).
+func (n *Notifier) Asker() abi.Asker {
+	a, _ := n.ev.(abi.Asker)
+	return a
+}
+
 // Finish sends the reports still waiting and says how many were dropped.
 // It is called once, when the guest has ended.
 func (n *Notifier) Finish() {

@@ -35,6 +35,9 @@ type Client struct {
 	// capability (in the request's _meta, or at initialize: a session's
 	// calls run once it is initialized).
 	CanElicit bool
+	// CanSample reports that the client declared the sampling capability
+	// at initialize (2025-11-25).
+	CanSample bool
 	// Limits bounds the session's questions, whichever call or task asks.
 	Limits *Limiter
 	// Waiters are the server's waiting tasks/result requests: a task's

@@ -96,6 +96,13 @@ func clientCanElicit(ss *mcp.ServerSession) bool {
 	return ip != nil && ip.Capabilities != nil && ip.Capabilities.Elicitation != nil
 }
 
+// clientCanSample reports whether the session's client declared the
+// sampling capability.
+func clientCanSample(ss *mcp.ServerSession) bool {
+	ip := ss.InitializeParams()
+	return ip != nil && ip.Capabilities != nil && ip.Capabilities.Sampling != nil
+}
+
 // client is where the events of a tool this requestor calls go.
 func (s *Server) client(r requestor) mcpevents.Client {
 	return mcpevents.Client{
@@ -104,6 +111,7 @@ func (s *Server) client(r requestor) mcpevents.Client {
 		SessionContext: r.sess.ctx,
 		Modern:         r.modern,
 		CanElicit:      r.canElicit(),
+		CanSample:      !r.modern && clientCanSample(r.ss),
 		Limits:         &r.sess.elicits,
 		Waiters:        &s.waiters,
 		Log:            s.log,

@@ -1,6 +1,7 @@
 package wasmrt
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -155,6 +156,9 @@ var hostFuncs = map[string]hostSignature{
 	// ABI 1.1
 	abi.FuncElicitAll: {[]api.ValueType{i32, i32}, []api.ValueType{i32}},
 	abi.FuncBeginTask: {nil, []api.ValueType{i32}},
+	// ABI 1.2
+	abi.FuncSample: {[]api.ValueType{i32, i32}, []api.ValueType{i32}},
+	abi.FuncRoots:  {nil, []api.ValueType{i32}},
 }
 
 // instantiateHost defines abi.ImportModule in r. The functions read their
@@ -178,6 +182,8 @@ func instantiateHost(ctx context.Context, r wazero.Runtime) error {
 	def(abi.FuncReply, hostReply)
 	def(abi.FuncElicitAll, hostElicitAll)
 	def(abi.FuncBeginTask, hostBeginTask)
+	def(abi.FuncSample, hostSample)
+	def(abi.FuncRoots, hostRoots)
 	_, err := b.Instantiate(ctx)
 	return err
 }
@@ -363,10 +369,78 @@ func (s *callState) code(c int32) int32 {
 
 // elicitCode is what elicit returns for an error of Events.Elicit.
 func elicitCode(err error) int32 {
-	if errors.Is(err, abi.ErrElicitLimit) {
+	switch {
+	case errors.Is(err, abi.ErrElicitLimit):
 		return abi.ElicitLimit
+	case errors.Is(err, abi.ErrBadClientRequest):
+		return abi.ElicitBadRequest
 	}
 	return abi.ElicitUnsupported
+}
+
+// hostSample asks the client's model for a message: the request is
+// sampling/createMessage's params (at most maxElicitBytes, a JSON object;
+// the MCP layer checks the rest). It returns the byte length of the reply
+// (the client's result), copied with reply, or a negative abi.Elicit*
+// code. It counts against the call's questions, as elicit does.
+func hostSample(ctx context.Context, mod api.Module, stack []uint64) {
+	if ctx.Err() != nil {
+		exitOnDone(ctx)
+	}
+	raw := guestBytes(mod, abi.FuncSample, api.DecodeU32(stack[0]), api.DecodeU32(stack[1]))
+	if len(raw) > maxElicitBytes || !isJSONObject(raw) {
+		stack[0] = api.EncodeI32(abi.ElicitBadRequest)
+		return
+	}
+	req := json.RawMessage(bytes.Clone(raw))
+	askClient(ctx, stack, func(a abi.Asker) (json.RawMessage, error) { return a.Sample(ctx, req) })
+}
+
+// hostRoots asks the client for its roots, as hostSample asks for a
+// message.
+func hostRoots(ctx context.Context, _ api.Module, stack []uint64) {
+	if ctx.Err() != nil {
+		exitOnDone(ctx)
+	}
+	askClient(ctx, stack, func(a abi.Asker) (json.RawMessage, error) { return a.Roots(ctx) })
+}
+
+// askClient runs ask on the call's Events when they can ask the client,
+// within the call's bounds on questions, and leaves the reply pending.
+func askClient(ctx context.Context, stack []uint64, ask func(abi.Asker) (json.RawMessage, error)) {
+	s := stateOf(ctx)
+	var a abi.Asker
+	if s != nil && s.notes != nil {
+		a = s.notes.Asker()
+	}
+	if a == nil {
+		stack[0] = api.EncodeI32(abi.ElicitUnsupported)
+		return
+	}
+	if !s.mayElicit() {
+		stack[0] = api.EncodeI32(abi.ElicitLimit)
+		return
+	}
+	reply, err := ask(a)
+	if ctx.Err() != nil {
+		exitOnDone(ctx)
+	}
+	if err != nil {
+		stack[0] = api.EncodeI32(elicitCode(err))
+		return
+	}
+	if len(reply) > math.MaxInt32 {
+		stack[0] = api.EncodeI32(abi.ElicitUnsupported)
+		return
+	}
+	s.reply = reply
+	stack[0] = api.EncodeI32(int32(len(reply)))
+}
+
+// isJSONObject reports whether b is one valid JSON object.
+func isJSONObject(b []byte) bool {
+	b = bytes.TrimSpace(b)
+	return len(b) > 0 && b[0] == '{' && json.Valid(b)
 }
 
 // hostBeginTask makes the call a task when its Events can (a call of a

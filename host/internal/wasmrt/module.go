@@ -80,7 +80,7 @@ type callCtl struct{ cancel context.CancelCauseFunc }
 // stderr is a log message).
 type Reach struct {
 	Progress bool // imports progress
-	Elicit   bool // imports elicit or elicit_all
+	Elicit   bool // imports elicit, elicit_all, sample or roots: may ask the client
 }
 
 // Reach reports which events a call of one of the module's tools can
@@ -236,7 +236,7 @@ func (m *Module) compile(ctx context.Context, wasm []byte, lim Limits) error {
 		switch fn {
 		case abi.FuncProgress:
 			m.reach.Progress = true
-		case abi.FuncElicit, abi.FuncElicitAll:
+		case abi.FuncElicit, abi.FuncElicitAll, abi.FuncSample, abi.FuncRoots: // each asks the client
 			m.reach.Elicit = true
 		}
 	}

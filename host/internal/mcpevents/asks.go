@@ -1,0 +1,72 @@
+//lint:file-ignore SA1019 go-sdk deprecates sampling and roots for protocol 2026-07-28 (SEP-2577); 2025-11-25 clients, which this server speaks, still answer them.
+
+package mcpevents
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wasmtask/wasmtask/abi"
+)
+
+// A plain 2025-11-25 call may ask its client for a message from its model
+// (sampling/createMessage) and for its roots (roots/list), on the
+// request's stream, within the session's bounds on questions: the same
+// limiter as elicitation. A 2026-07-28 request and a task cannot yet:
+// they answer unsupported.
+
+var _ abi.Asker = (*Call)(nil)
+
+// errCannotAsk is what Sample and Roots return when the client cannot be
+// asked: errors.Is(err, errors.ErrUnsupported) holds.
+func errCannotAsk(what string) error {
+	return fmt.Errorf("%w (%s)", errElicitUnsupported, what)
+}
+
+// Sample sends req to the client as sampling/createMessage.
+func (e *Call) Sample(ctx context.Context, req json.RawMessage) (json.RawMessage, error) {
+	if e.c.Modern || !e.c.CanSample {
+		return nil, errCannotAsk("the client did not declare sampling")
+	}
+	var params mcp.CreateMessageParams
+	if err := json.Unmarshal(req, &params); err != nil {
+		return nil, fmt.Errorf("%w: %v", abi.ErrBadClientRequest, err)
+	}
+	if len(params.Messages) == 0 || params.MaxTokens <= 0 {
+		return nil, fmt.Errorf("%w: sampling needs messages and a positive maxTokens", abi.ErrBadClientRequest)
+	}
+	params.Meta = nil // the request's _meta is the host's to set
+	return e.ask(ctx, "sampling", func(ctx context.Context) (any, error) { return e.c.Session.CreateMessage(ctx, &params) })
+}
+
+// Roots asks the client for roots/list.
+func (e *Call) Roots(ctx context.Context) (json.RawMessage, error) {
+	if e.c.Modern {
+		return nil, errCannotAsk("a 2026-07-28 request cannot be asked back")
+	}
+	return e.ask(ctx, "roots", func(ctx context.Context) (any, error) { return e.c.Session.ListRoots(ctx, &mcp.ListRootsParams{}) })
+}
+
+// ask sends one request to the client in the context of the call's
+// request (go-sdk routes it by its values over HTTP), also ended when the
+// guest's ctx is, and returns the result as JSON.
+func (e *Call) ask(ctx context.Context, what string, send func(context.Context) (any, error)) (json.RawMessage, error) {
+	if err := e.c.Limits.begin(time.Now()); err != nil {
+		e.c.Log.Info("request to the client refused", "what", what, "tool", e.tool, "session", e.c.SessionID, "err", err)
+		return nil, err
+	}
+	defer e.c.Limits.end()
+	rctx, cancel := context.WithCancel(e.ctx)
+	stop := context.AfterFunc(ctx, cancel)
+	defer func() { stop(); cancel() }()
+	res, err := send(rctx)
+	if err != nil {
+		e.c.Log.Info("request to the client failed", "what", what, "tool", e.tool, "err", err)
+		return nil, errCannotAsk(what + " failed")
+	}
+	return json.Marshal(res)
+}

@@ -1,0 +1,71 @@
+package wasmrt
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/wasmtask/wasmtask/abi"
+)
+
+// askEvents are events that can ask the client (abi.Asker), recording
+// what the guest sent.
+type askEvents struct {
+	events
+	sampled []string
+	fail    error
+}
+
+func (e *askEvents) Sample(_ context.Context, req json.RawMessage) (json.RawMessage, error) {
+	e.sampled = append(e.sampled, string(req))
+	if e.fail != nil {
+		return nil, e.fail
+	}
+	return json.RawMessage(`{"role":"assistant","content":{"type":"text","text":"4"},"model":"m"}`), nil
+}
+
+func (e *askEvents) Roots(context.Context) (json.RawMessage, error) {
+	if e.fail != nil {
+		return nil, e.fail
+	}
+	return json.RawMessage(`{"roots":[{"uri":"file:///w"}]}`), nil
+}
+
+// The sample and roots imports reach the call's events and hand the
+// guest the client's result; events that cannot ask, or refuse, give the
+// guest a negative code; each counts against the call's questions.
+func TestSampleAndRootsImports(t *testing.T) {
+	r := newRuntime(t, Config{})
+	m := load(t, r, "asks")
+	if !m.Reach().Elicit {
+		t.Error("a module importing sample does not count as one that may ask the client")
+	}
+	call := func(tool string, ev abi.Events) string {
+		t.Helper()
+		res, err := m.Call(context.Background(), tool, json.RawMessage(`{}`), testLimits, ev)
+		if err != nil {
+			t.Fatalf("%s: %v", tool, err)
+		}
+		if len(res.StructuredContent) > 0 {
+			return string(res.StructuredContent)
+		}
+		return res.Content[0].Text
+	}
+	ev := &askEvents{}
+	if got := call("sample", ev); got != `{"role":"assistant","content":{"type":"text","text":"4"},"model":"m"}` {
+		t.Errorf("sample answered %s", got)
+	}
+	if len(ev.sampled) != 1 || ev.sampled[0] != `{"messages":[{"role":"user","content":{"type":"text","text":"2+2?"}}],"maxTokens":5}` {
+		t.Errorf("sample sent %q", ev.sampled)
+	}
+	if got := call("roots", ev); got != `{"roots":[{"uri":"file:///w"}]}` {
+		t.Errorf("roots answered %s", got)
+	}
+	if got := call("sample", &events{}); got != "refused" {
+		t.Errorf("sample with events that cannot ask: %s, want refused", got)
+	}
+	if got := call("roots", &askEvents{fail: fmt.Errorf("test: %w", abi.ErrElicitLimit)}); got != "refused" {
+		t.Errorf("roots refused by a limit: %s, want refused", got)
+	}
+}
