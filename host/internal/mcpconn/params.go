@@ -48,6 +48,37 @@ func CallParams(raw json.RawMessage) *mcp.CallToolParamsRaw {
 	return p
 }
 
+// ReadParams reads the params of resources/read: exactly a uri string.
+// nil: go-sdk's.
+func ReadParams(raw json.RawMessage) *mcp.ReadResourceParams {
+	params, err := exactMembers(raw, "uri")
+	if err != nil || params["uri"] == nil {
+		return nil
+	}
+	var p mcp.ReadResourceParams
+	if json.Unmarshal(params["uri"], &p.URI) != nil || p.URI == "" {
+		return nil
+	}
+	return &p
+}
+
+// PromptParams reads the params of prompts/get: a name string and
+// optionally arguments, an object of strings. nil: go-sdk's.
+func PromptParams(raw json.RawMessage) *mcp.GetPromptParams {
+	params, err := exactMembers(raw, "name", "arguments")
+	if err != nil || params["name"] == nil {
+		return nil
+	}
+	var p mcp.GetPromptParams
+	if json.Unmarshal(params["name"], &p.Name) != nil || p.Name == "" {
+		return nil
+	}
+	if a := params["arguments"]; a != nil && json.Unmarshal(a, &p.Arguments) != nil {
+		return nil
+	}
+	return &p
+}
+
 // TaskParams reads the params of tasks/get, tasks/cancel or tasks/result:
 // exactly a taskId string. nil: go-sdk's.
 func TaskParams(raw json.RawMessage) *mcpwire.TaskIDParams {

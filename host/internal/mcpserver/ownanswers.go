@@ -43,7 +43,7 @@ func (s *Server) answerOwn(sess *session, req *jsonrpc.Request) bool {
 		return true
 	}
 	switch req.Method {
-	case methodCallTool, methodTasksGet, methodTasksCancel, methodTasksResult:
+	case methodCallTool, methodTasksGet, methodTasksCancel, methodTasksResult, methodReadResource, methodGetPrompt:
 	default:
 		return false
 	}
@@ -57,11 +57,22 @@ func (s *Server) answerOwn(sess *session, req *jsonrpc.Request) bool {
 	rq := requestor{sess: sess, ss: ss, user: user}
 	var call *mcp.CallToolParamsRaw
 	var task *mcpwire.TaskIDParams
-	if req.Method == methodCallTool {
+	var read *mcp.ReadResourceParams
+	var prompt *mcp.GetPromptParams
+	switch req.Method {
+	case methodCallTool:
 		if call = mcpconn.CallParams(req.Params); call == nil {
 			return false
 		}
-	} else {
+	case methodReadResource:
+		if read = mcpconn.ReadParams(req.Params); read == nil {
+			return false
+		}
+	case methodGetPrompt:
+		if prompt = mcpconn.PromptParams(req.Params); prompt == nil {
+			return false
+		}
+	default:
 		if task = mcpconn.TaskParams(req.Params); task == nil {
 			return false
 		}
@@ -86,7 +97,7 @@ func (s *Server) answerOwn(sess *session, req *jsonrpc.Request) bool {
 	s.wg.Go(func() {
 		defer sess.conn.Untrack(req.ID)
 		defer cancel()
-		res, err := s.runOwn(ctx, rq, req.Method, call, task)
+		res, err := s.runOwn(ctx, rq, req.Method, ownParams{call, task, read, prompt})
 		resp := &jsonrpc.Response{ID: req.ID}
 		if err != nil {
 			resp.Error = wireError(err)
@@ -119,7 +130,7 @@ func extraOf(req *jsonrpc.Request) *mcp.RequestExtra {
 
 // runOwn runs the handler of a request answered here, recovering a panic
 // as the receiving middleware does on go-sdk's path.
-func (s *Server) runOwn(ctx context.Context, rq requestor, method string, call *mcp.CallToolParamsRaw, task *mcpwire.TaskIDParams) (res any, err error) {
+func (s *Server) runOwn(ctx context.Context, rq requestor, method string, p ownParams) (res any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			s.log.Error("panic while handling request", "method", method, "panic", r, "stack", string(debug.Stack()))
@@ -128,14 +139,27 @@ func (s *Server) runOwn(ctx context.Context, rq requestor, method string, call *
 	}()
 	switch method {
 	case methodCallTool:
-		return s.callTool(ctx, rq, call)
+		return s.callTool(ctx, rq, p.call)
+	case methodReadResource:
+		return s.answerRead(ctx, rq, p.read)
+	case methodGetPrompt:
+		return s.answerPrompt(ctx, rq, p.prompt)
 	case methodTasksGet:
-		return nilIfErr(s.tasksGet(ctx, nil, task))
+		return nilIfErr(s.tasksGet(ctx, nil, p.task))
 	case methodTasksCancel:
-		return nilIfErr(s.tasksCancel(ctx, nil, task))
+		return nilIfErr(s.tasksCancel(ctx, nil, p.task))
 	default:
-		return nilIfErr(s.tasksResult(ctx, nil, task))
+		return nilIfErr(s.tasksResult(ctx, nil, p.task))
 	}
+}
+
+// ownParams are the params of a request answered here, as read for its
+// method.
+type ownParams struct {
+	call   *mcp.CallToolParamsRaw
+	task   *mcpwire.TaskIDParams
+	read   *mcp.ReadResourceParams
+	prompt *mcp.GetPromptParams
 }
 
 // nilIfErr drops a handler's result when it failed, so that no typed nil

@@ -196,17 +196,11 @@ func (s *Server) primitiveRequest(ctx context.Context, rq requestor, method stri
 			return nil, true, err
 		}
 		res.CacheScope = scope.CacheScope
-		if rq.modern {
-			res.ResultType = resultComplete
-		}
 		return res, true, nil
 	case *mcp.GetPromptRequest:
 		res, err := s.getPrompt(ctx, rq, prims, r.Params)
 		if err != nil {
 			return nil, true, err
-		}
-		if rq.modern {
-			res.ResultType = resultComplete
 		}
 		return res, true, nil
 	case *mcp.CompleteRequest:
@@ -214,6 +208,19 @@ func (s *Server) primitiveRequest(ctx context.Context, rq requestor, method stri
 		return res, true, err
 	}
 	return nil, true, rpcError(jsonrpc.CodeInternalError, "internal error: unexpected %s request type %T", method, req)
+}
+
+// answerRead and answerPrompt serve resources/read and prompts/get when
+// they are answered before go-sdk (ownanswers.go), through the handlers
+// go-sdk's path calls.
+func (s *Server) answerRead(ctx context.Context, rq requestor, p *mcp.ReadResourceParams) (mcp.Result, error) {
+	res, _, err := s.primitiveRequest(ctx, rq, methodReadResource, &mcp.ReadResourceRequest{Params: p})
+	return res, err
+}
+
+func (s *Server) answerPrompt(ctx context.Context, rq requestor, p *mcp.GetPromptParams) (mcp.Result, error) {
+	res, _, err := s.primitiveRequest(ctx, rq, methodGetPrompt, &mcp.GetPromptRequest{Params: p})
+	return res, err
 }
 
 // cursor is the cursor of a list request's params, "" when absent.
@@ -255,6 +262,9 @@ func (s *Server) readResource(ctx context.Context, rq requestor, prims Primitive
 		return nil, guestError(res.Error)
 	}
 	out := &mcpwire.ReadResourceResult{Contents: make([]*mcp.ResourceContents, len(res.Contents))}
+	if rq.modern {
+		out.ResultType = resultComplete
+	}
 	for i := range res.Contents {
 		out.Contents[i] = mcpwire.ResourceContents(&res.Contents[i])
 	}
@@ -284,6 +294,9 @@ func (s *Server) getPrompt(ctx context.Context, rq requestor, prims Primitives, 
 		return nil, guestError(res.Error)
 	}
 	out := &mcpwire.GetPromptResult{Description: res.Description, Messages: make([]*mcp.PromptMessage, len(res.Messages))}
+	if rq.modern {
+		out.ResultType = resultComplete
+	}
 	for i, m := range res.Messages {
 		out.Messages[i] = &mcp.PromptMessage{Role: mcp.Role(m.Role), Content: mcpwire.PromptContent(&res.Messages[i].Content)}
 	}

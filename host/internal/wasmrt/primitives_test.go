@@ -17,7 +17,7 @@ func TestPrimitives(t *testing.T) {
 	r := newRuntime(t, Config{})
 	m := load(t, r, "prims")
 	man := m.Manifest()
-	if len(man.Resources) != 1 || len(man.ResourceTemplates) != 1 || len(man.Prompts) != 1 || len(man.Tools) != 0 {
+	if len(man.Resources) != 1 || len(man.ResourceTemplates) != 1 || len(man.Prompts) != 1 || len(man.Tools) != 1 {
 		t.Fatalf("manifest %+v", man)
 	}
 	ctx := context.Background()
