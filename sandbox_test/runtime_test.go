@@ -320,7 +320,7 @@ func TestForbiddenImports(t *testing.T) {
 		{"import_foreign", host.ErrModuleABI, "imports env.system: the host provides only wasi_snapshot_preview1 and wasmtask_v1"},
 		{"import_memory", host.ErrModuleABI, "imports memory env.memory: the host provides none"},
 		{"import_sig", host.ErrModuleABI, "imports wasmtask_v1.log with type (i64) -> (), want (i32, i32, i32) -> ()"},
-		{"import_unknown", host.ErrModuleABI, "imports wasmtask_v1.exec, which ABI v1 does not define (it has begin_task, elicit, elicit_all, log, progress, reply, status)"},
+		{"import_unknown", host.ErrModuleABI, "imports wasmtask_v1.exec, which ABI v1 does not define (it has begin_task, elicit, elicit_all, log, progress, reply, roots, sample, status)"},
 		{"import_v2", abi.ErrVersion, `this host speaks ABI v1 ("wasmtask_v1"): rebuild the module`},
 		{"import_wasi", host.ErrModuleABI, "imports wasi_snapshot_preview1.sock_listen, which WASI preview1 does not define"},
 	}

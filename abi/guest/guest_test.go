@@ -42,7 +42,7 @@ func (h *fakeHost) elicit(req []byte) ([]byte, int32) {
 func (h *fakeHost) elicitAll(req []byte) ([]byte, int32) { return h.elicit(req) }
 func (h *fakeHost) beginTask() bool                      { h.calls = append(h.calls, "begin_task"); return true }
 func (h *fakeHost) sample(req []byte) ([]byte, int32)    { return h.elicit(req) }
-func (h *fakeHost) roots() ([]byte, int32)                { return h.elicit(nil) }
+func (h *fakeHost) roots() ([]byte, int32)               { return h.elicit(nil) }
 
 type wcArgs struct {
 	Text string `json:"text"`

@@ -51,7 +51,7 @@ func TestLoadRefused(t *testing.T) {
 		{name: "invalid input schema", module: "badschema", is: ErrSchema, want: []string{`tool "run"`, "inputSchema", "pattern: error parsing regexp"}},
 		{name: "cyclic output schema", module: "cyclicschema", is: ErrSchema, want: []string{`tool "run": outputSchema: reference cycle: #/$defs/a -anyOf-> #/$defs/a/anyOf/0 -$ref-> #/$defs/b -not-> #/$defs/b/not -$ref-> #/$defs/a`}},
 		{name: "duplicate tools", module: "duptools", is: abi.ErrManifest, want: []string{`duplicate tool name "run"`}},
-		{name: "unknown host function", module: "unknown_import", is: ErrABI, want: []string{"wasmtask_v1.frobnicate", "does not define", "begin_task, elicit, elicit_all, log, progress, reply, status"}},
+		{name: "unknown host function", module: "unknown_import", is: ErrABI, want: []string{"wasmtask_v1.frobnicate", "does not define", "begin_task, elicit, elicit_all, log, progress, reply, roots, sample, status"}},
 		{name: "wrong signature", module: "wrong_sig", is: ErrABI, want: []string{"wasmtask_v1.log with type (i32, i32) -> ()", "want (i32, i32, i32) -> ()"}},
 		{name: "unknown import module", module: "env_import", is: ErrABI, want: []string{"imports env.foo"}},
 		// 4 GiB to start: refused for its size before it is compiled, and
