@@ -76,6 +76,11 @@
 // followed too (bounded per session and per subscriptions/listen request)
 // so that ResourcesUpdated can name the ones a catalog swap changed.
 //
+// A plain 2025-11-25 call may also ask its client for a model's message
+// and for its roots (mcpevents: abi.Asker), when the client declared
+// sampling (roots: when it answers roots/list); tasks and 2026-07-28
+// requests cannot yet.
+//
 // # 2026-07-28 (modern.go, mrtr.go)
 //
 // A request whose own _meta names protocol 2026-07-28 or later is served
