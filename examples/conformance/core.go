@@ -15,9 +15,9 @@ import (
 	"github.com/wasmtask/wasmtask/abi/guest"
 )
 
-// The fixtures of the suite's core (non-task) scenarios that ABI v1 can
-// express: it has no resources, prompts or sampling, so the scenarios
-// that need those stay out (see conformance-baseline.yml).
+// The fixture tools of the suite's core (non-task) scenarios. The ABI has
+// no sampling host function, so the one scenario that needs it
+// (tools-call-sampling) has no tool here (see baseline-2025-11-25.yml).
 
 var coreTools = []guest.Tool{
 	{
@@ -31,13 +31,7 @@ var coreTools = []guest.Tool{
 		Name:        "test_image_content",
 		Description: "Returns a 1x1 PNG image.",
 		Handler: func(*guest.Call, json.RawMessage) (guest.Result, error) {
-			var buf bytes.Buffer
-			img := image.NewRGBA(image.Rect(0, 0, 1, 1))
-			img.Set(0, 0, color.RGBA{R: 255, A: 255})
-			if err := png.Encode(&buf, img); err != nil {
-				return guest.Result{}, err
-			}
-			return guest.Result{Content: []abi.Content{{Type: "image", Data: base64.StdEncoding.EncodeToString(buf.Bytes()), MIMEType: "image/png"}}}, nil
+			return guest.Result{Content: []abi.Content{pixelImage()}}, nil
 		},
 	},
 	{
@@ -45,6 +39,28 @@ var coreTools = []guest.Tool{
 		Description: "Returns a short silent WAV sound.",
 		Handler: func(*guest.Call, json.RawMessage) (guest.Result, error) {
 			return guest.Result{Content: []abi.Content{{Type: "audio", Data: base64.StdEncoding.EncodeToString(silentWAV(800)), MIMEType: "audio/wav"}}}, nil
+		},
+	},
+	{
+		Name:        "test_embedded_resource",
+		Description: "Returns a text resource's contents, embedded.",
+		Handler: func(*guest.Call, json.RawMessage) (guest.Result, error) {
+			return guest.Result{Content: []abi.Content{{Type: "resource", Resource: &abi.ResourceContents{
+				URI: "test://embedded-resource", MIMEType: "text/plain", Text: "This is an embedded resource content.",
+			}}}}, nil
+		},
+	},
+	{
+		Name:        "test_multiple_content_types",
+		Description: "Returns a text, an image and an embedded JSON resource in one result.",
+		Handler: func(*guest.Call, json.RawMessage) (guest.Result, error) {
+			return guest.Result{Content: []abi.Content{
+				{Type: "text", Text: "Multiple content types test:"},
+				pixelImage(),
+				{Type: "resource", Resource: &abi.ResourceContents{
+					URI: "test://mixed-content-resource", MIMEType: "application/json", Text: `{"test":"data","value":123}`,
+				}},
+			}}, nil
 		},
 	},
 	{
@@ -144,6 +160,22 @@ var coreTools = []guest.Tool{
 			return guest.Text("ok"), nil
 		},
 	},
+}
+
+// pixelPNG is a 1x1 PNG image of one red pixel.
+func pixelPNG() []byte {
+	var buf bytes.Buffer
+	img := image.NewRGBA(image.Rect(0, 0, 1, 1))
+	img.Set(0, 0, color.RGBA{R: 255, A: 255})
+	if err := png.Encode(&buf, img); err != nil {
+		panic(err) // encoding an in-memory image into a buffer does not fail
+	}
+	return buf.Bytes()
+}
+
+// pixelImage is pixelPNG as an image content block.
+func pixelImage() abi.Content {
+	return abi.Content{Type: "image", Data: base64.StdEncoding.EncodeToString(pixelPNG()), MIMEType: "image/png"}
 }
 
 // silentWAV is a mono 8 kHz 16-bit PCM WAV file of n silent samples.

@@ -1,7 +1,8 @@
 // Command conformance is the wasmtask tool module that the official MCP
 // conformance suite (@modelcontextprotocol/conformance) calls: the fixture
-// tools its tasks-* scenarios name, with the behaviour each scenario checks,
-// written with the Go guest SDK like any other tool.
+// tools, resources, resource template and prompts its scenarios name, with
+// the behaviour each scenario checks, written with the Go guest SDK like any
+// other module.
 //
 // Build it with the other examples (from the repository root):
 //
@@ -22,7 +23,13 @@ import (
 )
 
 func main() {
-	guest.Run(append([]guest.Tool{greet, slowCompute, failingJob, protocolErrorJob, confirmDelete, multiInput, toolWithTask}, coreTools...)...)
+	guest.Module{
+		Name:      "conformance",
+		Tools:     append([]guest.Tool{greet, slowCompute, failingJob, protocolErrorJob, confirmDelete, multiInput, toolWithTask}, coreTools...),
+		Resources: resources,
+		Templates: templates,
+		Prompts:   prompts,
+	}.Run()
 }
 
 // sleep waits d in short steps: each wake-up is a point where a cancelled

@@ -247,7 +247,7 @@ func (s *Server) readResource(ctx context.Context, rq requestor, prims Primitive
 		return nil, rpcError(jsonrpc.CodeInvalidParams, "resources/read: missing params.uri")
 	}
 	if prims == nil {
-		return nil, errResourceNotFound(p.URI)
+		return nil, errResourceNotFound(p.URI, rq.modern)
 	}
 	ctx, stop := withDone(ctx, rq.sess.ctx)
 	defer stop()
@@ -255,9 +255,14 @@ func (s *Server) readResource(ctx context.Context, rq requestor, prims Primitive
 	s.audit(auditRead, rq.owner(), slog.String("uri", p.URI), slog.String("module", module), outcomeAttr(nil, err))
 	switch {
 	case errors.Is(err, ErrUnknownResource):
-		return nil, errResourceNotFound(p.URI)
+		return nil, errResourceNotFound(p.URI, rq.modern)
 	case err != nil:
 		return nil, primFailure(fmt.Sprintf("resource %q", p.URI), err)
+	case res.Error != nil && res.Error.Code == abi.CodeResourceNotFound:
+		// The module's "no such resource", in the era's words.
+		e := errResourceNotFound(p.URI, rq.modern)
+		e.Message = res.Error.Message
+		return nil, e
 	case res.Error != nil:
 		return nil, guestError(res.Error)
 	}
@@ -356,7 +361,7 @@ func (s *Server) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error
 	}
 	uri := req.Params.URI
 	if !s.served(ctx, rq.user, uri) {
-		return errResourceNotFound(uri)
+		return errResourceNotFound(uri, false) // 2025-11-25 only: 2026-07-28 has no resources/subscribe
 	}
 	return s.subs.add(rq.sess.id, uri)
 }
@@ -439,10 +444,17 @@ func (s *Server) ResourcesUpdated(ctx context.Context, changed func(uri string) 
 	}
 }
 
-// errResourceNotFound is MCP's -32002 for uri.
-func errResourceNotFound(uri string) error {
+// errResourceNotFound is MCP's resource-not-found error for uri: -32002
+// up to 2025-11-25, -32602 (invalid params) in 2026-07-28 (modern), which
+// standardised on the JSON-RPC code (SEP-2164). Both carry the URI in
+// data.
+func errResourceNotFound(uri string, modern bool) *jsonrpc.Error {
+	code := int64(resourceNotFoundCode)
+	if modern {
+		code = jsonrpc.CodeInvalidParams
+	}
 	data, _ := json.Marshal(map[string]string{"uri": uri})
-	return &jsonrpc.Error{Code: resourceNotFoundCode, Message: fmt.Sprintf("resource not found: %q", uri), Data: data}
+	return &jsonrpc.Error{Code: code, Message: fmt.Sprintf("resource not found: %q", uri), Data: data}
 }
 
 func errUnknownPrompt(name string) error {

@@ -166,7 +166,7 @@ type caller interface {
 // checkPrimitives runs the requests every era answers alike. noName is
 // the code of a read or prompt request without its URI or name (over
 // 2026-07-28 HTTP the edge refuses it for its missing Mcp-Name header).
-func checkPrimitives(t *testing.T, c caller, noName int) {
+func checkPrimitives(t *testing.T, c caller, noName, notFound int) {
 	t.Helper()
 	// Pages: 256, then the rest; a cursor from nowhere is refused.
 	r := result(c.call(1, "resources/list", nil))
@@ -204,14 +204,17 @@ func checkPrimitives(t *testing.T, c caller, noName int) {
 		code int
 		text string
 	}{
-		{"docs://nowhere", abi.CodeResourceNotFound, `resource not found: "docs://nowhere"`},
-		{"docs://gone", abi.CodeResourceNotFound, "no longer here"},
+		{"docs://nowhere", notFound, `resource not found: "docs://nowhere"`},
+		{"docs://gone", notFound, "no longer here"},
 		{"docs://broken", -32603, `resource "docs://broken" failed: exit code 3`},
 	} {
 		m := c.call(6, "resources/read", map[string]any{"uri": tc.uri})
 		e, _ := m["error"].(map[string]any)
 		if errCode(m) != tc.code || !strings.Contains(fmt.Sprint(e["message"]), tc.text) {
 			t.Errorf("read %s: %v, want code %d with %q", tc.uri, m["error"], tc.code, tc.text)
+		}
+		if data, _ := e["data"].(map[string]any); tc.code == notFound && data["uri"] != tc.uri {
+			t.Errorf("read %s: error data %v, want the URI", tc.uri, e["data"])
 		}
 	}
 	if got := errCode(c.call(7, "resources/read", map[string]any{})); got != noName {
@@ -264,14 +267,15 @@ func TestPrimitivesServed(t *testing.T) {
 		t.Errorf("capabilities: %s", b)
 	}
 	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	checkPrimitives(t, c, -32602)
+	checkPrimitives(t, c, -32602, abi.CodeResourceNotFound)
 }
 
-// The same requests in a 2026-07-28 request, which carries resultType.
+// The same requests in a 2026-07-28 request, which carries resultType
+// and answers a resource that is not found with -32602 (SEP-2164).
 func TestModernPrimitives(t *testing.T) {
 	ts, _ := primsServer(t, nil)
 	c := modernCaller{ts.modernClient(t)}
-	checkPrimitives(t, c, -32020)
+	checkPrimitives(t, c, -32020, -32602)
 	for _, rq := range []struct {
 		method string
 		params map[string]any
