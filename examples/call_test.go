@@ -135,7 +135,7 @@ func TestServedDigests(t *testing.T) {
 		"assemblyscript": "caesar",
 		"conformance": "confirm_delete failing_job greet json_schema_2020_12_tool multi_input protocol_error_job slow_compute " +
 			"test_audio_content test_elicitation test_elicitation_sep1034_defaults test_elicitation_sep1330_enums test_embedded_resource " +
-			"test_error_handling test_image_content test_multiple_content_types test_simple_text test_tool_with_logging " +
+			"test_error_handling test_image_content test_multiple_content_types test_sampling test_simple_text test_tool_with_logging " +
 			"test_tool_with_progress test_tool_with_task",
 	}
 	for _, ex := range examples {

@@ -15,11 +15,23 @@ import (
 	"github.com/wasmtask/wasmtask/abi/guest"
 )
 
-// The fixture tools of the suite's core (non-task) scenarios. The ABI has
-// no sampling host function, so the one scenario that needs it
-// (tools-call-sampling) has no tool here (see baseline-2025-11-25.yml).
+// The fixture tools of the suite's core (non-task) scenarios.
 
 var coreTools = []guest.Tool{
+	{
+		Name:        "test_sampling",
+		Description: "Asks the client's model to answer a prompt (sampling).",
+		InputSchema: `{"type":"object","properties":{"prompt":{"type":"string"}},"required":["prompt"]}`,
+		Handler: guest.Handle(func(c *guest.Call, in struct {
+			Prompt string `json:"prompt"`
+		}) (guest.Result, error) {
+			text, err := c.SampleText(in.Prompt, 100)
+			if err != nil {
+				return guest.Result{}, fmt.Errorf("sampling failed: %w", err)
+			}
+			return guest.Textf("LLM response: %s", text), nil
+		}),
+	},
 	{
 		Name:        "test_simple_text",
 		Description: "Returns a fixed text.",
