@@ -52,6 +52,13 @@ var rules = []rule{
 	// through strict JSON.
 	{dir: "host/internal/tenancy", allow: []string{module + "/host/internal/tenancy", module + "/host/internal/strictjson",
 		"github.com/golang-jwt/jwt/v5", "github.com/MicahParks/keyfunc/v3", "go.yaml.in/yaml/v3"}},
+	// The operator's sandbox policy: parsing, validation and the limits
+	// derived from it. The contract (result counts), plugins (modules,
+	// naming rules), strict JSON, admission's queue constant and tenancy's
+	// MaxQuotaMiB (the one MiB bound both operator files share); wasmrt
+	// only for the Limits and Mount types it fills, never to run a guest.
+	{dir: "host/internal/policy", allow: []string{module + "/host/internal/policy", module + "/abi", module + "/plugins",
+		module + "/host/internal/strictjson", module + "/host/internal/admission", module + "/host/internal/tenancy", module + "/host/internal/wasmrt"}},
 	// The admission controller: numbers and names in, the standard
 	// library only (it knows nothing of Wasm, MCP or policy files).
 	{dir: "host/internal/admission", allow: []string{module + "/host/internal/admission"}},
@@ -263,6 +270,9 @@ func TestLayeringCatchesViolations(t *testing.T) {
 		{"host/internal/schema", "github.com/modelcontextprotocol/go-sdk/mcp", false, false},
 		{"host/internal/wasmrt", module + "/host/internal/wasmcode", false, true},
 		{"host/internal/admission", module + "/host/internal/wasmrt", false, false},
+		{"host/internal/policy", "github.com/tetratelabs/wazero", false, false},
+		{"host/internal/policy", module + "/host/internal/mcpserver", false, false},
+		{"host/internal/policy", module + "/host/internal/wasmrt", false, true},
 		{"host/internal/admission", module + "/abi", false, false},
 		{"host/internal/mcpserver", "net/http", false, false},
 		{"host/internal/mcpserver", "net/http/httptest", false, false},

@@ -150,11 +150,11 @@ func (s *Server) buildCatalog(gen *generation, prev *catalog) *catalog {
 	paths := map[string]string{}
 	for _, l := range gen.Modules() {
 		m := l.Module
-		entry, err := pol.forModule(m)
+		entry, err := pol.ForModule(m)
 		if err != nil {
 			c.problems = append(c.problems, Problem{Module: m.Name, Path: m.Path, Err: err})
 		}
-		modSlots, modMemory := pol.moduleShare(entry, s.adm.Budget())
+		modSlots, modMemory := pol.ModuleShare(entry, s.adm.Budget())
 		ms := prev.module(m.Name)
 		if ms != nil {
 			s.adm.ResizeModule(ms, modSlots, modMemory)
@@ -168,8 +168,8 @@ func (s *Server) buildCatalog(gen *generation, prev *catalog) *catalog {
 			sources = append(sources, primitives.Source[*servedPrims]{Module: m.Name, Manifest: l.Manifest, Code: sp})
 		}
 		for _, t := range l.Manifest.Tools {
-			tp := pol.forTool(entry, t.Name)
-			st := &servedTool{decl: t, module: m, code: l.Compiled, policy: tp, grants: entry.Grants, lim: limitsOf(tp, entry.Grants, os.LookupEnv)}
+			tp := pol.ForTool(entry, t.Name)
+			st := &servedTool{decl: t, module: m, code: l.Compiled, policy: tp, grants: entry.Grants, lim: tp.Limits(entry.Grants, os.LookupEnv)}
 			st.need = st.code.Reservation(st.lim)
 			st.cache = s.cachePlanOf(t, tp, st.lim)
 			if p, ok := prev.tool(t.Name); ok && p.slot.Module() == ms {
@@ -261,33 +261,6 @@ func (c *catalog) Call(ctx context.Context, who mcpserver.Caller, name string, a
 		return nil, false, failureOf(err)
 	}
 	return res, hit, nil
-}
-
-// limitsOf turns an effective tool policy and its module's grants into
-// the runtime's limits. PassEnv is read through getenv.
-func limitsOf(tp ToolPolicy, g Grants, getenv func(string) (string, bool)) wasmrt.Limits {
-	lim := wasmrt.Limits{
-		MemoryMiB:      tp.MemoryMiB,
-		Timeout:        tp.Timeout.Std(),
-		MaxOutputBytes: tp.MaxOutputBytes,
-		MaxLogBytes:    tp.MaxLogBytes,
-		Result:         tp.resultLimits(),
-	}
-	if len(g.Env)+len(g.PassEnv) > 0 {
-		lim.Env = make(map[string]string, len(g.Env)+len(g.PassEnv))
-		for _, k := range g.PassEnv {
-			if v, ok := getenv(k); ok {
-				lim.Env[k] = v
-			}
-		}
-		for k, v := range g.Env {
-			lim.Env[k] = v
-		}
-	}
-	for _, mp := range g.Mounts {
-		lim.Mounts = append(lim.Mounts, wasmrt.Mount{HostDir: mp.HostDir, GuestPath: mp.GuestPath, Write: mp.Write})
-	}
-	return lim
 }
 
 var _ mcpserver.Catalog = (*catalog)(nil)

@@ -33,8 +33,8 @@ type servedPrims struct {
 
 // addPrims builds the servedPrims of module l for the catalog after prev, within its module's admission share ms.
 func (s *Server) addPrims(prev *catalog, l plugins.Loaded[*wasmrt.Module], entry ModulePolicy, ms *admission.Module) *servedPrims {
-	tp := s.cfg.Policy.forTool(entry, "")
-	sp := &servedPrims{module: l.Module, code: l.Compiled, lim: limitsOf(tp, entry.Grants, os.LookupEnv), tp: tp}
+	tp := s.cfg.Policy.ForTool(entry, "")
+	sp := &servedPrims{module: l.Module, code: l.Compiled, lim: tp.Limits(entry.Grants, os.LookupEnv), tp: tp}
 	sp.need = sp.code.Reservation(sp.lim)
 	if p := prev.primsOf(l.Module.Name); p != nil && p.slot.Module() == ms {
 		sp.slot = p.slot

@@ -24,6 +24,7 @@ import (
 	"github.com/wasmtask/wasmtask/host/internal/mcphttp"
 	"github.com/wasmtask/wasmtask/host/internal/mcpserver"
 	"github.com/wasmtask/wasmtask/host/internal/natsstore"
+	"github.com/wasmtask/wasmtask/host/internal/policy"
 	"github.com/wasmtask/wasmtask/host/internal/resultcache"
 	"github.com/wasmtask/wasmtask/host/internal/tenancy"
 	"github.com/wasmtask/wasmtask/host/internal/wasmrt"
@@ -261,7 +262,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		cfg.ResultCacheMaxTTL = DefaultResultCacheMaxTTL
 	}
 	if cfg.Policy != nil {
-		if err := cfg.Policy.validate(); err != nil {
+		if err := cfg.Policy.Validate(); err != nil {
 			return nil, err
 		}
 	}
@@ -269,7 +270,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	budget, budgetSrc := cfg.Policy.memoryBudget(admission.MachineMemory)
+	bounds := cfg.Policy.Bounds()
+	budget, budgetSrc := cfg.Policy.MemoryBudget(admission.MachineMemory)
 	rt, err := wasmrt.New(ctx, wasmrt.Config{
 		CacheDir:       cfg.CacheDir,
 		MaxCacheMiB:    cmp.Or(cfg.CacheMaxMiB, DefaultCacheMaxMiB),
@@ -277,8 +279,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		Logger:         cfg.Logger,
 		Interpreter:    cfg.Interpreter,
 		MaxMemoryMiB:   MaxMemoryMiB,
-		MaxCodeMiB:     cfg.Policy.maxCodeMiB(),
-		MaxSnapshotMiB: snapshotBudgetMiB(budget),
+		MaxCodeMiB:     bounds.MaxCodeMiB,
+		MaxSnapshotMiB: policy.SnapshotBudgetMiB(budget),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("host: starting the Wasm runtime: %w", err)
@@ -312,14 +314,14 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		warmCache:  rt.CachedModules() > 0,
 		engine:     engine,
 		store:      store,
-		adm:        admission.New(cfg.Policy.maxInstances(), budget),
+		adm:        admission.New(bounds.MaxInstances, budget),
 		results:    newResultCache(cfg),
 		budgetSrc:  budgetSrc,
 		stop:       func() {},
 		listeners:  make(map[*http.Server]net.Listener),
 		swapped:    make(chan struct{}),
 		loadPolicy: loadPolicy,
-		loads:      plugins.NewLoads(cfg.loader(rt, loadPolicy), plugins.LoadConfig{Timeout: cfg.Policy.loadTimeout()}),
+		loads:      plugins.NewLoads(cfg.loader(rt, loadPolicy), plugins.LoadConfig{Timeout: bounds.LoadTimeout}),
 		started:    make(chan struct{}),
 		loaded:     make(chan struct{}),
 		begun:      time.Now(),
@@ -463,7 +465,7 @@ type Limits struct {
 // Limits returns the server-wide admission bounds in force.
 func (s *Server) Limits() Limits {
 	return Limits{MaxInstances: s.adm.Slots(), MemoryBudgetMiB: int(s.adm.Budget() >> 20), MemoryBudgetSrc: s.budgetSrc,
-		SnapshotBudgetMiB: snapshotBudgetMiB(s.adm.Budget()), SnapshotBytes: s.rt.SnapshotBytes()}
+		SnapshotBudgetMiB: policy.SnapshotBudgetMiB(s.adm.Budget()), SnapshotBytes: s.rt.SnapshotBytes()}
 }
 
 // Problem is a module that is not served (or is served in an older
@@ -874,21 +876,21 @@ func (s *Server) Rescan() {
 // invalid policy is an error and changes nothing.
 func (s *Server) SetPolicy(p *Policy) (warnings []string, err error) {
 	if p != nil {
-		if err := p.validate(); err != nil {
+		if err := p.Validate(); err != nil {
 			return nil, err
 		}
 	}
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
-	old := s.cfg.Policy
+	old, now := s.cfg.Policy.Bounds(), p.Bounds()
 	for _, f := range []struct {
 		name     string
 		old, new any
 	}{
-		{"maxInstances", old.maxInstances(), p.maxInstances()},
-		{"memoryBudgetMiB", old.memoryBudgetSetting(), p.memoryBudgetSetting()},
-		{"maxCodeMiB", old.maxCodeMiB(), p.maxCodeMiB()},
-		{"loadTimeout", old.loadTimeout(), p.loadTimeout()},
+		{"maxInstances", old.MaxInstances, now.MaxInstances},
+		{"memoryBudgetMiB", old.MemoryBudgetMiB, now.MemoryBudgetMiB},
+		{"maxCodeMiB", old.MaxCodeMiB, now.MaxCodeMiB},
+		{"loadTimeout", old.LoadTimeout, now.LoadTimeout},
 	} {
 		if f.old != f.new {
 			warnings = append(warnings, fmt.Sprintf("%s changed from %v to %v: it takes effect when the server restarts", f.name, f.old, f.new))
@@ -908,7 +910,7 @@ func (s *Server) rebuild(ctx context.Context, snap *plugins.Snapshot) {
 	if prev != nil {
 		prevGen = prev.gen
 	}
-	gen, released := plugins.Build(ctx, prevGen, snap, s.loads, s.cfg.Policy.rules(snap))
+	gen, released := plugins.Build(ctx, prevGen, snap, s.loads, s.cfg.Policy.Rules(snap))
 	s.loads.Keep(snap)
 	next := s.buildCatalog(gen, prev)
 	if prev != nil {
@@ -1068,14 +1070,14 @@ func (c *Config) loader(rt *wasmrt.Runtime, pol *atomic.Pointer[Policy]) plugins
 }
 
 // loader compiles modules for plugins.Build, each within the load limits
-// the policy in force gives it (Policy.loadLimits).
+// the policy in force gives it (Policy.LoadLimits).
 type loader struct {
 	rt  *wasmrt.Runtime
 	pol *atomic.Pointer[Policy]
 }
 
 func (l loader) Load(ctx context.Context, m plugins.Module, wasm []byte) (*wasmrt.Module, *abi.Manifest, error) {
-	mod, err := l.rt.Load(ctx, m.Name, wasm, l.pol.Load().loadLimits(m))
+	mod, err := l.rt.Load(ctx, m.Name, wasm, l.pol.Load().LoadLimits(m))
 	if err != nil {
 		return nil, nil, err
 	}

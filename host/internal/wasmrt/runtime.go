@@ -24,7 +24,7 @@ import (
 
 // Config configures a Runtime. MaxMemoryMiB and MaxSnapshotMiB are
 // required: the host decides the sandbox's numbers, in one place, and hands
-// them down (package host, policy.go).
+// them down (host/internal/policy).
 type Config struct {
 	// CacheDir, when set, keeps compiled code on disk so that the next
 	// process compiles a known module in a fraction of the time (compiler

@@ -1,4 +1,4 @@
-package host
+package policy
 
 import (
 	"fmt"
@@ -20,15 +20,16 @@ const fallbackMemoryBudget = 4 << 30
 // budget leaves to the server itself.
 const snapshotDivisor = 4
 
-// snapshotBudgetMiB is the snapshot budget that goes with a memory budget
+// SnapshotBudgetMiB is the snapshot budget that goes with a memory budget
 // of budget bytes: at least 1 MiB.
-func snapshotBudgetMiB(budget uint64) int {
+func SnapshotBudgetMiB(budget uint64) int {
 	return int(max(budget/snapshotDivisor>>20, 1))
 }
 
-// memoryBudget returns the budget in bytes and where it comes from; probe
-// finds the machine's memory (admission.MachineMemory, or a fake in tests).
-func (p *Policy) memoryBudget(probe func(fs.FS) (uint64, string)) (uint64, string) {
+// MemoryBudget returns the memory budget in bytes and where it comes
+// from, for the operator; probe finds the machine's memory
+// (admission.MachineMemory, or a fake in tests).
+func (p *Policy) MemoryBudget(probe func(fs.FS) (uint64, string)) (uint64, string) {
 	if p != nil && p.MemoryBudgetMiB > 0 {
 		return uint64(p.MemoryBudgetMiB) << 20, "the policy's memoryBudgetMiB"
 	}

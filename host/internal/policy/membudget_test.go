@@ -1,4 +1,4 @@
-package host
+package policy
 
 import (
 	"io/fs"
@@ -21,9 +21,9 @@ func TestMemoryBudgetDefault(t *testing.T) {
 		{"machine unknown", nil, 0, fallbackMemoryBudget},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, src := tc.pol.memoryBudget(probe(tc.machine))
+			got, src := tc.pol.MemoryBudget(probe(tc.machine))
 			if got != tc.want || src == "" {
-				t.Errorf("memoryBudget = %d (%q), want %d", got, src, tc.want)
+				t.Errorf("MemoryBudget = %d (%q), want %d", got, src, tc.want)
 			}
 		})
 	}
