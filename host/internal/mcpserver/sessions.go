@@ -100,6 +100,7 @@ func clientCanElicit(ss *mcp.ServerSession) bool {
 // sampling capability.
 func clientCanSample(ss *mcp.ServerSession) bool {
 	ip := ss.InitializeParams()
+	//lint:ignore SA1019 sampling is deprecated only for protocol 2026-07-28 (SEP-2577); 2025-11-25 clients still answer it.
 	return ip != nil && ip.Capabilities != nil && ip.Capabilities.Sampling != nil
 }
 
