@@ -6,11 +6,13 @@
 // are the only users of go-sdk).
 //
 // One entry point, [Server], used by the command line (serve, inspect,
-// call), by the tests of tool modules and by the hostile-guest suite alike:
+// call, read, prompt, complete), by the tests of tool modules and by the
+// hostile-guest suite alike:
 //
 //	srv, err := host.New(ctx, host.Config{ToolsDir: "./tools", Policy: policy})
 //	defer srv.Close()
 //	res, err := srv.Call(ctx, "add", json.RawMessage(`{"a":1,"b":2}`), events) // directly
+//	rr, err := srv.ReadResource(ctx, "notes://today")                         // a resource (GetPrompt, Complete alike)
 //	err = srv.ServeStdio(ctx, os.Stdin, os.Stdout)                            // or MCP on stdio
 //	err = srv.Serve(listener)                                                 // or Streamable HTTP
 //

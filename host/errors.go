@@ -11,6 +11,12 @@ import (
 var (
 	// ErrUnknownTool: no tool of that name is served.
 	ErrUnknownTool = errors.New("host: unknown tool")
+	// ErrUnknownResource: no resource or resource template serves the URI
+	// ([Server.ReadResource]).
+	ErrUnknownResource = errors.New("host: unknown resource")
+	// ErrUnknownPrompt: no prompt of that name is served
+	// ([Server.GetPrompt]).
+	ErrUnknownPrompt = errors.New("host: unknown prompt")
 	// ErrBusy: the tool, its module or the server already runs and queues
 	// as many calls as the policy allows.
 	ErrBusy = admission.ErrBusy

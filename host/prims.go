@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 
@@ -27,6 +28,7 @@ type servedPrims struct {
 	code   *wasmrt.Module
 	lim    wasmrt.Limits
 	tp     ToolPolicy      // the module's default limits, which decide caching too
+	grants Grants          // the module's grants (its policy entry, when it applies to this file)
 	slot   *admission.Tool // the module's share for them; carried over like a tool's
 	need   uint64
 }
@@ -34,7 +36,7 @@ type servedPrims struct {
 // addPrims builds the servedPrims of module l for the catalog after prev, within its module's admission share ms.
 func (s *Server) addPrims(prev *catalog, l plugins.Loaded[*wasmrt.Module], entry ModulePolicy, ms *admission.Module) *servedPrims {
 	tp := s.cfg.Policy.ForTool(entry, "")
-	sp := &servedPrims{module: l.Module, code: l.Compiled, lim: tp.Limits(entry.Grants, os.LookupEnv), tp: tp}
+	sp := &servedPrims{module: l.Module, code: l.Compiled, lim: tp.Limits(entry.Grants, os.LookupEnv), tp: tp, grants: entry.Grants}
 	sp.need = sp.code.Reservation(sp.lim)
 	if p := prev.primsOf(l.Module.Name); p != nil && p.slot.Module() == ms {
 		sp.slot = p.slot
@@ -124,7 +126,8 @@ func (c *catalog) GetPrompt(ctx context.Context, from mcpserver.Caller, name str
 	}
 	for _, a := range decl.Arguments {
 		if _, given := args[a.Name]; a.Required && !given {
-			return nil, module, &mcpserver.Failure{Kind: mcpserver.FailArguments, Detail: fmt.Sprintf("missing required argument %q", a.Name)}
+			detail := fmt.Sprintf("missing required argument %q", a.Name)
+			return nil, module, &mcpserver.Failure{Kind: mcpserver.FailArguments, Detail: detail, Err: fmt.Errorf("prompt %q: %w: %s", name, ErrArguments, detail)}
 		}
 	}
 	err = c.srv.runPrim(ctx, sp, from, func(ctx context.Context) (err error) {
@@ -204,4 +207,145 @@ func servedBy(c *catalog, uri string) string {
 		return ""
 	}
 	return r.Code.module.Digest
+}
+
+// ServedBy is the module that serves a resource, resource template or
+// prompt, and what its requests (reads, prompts, completions) run with: the
+// same numbers resources/read, prompts/get and completion/complete apply.
+type ServedBy struct {
+	Module            string     // name of the module
+	Digest            string     // its content digest, "sha256:<hex>"
+	Policy            ToolPolicy // the module's default limits, every default filled in
+	Grants            Grants     // the module's grants (its policy entry, when it applies to this file)
+	ModuleInstances   int        // requests of the module (calls too) that may run at once
+	ModuleMemoryMiB   int        // memory those requests may reserve together
+	ReservedMemoryMiB int        // what one request reserves of the server's memory budget
+}
+
+// ResourceInfo is a served resource as [Server.Resources] reports it.
+type ResourceInfo struct {
+	abi.Resource // the declaration
+	ServedBy
+}
+
+// ResourceTemplateInfo is a served resource template as
+// [Server.ResourceTemplates] reports it.
+type ResourceTemplateInfo struct {
+	abi.ResourceTemplate // the declaration
+	ServedBy
+}
+
+// PromptInfo is a served prompt as [Server.Prompts] reports it.
+type PromptInfo struct {
+	abi.Prompt // the declaration
+	ServedBy
+}
+
+// Resources returns the resources served now, sorted by URI: what
+// resources/list shows a client that sees every module. Right after New
+// it first waits for the modules found at start to load or fail.
+func (s *Server) Resources() []ResourceInfo {
+	c := s.served()
+	mods, _, _ := c.prims.Modules()
+	return infos(s, c, c.prims.Resources(nil), mods, func(r abi.Resource, by ServedBy) ResourceInfo {
+		return ResourceInfo{Resource: r, ServedBy: by}
+	})
+}
+
+// ResourceTemplates returns the resource templates served now, in the
+// order a read tries them. Right after New it first waits for the modules
+// found at start to load or fail.
+func (s *Server) ResourceTemplates() []ResourceTemplateInfo {
+	c := s.served()
+	_, mods, _ := c.prims.Modules()
+	return infos(s, c, c.prims.Templates(nil), mods, func(t abi.ResourceTemplate, by ServedBy) ResourceTemplateInfo {
+		return ResourceTemplateInfo{ResourceTemplate: t, ServedBy: by}
+	})
+}
+
+// Prompts returns the prompts served now, sorted by name. Right after New
+// it first waits for the modules found at start to load or fail.
+func (s *Server) Prompts() []PromptInfo {
+	c := s.served()
+	_, _, mods := c.prims.Modules()
+	return infos(s, c, c.prims.Prompts(nil), mods, func(p abi.Prompt, by ServedBy) PromptInfo {
+		return PromptInfo{Prompt: p, ServedBy: by}
+	})
+}
+
+// served is the catalog served once the start is over.
+func (s *Server) served() *catalog {
+	_ = s.ready(context.Background(), "")
+	return s.catalog.Load()
+}
+
+// infos pairs each declaration of list with what serves it (mods: the
+// module of each, in the same order).
+func infos[D, I any](s *Server, c *catalog, list []D, mods []string, info func(D, ServedBy) I) []I {
+	out := make([]I, len(list))
+	for i, d := range list {
+		sp := c.primsBy[mods[i]]
+		slots, memory := s.adm.ModuleShare(sp.slot.Module())
+		out[i] = info(d, ServedBy{Module: sp.module.Name, Digest: sp.module.Digest, Policy: sp.tp, Grants: sp.grants,
+			ModuleInstances: slots, ModuleMemoryMiB: int(memory >> 20), ReservedMemoryMiB: ceilMiB(sp.need)})
+	}
+	return out
+}
+
+// ReadResource reads uri on the path resources/read takes: the module
+// that declares it (or the first template that matches it), the result
+// cache for a resource declared cacheable, admission, then a fresh
+// instance under the module's default limits and grants. It fails with
+// [ErrUnknownResource] when nothing serves uri, and as [Server.Call]
+// does when the guest fails. A ReadResult with Error set is the module's
+// own error answer (abi.CodeResourceNotFound for a URI it does not know).
+func (s *Server) ReadResource(ctx context.Context, uri string) (res *abi.ReadResult, err error) {
+	err = s.directly(ctx, "", func(c *catalog) (err error) {
+		res, _, err = c.ReadResource(ctx, mcpserver.Caller{}, uri, nil)
+		return err
+	})
+	return res, directError(err, uri)
+}
+
+// GetPrompt renders prompt name with args on the path prompts/get takes:
+// admission, then a fresh instance of its module under the module's
+// default limits and grants. It fails with [ErrUnknownPrompt] when no
+// prompt has the name, with [ErrArguments] when a required argument is
+// missing, and as [Server.Call] does when the guest fails. A PromptResult
+// with Error set is the module's own error answer.
+func (s *Server) GetPrompt(ctx context.Context, name string, args map[string]string) (res *abi.PromptResult, err error) {
+	err = s.directly(ctx, "", func(c *catalog) (err error) {
+		res, _, err = c.GetPrompt(ctx, mcpserver.Caller{}, name, args, nil)
+		return err
+	})
+	return res, directError(err, name)
+}
+
+// Complete completes argument arg of ref (a prompt's argument, or a
+// template's variable) on the path completion/complete takes; given holds
+// the values of the other arguments already chosen. What no module
+// declares it completes has no values, as for an MCP client. A
+// CompleteResult with Error set is the module's own error answer.
+func (s *Server) Complete(ctx context.Context, ref abi.CompleteRef, arg abi.CompleteArgument, given map[string]string) (res *abi.CompleteResult, err error) {
+	err = s.directly(ctx, "", func(c *catalog) (err error) {
+		res, err = c.Complete(ctx, mcpserver.Caller{}, ref, arg, given, nil)
+		return err
+	})
+	return res, directError(err, "")
+}
+
+// directError turns the catalog's errors for the MCP layer back into the
+// library's: the host's sentinels for what is unknown (named), and the
+// error a Failure classifies.
+func directError(err error, name string) error {
+	var f *mcpserver.Failure
+	switch {
+	case errors.Is(err, mcpserver.ErrUnknownResource):
+		return fmt.Errorf("%w: %q", ErrUnknownResource, name)
+	case errors.Is(err, mcpserver.ErrUnknownPrompt):
+		return fmt.Errorf("%w: %q", ErrUnknownPrompt, name)
+	case errors.As(err, &f) && f.Err != nil:
+		return f.Err
+	}
+	return err
 }

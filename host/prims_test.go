@@ -3,10 +3,13 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"testing/fstest"
 
+	"github.com/wasmtask/wasmtask/abi"
 	"github.com/wasmtask/wasmtask/host/hosttest"
 	"github.com/wasmtask/wasmtask/host/internal/mcpserver"
 )
@@ -142,5 +145,60 @@ func TestCacheableResourceRead(t *testing.T) {
 	read("alice", "test://items/1")
 	if n := code.Instantiations() - base; n != 4 {
 		t.Errorf("a template not declared cacheable read twice: %d instances in all, want 4", n)
+	}
+}
+
+// The library's own reads, prompts and completions take MCP's paths and
+// fail with the host's errors: what is unknown, missing arguments, a guest
+// that answers wrongly.
+func TestDirectPrimitives(t *testing.T) {
+	ctx := context.Background()
+	open := func(wasm []byte) *Server {
+		t.Helper()
+		s, err := New(ctx, Config{ToolsFS: fstest.MapFS{"prims.wasm": {Data: wasm}}, CacheDir: testCacheDir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	s := open(primsModule(t))
+	if r := s.Resources(); len(r) != 1 || r[0].URI != "test://static" || r[0].Module != "prims" || r[0].Digest == "" || r[0].Policy.MemoryMiB == 0 {
+		t.Errorf("Resources() = %+v, want test://static of module prims with its digest and limits", r)
+	}
+	if r := s.ResourceTemplates(); len(r) != 1 || r[0].URITemplate != "test://items/{id}" || r[0].Module != "prims" {
+		t.Errorf("ResourceTemplates() = %+v, want test://items/{id} of module prims", r)
+	}
+	if p := s.Prompts(); len(p) != 1 || p[0].Name != "greet" || p[0].Module != "prims" || len(p[0].Arguments) != 1 || !p[0].Arguments[0].Complete {
+		t.Errorf("Prompts() = %+v, want greet of module prims completing its argument", p)
+	}
+
+	if res, err := s.ReadResource(ctx, "test://items/7"); err != nil || len(res.Contents) != 1 || res.Contents[0].Text != "static" {
+		t.Errorf("ReadResource(test://items/7) = %+v, %v; want the module's contents", res, err)
+	}
+	if _, err := s.ReadResource(ctx, "test://nothing"); !errors.Is(err, ErrUnknownResource) {
+		t.Errorf("ReadResource of what nothing serves: %v, want ErrUnknownResource", err)
+	}
+	var ge *GuestError
+	if _, err := s.ReadResource(ctx, "test://items/x"); !errors.As(err, &ge) || ge.Kind != KindBadOutput {
+		t.Errorf("ReadResource the module answers wrongly: %v, want a GuestError of kind bad output", err)
+	}
+	if res, err := s.GetPrompt(ctx, "greet", map[string]string{"who": "you"}); err != nil || len(res.Messages) != 1 || res.Messages[0].Content.Text != "hi" {
+		t.Errorf("GetPrompt(greet) = %+v, %v; want the module's message", res, err)
+	}
+	if _, err := s.GetPrompt(ctx, "nothing", nil); !errors.Is(err, ErrUnknownPrompt) {
+		t.Errorf("GetPrompt of an unknown prompt: %v, want ErrUnknownPrompt", err)
+	}
+	greet := abi.CompleteRef{Type: abi.RefPrompt, Name: "greet"}
+	if res, err := s.Complete(ctx, greet, abi.CompleteArgument{Name: "who"}, nil); err != nil || strings.Join(res.Values, ",") != "one,two" {
+		t.Errorf("Complete(greet, who) = %+v, %v; want one,two", res, err)
+	}
+	if res, err := s.Complete(ctx, greet, abi.CompleteArgument{Name: "other"}, nil); err != nil || len(res.Values) != 0 {
+		t.Errorf("Complete of an argument not declared completed = %+v, %v; want no values", res, err)
+	}
+
+	required := open(replaceOnce(t, primsModule(t), `"complete":true`, `"required":true`))
+	if _, err := required.GetPrompt(ctx, "greet", nil); !errors.Is(err, ErrArguments) || !strings.Contains(err.Error(), `missing required argument "who"`) {
+		t.Errorf("GetPrompt without its required argument: %v, want ErrArguments naming it", err)
 	}
 }

@@ -162,7 +162,9 @@ type Config struct {
 }
 
 // Server is a wasmtask MCP server: Wasm tools, run as plain calls or as
-// tasks, over stdio or Streamable HTTP, and directly through [Server.Call].
+// tasks, over stdio or Streamable HTTP, and directly through [Server.Call]
+// (resources and prompts through [Server.ReadResource], [Server.GetPrompt]
+// and [Server.Complete]).
 // It is safe for concurrent use.
 //
 // Its lifecycle follows net/http's: [Server.Serve] and [Server.ServeStdio]
@@ -207,7 +209,7 @@ type Server struct {
 
 	mu     sync.Mutex
 	closed bool
-	// direct counts the library's calls in flight (CallAs); idle is made
+	// direct counts the library's requests in flight (directly); idle is made
 	// by Shutdown while some run, and closed when the last returns.
 	direct    int
 	idle      chan struct{}
@@ -444,10 +446,13 @@ func (s *Server) Tools() []ToolInfo {
 		st := c.tools[t.Name]
 		modSlots, modMemory := s.adm.ModuleShare(st.slot.Module())
 		out = append(out, ToolInfo{Tool: st.decl, Module: st.module.Name, Digest: st.module.Digest, Policy: st.policy,
-			Grants: st.grants, ModuleInstances: modSlots, ModuleMemoryMiB: int(modMemory >> 20), ReservedMemoryMiB: int((st.need + 1<<20 - 1) >> 20), ResultCacheTTL: st.cache.ttl})
+			Grants: st.grants, ModuleInstances: modSlots, ModuleMemoryMiB: int(modMemory >> 20), ReservedMemoryMiB: ceilMiB(st.need), ResultCacheTTL: st.cache.ttl})
 	}
 	return out
 }
+
+// ceilMiB is b bytes in MiB, rounded up: what a reservation of b shows.
+func ceilMiB(b uint64) int { return int((b + 1<<20 - 1) >> 20) }
 
 // Limits are the server-wide bounds of admission, as [Server.Limits]
 // reports them.
@@ -523,20 +528,31 @@ type Caller struct {
 // CallAs is [Server.Call] for who: its result cache and quotas are
 // who's. cacheHit reports that the result came from the result cache.
 func (s *Server) CallAs(ctx context.Context, who Caller, tool string, args json.RawMessage, ev abi.Events) (res *abi.Result, cacheHit bool, err error) {
+	err = s.directly(ctx, tool, func(c *catalog) (err error) {
+		res, cacheHit, err = s.call(ctx, c, mcpserver.Caller{Tenant: who.Tenant, User: who.User}, tool, args, ev)
+		return err
+	})
+	return res, cacheHit, err
+}
+
+// directly runs fn, a request of the library's own (a call, a read, a
+// prompt, a completion), on the served catalog: counted in for Shutdown,
+// once ready(ctx, tool) returns, with the catalog held until fn returns.
+func (s *Server) directly(ctx context.Context, tool string, fn func(*catalog) error) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return nil, false, ErrServerClosed
+		return ErrServerClosed
 	}
 	s.direct++
 	s.mu.Unlock()
 	defer s.directDone()
 	if err := s.ready(ctx, tool); err != nil {
-		return nil, false, err
+		return err
 	}
 	c, release := s.acquire()
 	defer release()
-	return s.call(ctx, c, mcpserver.Caller{Tenant: who.Tenant, User: who.User}, tool, args, ev)
+	return fn(c)
 }
 
 // ready returns, when tool is "", once the start is over (startDone); when

@@ -46,10 +46,7 @@ func runCall(ctx context.Context, args []string, term terminal) error {
 	fs.SetOutput(term.stderr)
 	fs.Usage = func() { fmt.Fprint(fs.Output(), callUsage); fs.PrintDefaults() }
 	argsJSON := fs.String("args", "{}", "tool arguments, a JSON `object`")
-	timeout := fs.Duration("timeout", host.DefaultTimeout, "wall-clock limit of the call")
-	memMiB := fs.Int("memory-mib", host.DefaultMemoryMiB, "memory limit of the call in `MiB`")
-	interp := fs.Bool("interpreter", false, "run in wazero's interpreter instead of its compiler")
-	cacheDir := fs.String("cache-dir", defaultCacheDir(), "compiled-code cache `DIR`; empty disables")
+	rf := addRunFlags(fs, "call")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -62,22 +59,11 @@ func runCall(ctx context.Context, args []string, term terminal) error {
 	if !json.Valid([]byte(*argsJSON)) {
 		return fmt.Errorf("call: --args is not valid JSON: %s", *argsJSON)
 	}
-	srv, name, _, err := openModule(ctx, file, moduleOptions{
-		cacheDir:    *cacheDir,
-		interpreter: *interp,
-		policy:      &host.Policy{Defaults: host.ToolPolicy{MemoryMiB: *memMiB, Timeout: host.Duration(*timeout)}},
-	})
+	srv, name, err := rf.open(ctx, file)
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
-	if ps := srv.Problems(); len(ps) > 0 {
-		err := fmt.Errorf("%s: %w", file, ps[0].Err)
-		if hint := explain(ps[0].Err); hint != "" {
-			return fmt.Errorf("%w\n%s", err, hint)
-		}
-		return err
-	}
 
 	ev := &callEvents{bar: &progressBar{w: term.stderr, raw: rawStderr, tty: term.tty}, in: bufio.NewReader(term.stdin), out: term.stderr}
 	res, err := srv.Call(ctx, tool, json.RawMessage(*argsJSON), ev)

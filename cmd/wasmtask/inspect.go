@@ -20,9 +20,10 @@ const inspectUsage = `usage: wasmtask inspect [--json] [--policy FILE] FILE.wasm
 
 Loads a tool module as the server would (compile, check the ABI, run
 describe in the sandbox, validate the manifest) and prints its digest, its
-tools with the limits the policy gives each, what the policy grants the
-module, the server-wide admission bounds, and any problem found. Exits 1
-when there are problems.
+tools with the limits the policy gives each, its resources, resource
+templates and prompts with the limits their requests run under, what the
+policy grants the module, the server-wide admission bounds, and any
+problem found. Exits 1 when there are problems.
 
 The policy grants and limits by module: its entry under "modules" is named
 after the file without ".wasm" (FILE.wasm is module FILE) and applies only
@@ -70,16 +71,28 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	defer srv.Close()
 	tools, problems := srv.Tools(), ownProblems(srv.Problems(), name)
+	resources, templates, prompts := srv.Resources(), srv.ResourceTemplates(), srv.Prompts()
+	by, served := servedBy(tools, resources, templates, prompts)
 	if *asJSON {
 		for _, p := range problems {
 			fmt.Fprintf(stderr, "%s: %v\n", file, p.Err)
 		}
-		if len(tools) == 0 {
+		if !served {
 			return errProblems
+		}
+		doc := map[string]any{"abi": abi.Version, "tools": tools}
+		if len(resources) > 0 {
+			doc["resources"] = resources
+		}
+		if len(templates) > 0 {
+			doc["resourceTemplates"] = templates
+		}
+		if len(prompts) > 0 {
+			doc["prompts"] = prompts
 		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(map[string]any{"abi": abi.Version, "tools": tools}); err != nil {
+		if err := enc.Encode(doc); err != nil {
 			return err
 		}
 		if len(problems) > 0 {
@@ -88,19 +101,28 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return nil
 	}
 	fmt.Fprintf(stdout, "module:  %s (%s)\n", name, file)
-	if len(tools) > 0 {
-		fmt.Fprintf(stdout, "digest:  %s\n", tools[0].Digest)
+	if served {
+		fmt.Fprintf(stdout, "digest:  %s\n", by.Digest)
 	}
 	fmt.Fprintf(stdout, "size:    %d bytes\n", len(wasm))
-	if len(tools) > 0 {
+	if served {
 		fmt.Fprintf(stdout, "abi:     v%d\n", abi.Version)
 		fmt.Fprintf(stdout, "tools:   %d\n", len(tools))
-	}
-	if len(tools) > 0 {
-		printModule(stdout, tools[0], policy, srv.Limits())
+		for _, c := range []struct {
+			what string
+			n    int
+		}{{"resources", len(resources)}, {"resource templates", len(templates)}, {"prompts", len(prompts)}} {
+			if c.n > 0 {
+				fmt.Fprintf(stdout, "%s: %d\n", c.what, c.n)
+			}
+		}
+		printModule(stdout, by, len(tools) > 0, policy, srv.Limits())
 	}
 	for _, t := range tools {
 		printTool(stdout, t)
+	}
+	if len(resources)+len(templates)+len(prompts) > 0 {
+		printPrimitives(stdout, by, resources, templates, prompts)
 	}
 	if len(problems) == 0 {
 		fmt.Fprintln(stdout, "problems: none")
@@ -184,16 +206,136 @@ func printTool(w io.Writer, ti host.ToolInfo) {
 			fmt.Fprintf(w, "    asks (granted only by the operator's policy): %s\n", strings.Join(asks, "; "))
 		}
 	}
-	p := ti.Policy
-	fmt.Fprintf(w, "    granted: memory %d MiB, timeout %v, output %d bytes, log %d bytes, %d concurrent calls (+%d queued)\n",
-		p.MemoryMiB, time.Duration(p.Timeout), p.MaxOutputBytes, p.MaxLogBytes, p.MaxConcurrency, p.MaxQueue)
-	fmt.Fprintf(w, "    reserves: %d MiB of the server's memory budget per call\n", ti.ReservedMemoryMiB)
+	printGranted(w, ti.Policy, ti.ReservedMemoryMiB, "call")
+}
+
+// printGranted shows the limits p gives one request (a call, a read…) and
+// what it reserves of the memory budget.
+func printGranted(w io.Writer, p host.ToolPolicy, reservedMiB int, request string) {
+	fmt.Fprintf(w, "    granted: memory %d MiB, timeout %v, output %d bytes, log %d bytes, %d concurrent %ss (+%d queued)\n",
+		p.MemoryMiB, time.Duration(p.Timeout), p.MaxOutputBytes, p.MaxLogBytes, p.MaxConcurrency, request, p.MaxQueue)
+	fmt.Fprintf(w, "    reserves: %d MiB of the server's memory budget per %s\n", reservedMiB, request)
+}
+
+// servedBy is the module as its first served declaration reports it: a
+// resource, template or prompt, which says what all of them run under;
+// else a tool, whose module facts are the same (its own limits are left
+// out). ok is false when the module serves nothing (it did not load).
+func servedBy(tools []host.ToolInfo, resources []host.ResourceInfo, templates []host.ResourceTemplateInfo, prompts []host.PromptInfo) (by host.ServedBy, ok bool) {
+	switch {
+	case len(resources) > 0:
+		return resources[0].ServedBy, true
+	case len(templates) > 0:
+		return templates[0].ServedBy, true
+	case len(prompts) > 0:
+		return prompts[0].ServedBy, true
+	case len(tools) > 0:
+		t := tools[0]
+		return host.ServedBy{Module: t.Module, Digest: t.Digest, Grants: t.Grants, ModuleInstances: t.ModuleInstances, ModuleMemoryMiB: t.ModuleMemoryMiB}, true
+	}
+	return host.ServedBy{}, false
+}
+
+// printPrimitives shows the module's resources, resource templates and
+// prompts, after the limits their requests run under (by's: the module's
+// defaults, the same for all of them).
+func printPrimitives(w io.Writer, by host.ServedBy, resources []host.ResourceInfo, templates []host.ResourceTemplateInfo, prompts []host.PromptInfo) {
+	fmt.Fprintln(w, "\n  resources and prompts (reads, prompts and completions run under the module's default limits)")
+	printGranted(w, by.Policy, by.ReservedMemoryMiB, "request")
+	for _, r := range resources {
+		fmt.Fprintf(w, "\n  resource %s", r.URI)
+		printDisplay(w, r.Name, r.Title, r.Description, r.MIMEType, r.Annotations, r.Cache)
+		if r.Size != nil {
+			fmt.Fprintf(w, "    size: %d bytes\n", *r.Size)
+		}
+	}
+	for _, t := range templates {
+		fmt.Fprintf(w, "\n  template %s", t.URITemplate)
+		printDisplay(w, t.Name, t.Title, t.Description, t.MIMEType, t.Annotations, t.Cache)
+		if len(t.Complete) > 0 {
+			fmt.Fprintf(w, "    completes: %s\n", strings.Join(t.Complete, ", "))
+		}
+	}
+	for _, p := range prompts {
+		fmt.Fprintf(w, "\n  prompt %s", p.Name)
+		if p.Title != "" {
+			fmt.Fprintf(w, " — %s", p.Title)
+		}
+		fmt.Fprintln(w)
+		if p.Description != "" {
+			fmt.Fprintf(w, "    description: %s\n", oneLine(p.Description))
+		}
+		fmt.Fprintf(w, "    arguments: %s\n", promptArguments(p.Arguments))
+	}
+}
+
+// printDisplay ends a resource's or template's first line with its title
+// and shows what it declares for a client.
+func printDisplay(w io.Writer, name, title, desc, mimeType string, ann *abi.ResourceAnnotations, cache *abi.CacheHint) {
+	if title != "" {
+		fmt.Fprintf(w, " — %s", title)
+	}
+	fmt.Fprintf(w, "\n    name: %s\n", name)
+	if mimeType != "" {
+		fmt.Fprintf(w, "    mimeType: %s\n", mimeType)
+	}
+	if desc != "" {
+		fmt.Fprintf(w, "    description: %s\n", oneLine(desc))
+	}
+	if ann != nil {
+		var parts []string
+		if len(ann.Audience) > 0 {
+			parts = append(parts, "audience "+strings.Join(ann.Audience, ","))
+		}
+		if ann.Priority != nil {
+			parts = append(parts, fmt.Sprintf("priority %g", *ann.Priority))
+		}
+		if ann.LastModified != "" {
+			parts = append(parts, "lastModified "+ann.LastModified)
+		}
+		if len(parts) > 0 {
+			fmt.Fprintf(w, "    annotations: %s\n", strings.Join(parts, "; "))
+		}
+	}
+	if cache != nil && cache.Cacheable {
+		ttl := "no expiry given"
+		if cache.TTLMillis > 0 {
+			ttl = fmt.Sprintf("ttl %d ms", cache.TTLMillis)
+		}
+		fmt.Fprintf(w, "    cache: cacheable, %s\n", ttl)
+	}
+}
+
+// promptArguments renders a prompt's arguments as
+// "who (required, completes), lang", as schemaSummary renders a tool's
+// input.
+func promptArguments(args []abi.PromptArgument) string {
+	if len(args) == 0 {
+		return "none"
+	}
+	parts := make([]string, 0, len(args))
+	for _, a := range args {
+		var marks []string
+		if a.Required {
+			marks = append(marks, "required")
+		}
+		if a.Complete {
+			marks = append(marks, "completes")
+		}
+		part := a.Name
+		if len(marks) > 0 {
+			part += " (" + strings.Join(marks, ", ") + ")"
+		}
+		parts = append(parts, part)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // printModule shows what the policy gives the module as a whole (its
 // grants, its instance cap, whether an entry applies) and the server-wide
-// bounds its calls are admitted under.
-func printModule(w io.Writer, ti host.ToolInfo, pol *host.Policy, lim host.Limits) {
+// bounds its requests are admitted under; hasTools words the cap for its
+// tools' calls.
+func printModule(w io.Writer, ti host.ServedBy, hasTools bool, pol *host.Policy, lim host.Limits) {
 	entry, ok := host.ModulePolicy{}, false
 	if pol != nil {
 		entry, ok = pol.Modules[ti.Module]
@@ -208,7 +350,11 @@ func printModule(w io.Writer, ti host.ToolInfo, pol *host.Policy, lim host.Limit
 	default:
 		fmt.Fprintf(w, "policy:  entry modules.%s does NOT apply: it pins %s (default limits, no grants)\n", ti.Module, entry.Digest)
 	}
-	fmt.Fprintf(w, "admits:  at most %d calls of this module's tools at once, reserving at most %d MiB together (one call alone may reserve more)\n", ti.ModuleInstances, ti.ModuleMemoryMiB)
+	requests, request := "calls of this module's tools", "call"
+	if !hasTools {
+		requests, request = "requests of this module", "request"
+	}
+	fmt.Fprintf(w, "admits:  at most %d %s at once, reserving at most %d MiB together (one %s alone may reserve more)\n", ti.ModuleInstances, requests, ti.ModuleMemoryMiB, request)
 	g := ti.Grants
 	for _, m := range g.Mounts {
 		mode := "read-only"

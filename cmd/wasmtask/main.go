@@ -4,6 +4,9 @@
 //	wasmtask serve [--http ADDR] [--tools DIR] [--policy FILE]
 //	wasmtask inspect FILE.wasm
 //	wasmtask call FILE.wasm TOOL --args JSON
+//	wasmtask read FILE.wasm URI
+//	wasmtask prompt FILE.wasm NAME [--arg NAME=VALUE]...
+//	wasmtask complete FILE.wasm prompt:NAME|template:URITEMPLATE ARG [VALUE]
 package main
 
 import (
@@ -11,11 +14,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strings"
 	"testing/fstest"
+	"time"
 
 	"github.com/wasmtask/wasmtask/host"
 )
@@ -24,8 +29,11 @@ const usage = `usage: wasmtask <command> [arguments]
 
 Commands:
   serve     serve MCP on stdio or Streamable HTTP (wasmtask serve -h)
-  inspect   check a tool module and show its tools (wasmtask inspect -h)
+  inspect   check a tool module and show its tools, resources and prompts (wasmtask inspect -h)
   call      run one call of a tool module (wasmtask call -h)
+  read      read one resource of a module (wasmtask read -h)
+  prompt    render one prompt of a module (wasmtask prompt -h)
+  complete  complete an argument of a module's prompt or resource template (wasmtask complete -h)
   hash-token  read a bearer token on stdin, print the digest a tenant file stores
   store-keys  print a new key file for --store-keys (keep it secret)
   version   print the version (also --version)
@@ -47,6 +55,13 @@ func main() {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 		err = runCall(ctx, args, terminal{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, tty: isTerminal(os.Stderr)})
 		stop()
+	case "read", "prompt", "complete":
+		run := map[string]func(context.Context, []string, io.Writer, io.Writer) error{
+			"read": runRead, "prompt": runPrompt, "complete": runComplete}[cmd]
+		// Ctrl-C cancels the request, as it does a call.
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+		err = run(ctx, args, os.Stdout, os.Stderr)
+		stop()
 	case "store-keys":
 		fmt.Print(host.NewStoreKeys())
 		return
@@ -65,7 +80,7 @@ func main() {
 	if errors.Is(err, flag.ErrHelp) {
 		return
 	}
-	if errors.Is(err, errProblems) || errors.Is(err, errToolError) {
+	if errors.Is(err, errProblems) || errors.Is(err, errToolError) || errors.Is(err, errAnswerError) {
 		os.Exit(1) // already reported on stdout
 	}
 	if err != nil {
@@ -75,7 +90,48 @@ func main() {
 	}
 }
 
-// moduleOptions are how inspect and call load a module.
+// runFlags are the flags of the commands that run a module once: call,
+// read, prompt and complete.
+type runFlags struct {
+	timeout  *time.Duration
+	memMiB   *int
+	interp   *bool
+	cacheDir *string
+}
+
+// addRunFlags defines the runFlags on fs; what names the run in their help.
+func addRunFlags(fs *flag.FlagSet, what string) runFlags {
+	return runFlags{
+		timeout:  fs.Duration("timeout", host.DefaultTimeout, "wall-clock limit of the "+what),
+		memMiB:   fs.Int("memory-mib", host.DefaultMemoryMiB, "memory limit of the "+what+" in `MiB`"),
+		interp:   fs.Bool("interpreter", false, "run in wazero's interpreter instead of its compiler"),
+		cacheDir: fs.String("cache-dir", defaultCacheDir(), "compiled-code cache `DIR`; empty disables"),
+	}
+}
+
+// open serves the module in file (openModule) under the limits the flags
+// give, and fails with its first problem, explained.
+func (f runFlags) open(ctx context.Context, file string) (srv *host.Server, name string, err error) {
+	srv, name, _, err = openModule(ctx, file, moduleOptions{
+		cacheDir:    *f.cacheDir,
+		interpreter: *f.interp,
+		policy:      &host.Policy{Defaults: host.ToolPolicy{MemoryMiB: *f.memMiB, Timeout: host.Duration(*f.timeout)}},
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	if ps := srv.Problems(); len(ps) > 0 {
+		srv.Close()
+		err := fmt.Errorf("%s: %w", file, ps[0].Err)
+		if hint := explain(ps[0].Err); hint != "" {
+			return nil, "", fmt.Errorf("%w\n%s", err, hint)
+		}
+		return nil, "", err
+	}
+	return srv, name, nil
+}
+
+// moduleOptions are how the commands load a module.
 type moduleOptions struct {
 	cacheDir    string
 	interpreter bool
