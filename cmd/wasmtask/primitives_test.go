@@ -18,7 +18,7 @@ import (
 // primModules writes the ABI 1.2 test modules to a directory and returns
 // their files: prims serves the resource test://static, the template
 // test://items/{id} and the prompt greet (argument who, completed), and no
-// tool; mixed serves the tool hello, the resources mem://logo (a blob,
+// tool (noTools); mixed serves the tool hello, the resources mem://logo (a blob,
 // every display member) and mem://gone (the module answers "not found"),
 // and the prompt review (argument file required).
 func primModules(t *testing.T) (prims, mixed string) {
@@ -31,8 +31,19 @@ func primModules(t *testing.T) (prims, mixed string) {
 		}
 		return f
 	}
-	return write("prims.wasm", hosttest.Wasm(t, "../../host/internal/wasmrt/testdata/prims.wat")),
+	return write("prims.wasm", noTools(t, hosttest.Wasm(t, "../../host/internal/wasmrt/testdata/prims.wat"))),
 		write("mixed.wasm", hosttest.Wasm(t, filepath.Join("testdata", "mixed.wat")))
+}
+
+// noTools is prims.wat's module without its tool: its manifest's tools
+// become an empty array, blanks keeping the manifest's length.
+func noTools(t *testing.T, b []byte) []byte {
+	t.Helper()
+	const decl = `"tools":[{"name":"hello","inputSchema":{"type":"object"}}]`
+	if bytes.Count(b, []byte(decl)) != 1 {
+		t.Fatalf("prims.wat no longer declares %s", decl)
+	}
+	return bytes.Replace(b, []byte(decl), []byte(`"tools":[`+strings.Repeat(" ", len(decl)-len(`"tools":[]`))+`]`), 1)
 }
 
 // runCmd runs one of the commands in process and returns its streams.
