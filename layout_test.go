@@ -73,7 +73,7 @@ var rules = []rule{
 	// The MCP protocol room: go-sdk's server and the task engine; it
 	// serves connections and never touches HTTP (its tests drive it
 	// through the HTTP room).
-	{dir: "host/internal/mcpserver", allow: []string{module + "/abi", module + "/taskengine", module + "/host/internal/mcpserver", module + "/host/internal/mcpconn", module + "/host/internal/mcpevents", module + "/host/internal/mcpstdio", module + "/host/internal/mcpwire", "github.com/modelcontextprotocol/go-sdk", "github.com/google/jsonschema-go", "github.com/google/go-cmp"},
+	{dir: "host/internal/mcpserver", allow: []string{module + "/abi", module + "/taskengine", module + "/host/internal/mcpserver", module + "/host/internal/mcpconn", module + "/host/internal/mcpevents", module + "/host/internal/mcpstdio", module + "/host/internal/mcpwire", module + "/host/internal/roundstate", "github.com/modelcontextprotocol/go-sdk", "github.com/google/jsonschema-go", "github.com/google/go-cmp"},
 		tests: []string{"golang.org/x/tools/txtar", module + "/host/hosttest", module + "/host/internal/mcphttp"},
 		deny:  []string{"net/http"}},
 	// A session's connection under go-sdk: go-sdk's message types, the
@@ -91,6 +91,9 @@ var rules = []rule{
 	// the JSON Schema library; it serves nothing (no task engine, no HTTP).
 	{dir: "host/internal/mcpwire", allow: []string{module + "/abi", module + "/host/internal/mcpwire", "github.com/modelcontextprotocol/go-sdk", "github.com/google/jsonschema-go"},
 		deny: []string{"net/http"}},
+	// The seal of a 2026-07-28 round's requestState: the standard library
+	// alone.
+	{dir: "host/internal/roundstate", allow: []string{module + "/host/internal/roundstate"}},
 	// The JSON-RPC message decoder both transports share: go-sdk's
 	// message types and the standard library.
 	{dir: "host/internal/rpcmsg", allow: []string{module + "/host/internal/rpcmsg", "github.com/modelcontextprotocol/go-sdk/jsonrpc"}},

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -161,7 +162,14 @@ type Tool struct {
 	TaskStart    string          `json:"taskStart,omitempty"`   // call (default) or begin_task (ABI 1.1)
 	Cache        *CacheHint      `json:"cache,omitempty"`
 	Grants       *Grants         `json:"grants,omitempty"` // sandbox grants the tool asks for
+	// Requires names the client capabilities a call needs (ABI 1.2):
+	// elicitation, sampling, roots. A call whose client did not declare
+	// them is refused before anything runs.
+	Requires []string `json:"requires,omitempty"`
 }
+
+// ClientCapabilities a tool may require ([Tool.Requires]).
+var ClientCapabilities = []string{"elicitation", "sampling", "roots"}
 
 // Annotations are MCP tool annotations (hints, never trusted for security).
 type Annotations struct {
@@ -260,9 +268,42 @@ type Content struct {
 
 // ElicitRequest is the JSON a module passes to the elicit host function.
 type ElicitRequest struct {
+	// Key (ABI 1.2, optional) names the question in a 2026-07-28 input
+	// round's inputRequests (ValidInputKey); without it the host derives
+	// one from the question. Elsewhere it is ignored.
+	Key             string          `json:"key,omitempty"`
 	Message         string          `json:"message"`
 	RequestedSchema json.RawMessage `json:"requestedSchema"` // flat JSON Schema object
 }
+
+// Question is one item of an elicit_all request: an elicitation (Method
+// empty or MethodElicit, with Message and RequestedSchema) or, from ABI
+// 1.2, a sampling request (MethodSample, Params its
+// sampling/createMessage params) or a roots request (MethodRoots). Key is
+// as [ElicitRequest.Key]'s.
+type Question struct {
+	Key             string          `json:"key,omitempty"`
+	Method          string          `json:"method,omitempty"`
+	Params          json.RawMessage `json:"params,omitempty"`
+	Message         string          `json:"message,omitempty"`
+	RequestedSchema json.RawMessage `json:"requestedSchema,omitempty"`
+}
+
+// The methods of a [Question]: the client requests they stand for.
+const (
+	MethodElicit = "elicitation/create"
+	MethodSample = "sampling/createMessage"
+	MethodRoots  = "roots/list"
+)
+
+// Elicitation is q as an elicit request, for a question of MethodElicit.
+func (q Question) Elicitation() ElicitRequest {
+	return ElicitRequest{Key: q.Key, Message: q.Message, RequestedSchema: q.RequestedSchema}
+}
+
+// ValidInputKey reports whether key may name a question: 1 to 64 of
+// A-Z a-z 0-9 _ . - (a tool name's characters).
+func ValidInputKey(key string) bool { return len(key) <= 64 && ValidToolName(key) }
 
 // ElicitReply is the JSON the host hands back through the reply host function.
 type ElicitReply struct {
@@ -352,6 +393,11 @@ func DecodeManifest(b []byte) (*Manifest, error) {
 			}
 		default:
 			return nil, fmt.Errorf("%w: tool %q: taskStart %q is not call or begin_task", ErrManifest, t.Name, t.TaskStart)
+		}
+		for j, c := range t.Requires {
+			if !slices.Contains(ClientCapabilities, c) || slices.Contains(t.Requires[:j], c) {
+				return nil, fmt.Errorf("%w: tool %q: requires %q: want each of %s at most once", ErrManifest, t.Name, c, strings.Join(ClientCapabilities, ", "))
+			}
 		}
 		if len(t.InputSchema) == 0 {
 			t.InputSchema = json.RawMessage(`{"type":"object"}`)

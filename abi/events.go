@@ -41,10 +41,11 @@ type Events interface {
 // request is not one the client would take.
 type Asker interface {
 	// Sample sends req (sampling/createMessage params) and returns the
-	// client's result.
-	Sample(ctx context.Context, req json.RawMessage) (json.RawMessage, error)
-	// Roots returns the client's roots/list result.
-	Roots(ctx context.Context) (json.RawMessage, error)
+	// client's result. key is the question's input key ("": the host
+	// names it; see [ElicitRequest.Key]).
+	Sample(ctx context.Context, key string, req json.RawMessage) (json.RawMessage, error)
+	// Roots returns the client's roots/list result; key as Sample's.
+	Roots(ctx context.Context, key string) (json.RawMessage, error)
 }
 
 // ErrBadClientRequest is wrapped by an [Asker] error for a request the

@@ -119,7 +119,7 @@ func (c *catalog) ReadResource(ctx context.Context, from mcpserver.Caller, uri s
 }
 
 // GetPrompt implements mcpserver.Primitives.
-func (c *catalog) GetPrompt(ctx context.Context, from mcpserver.Caller, name string, args map[string]string, visible func(name, module string) bool) (res *abi.PromptResult, module string, err error) {
+func (c *catalog) GetPrompt(ctx context.Context, from mcpserver.Caller, name string, args map[string]string, ev abi.Events, visible func(name, module string) bool) (res *abi.PromptResult, module string, err error) {
 	module, sp, decl, ok := c.prims.Prompt(name)
 	if !ok || (visible != nil && !visible(name, module)) {
 		return nil, "", fmt.Errorf("%w: %q", mcpserver.ErrUnknownPrompt, name)
@@ -131,7 +131,7 @@ func (c *catalog) GetPrompt(ctx context.Context, from mcpserver.Caller, name str
 		}
 	}
 	err = c.srv.runPrim(ctx, sp, from, func(ctx context.Context) (err error) {
-		res, err = sp.code.Prompt(ctx, name, args, sp.lim, nil)
+		res, err = sp.code.Prompt(ctx, name, args, sp.lim, ev)
 		return err
 	})
 	if err != nil {
@@ -315,7 +315,7 @@ func (s *Server) ReadResource(ctx context.Context, uri string) (res *abi.ReadRes
 // with Error set is the module's own error answer.
 func (s *Server) GetPrompt(ctx context.Context, name string, args map[string]string) (res *abi.PromptResult, err error) {
 	err = s.directly(ctx, "", func(c *catalog) (err error) {
-		res, _, err = c.GetPrompt(ctx, mcpserver.Caller{}, name, args, nil)
+		res, _, err = c.GetPrompt(ctx, mcpserver.Caller{}, name, args, nil, nil)
 		return err
 	})
 	return res, directError(err, name)

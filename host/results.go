@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -174,6 +175,26 @@ func (w *elicitWatch) BeginTask() bool {
 func (w *elicitWatch) Elicit(ctx context.Context, req abi.ElicitRequest) (abi.ElicitReply, error) {
 	w.elicited.Store(true)
 	return w.Events.Elicit(ctx, req)
+}
+
+// Sample and Roots pass the questions on, as Elicit does: a result that
+// depends on the client's model or roots is not stored either.
+func (w *elicitWatch) Sample(ctx context.Context, key string, req json.RawMessage) (json.RawMessage, error) {
+	w.elicited.Store(true)
+	a, ok := w.Events.(abi.Asker)
+	if !ok {
+		return nil, fmt.Errorf("%w: the client cannot be asked", errors.ErrUnsupported)
+	}
+	return a.Sample(ctx, key, req)
+}
+
+func (w *elicitWatch) Roots(ctx context.Context, key string) (json.RawMessage, error) {
+	w.elicited.Store(true)
+	a, ok := w.Events.(abi.Asker)
+	if !ok {
+		return nil, fmt.Errorf("%w: the client cannot be asked", errors.ErrUnsupported)
+	}
+	return a.Roots(ctx, key)
 }
 
 // dropCachedResults removes the cached results of the module versions prev

@@ -190,34 +190,57 @@ func (c *Call) BeginTask() bool {
 }
 
 // Question is one question of [Call.ElicitAll]: a message and a flat
-// requested schema as JSON text, as for [Call.Elicit].
+// requested schema as JSON text, as for [Call.Elicit]; or, from ABI 1.2,
+// a request for a message from the client's model (Sample) or for its
+// roots (Roots). Key, optional, names the question in a 2026-07-28 input
+// round (the client answers inputResponses[Key]); 1 to 64 of A-Z a-z 0-9
+// _ . -, one per question of a call.
 type Question struct {
+	Key     string
 	Message string
 	Schema  string
+	Sample  *SampleRequest
+	Roots   bool
 }
 
-// Answer is the user's answer to one [Question]: on [Accept], Content is
-// the answer's JSON object.
+// Answer is the client's answer to one [Question]. For an elicitation:
+// Action, and on [Accept] Content, the answer's JSON object. For a
+// sampling question Sample, for a roots question Roots, with Action
+// [Accept]; a question the client could not take has Action [Cancel].
 type Answer struct {
 	Action  Action
 	Content json.RawMessage
+	Sample  *SampleResult
+	Roots   []Root
 }
 
 // ElicitAll asks up to abi.MaxElicitAll questions at once (the client sees
 // them pending together) and waits until all are answered. It needs a host
-// with ABI 1.1 (the elicit_all import); its errors are those of
-// [Call.Elicit]. A question the client could not take is answered
-// [Cancel].
+// with ABI 1.1 (the elicit_all import; 1.2 for sampling and roots
+// questions); its errors are those of [Call.Elicit].
 func (c *Call) ElicitAll(questions ...Question) ([]Answer, error) {
-	reqs := make([]abi.ElicitRequest, len(questions))
+	reqs := make([]abi.Question, len(questions))
 	for i, q := range questions {
-		if q.Schema == "" {
-			q.Schema = `{"type":"object","properties":{}}`
+		r := abi.Question{Key: q.Key}
+		switch {
+		case q.Sample != nil:
+			params, err := json.Marshal(q.Sample)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %v", ErrElicitBadRequest, err)
+			}
+			r.Method, r.Params = abi.MethodSample, params
+		case q.Roots:
+			r.Method = abi.MethodRoots
+		default:
+			if q.Schema == "" {
+				q.Schema = `{"type":"object","properties":{}}`
+			}
+			if !json.Valid([]byte(q.Schema)) {
+				return nil, fmt.Errorf("%w: the schema of question %d is not valid JSON", ErrElicitBadRequest, i)
+			}
+			r.Message, r.RequestedSchema = q.Message, json.RawMessage(q.Schema)
 		}
-		if !json.Valid([]byte(q.Schema)) {
-			return nil, fmt.Errorf("%w: the schema of question %d is not valid JSON", ErrElicitBadRequest, i)
-		}
-		reqs[i] = abi.ElicitRequest{Message: q.Message, RequestedSchema: json.RawMessage(q.Schema)}
+		reqs[i] = r
 	}
 	req, err := json.Marshal(reqs)
 	if err != nil {
@@ -234,18 +257,50 @@ func (c *Call) ElicitAll(questions ...Question) ([]Answer, error) {
 	case code < 0:
 		return nil, ErrElicitUnsupported
 	}
-	var replies []abi.ElicitReply
+	var replies []json.RawMessage
 	if err := json.Unmarshal(b, &replies); err != nil || len(replies) != len(questions) {
 		return nil, fmt.Errorf("%w: not %d replies", ErrElicitReply, len(questions))
 	}
 	out := make([]Answer, len(replies))
-	for i, r := range replies {
-		switch a := Action(r.Action); a {
-		case Accept, Decline, Cancel:
-			out[i] = Answer{Action: a, Content: r.Content}
-		default:
-			return nil, fmt.Errorf("%w: unknown action %q", ErrElicitReply, r.Action)
+	for i, raw := range replies {
+		a, err := answerOf(questions[i], raw)
+		if err != nil {
+			return nil, err
 		}
+		out[i] = a
 	}
 	return out, nil
+}
+
+// answerOf reads the reply to q.
+func answerOf(q Question, raw json.RawMessage) (Answer, error) {
+	if string(raw) == "null" {
+		return Answer{Action: Cancel}, nil
+	}
+	switch {
+	case q.Sample != nil:
+		var res SampleResult
+		if err := json.Unmarshal(raw, &res); err != nil {
+			return Answer{}, fmt.Errorf("%w: %v", ErrElicitReply, err)
+		}
+		return Answer{Action: Accept, Sample: &res}, nil
+	case q.Roots:
+		var res struct {
+			Roots []Root `json:"roots"`
+		}
+		if err := json.Unmarshal(raw, &res); err != nil {
+			return Answer{}, fmt.Errorf("%w: %v", ErrElicitReply, err)
+		}
+		return Answer{Action: Accept, Roots: res.Roots}, nil
+	}
+	var r abi.ElicitReply
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return Answer{}, fmt.Errorf("%w: %v", ErrElicitReply, err)
+	}
+	switch a := Action(r.Action); a {
+	case Accept, Decline, Cancel:
+		return Answer{Action: a, Content: r.Content}, nil
+	default:
+		return Answer{}, fmt.Errorf("%w: unknown action %q", ErrElicitReply, r.Action)
+	}
 }

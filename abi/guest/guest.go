@@ -45,6 +45,10 @@ type Tool struct {
 	TaskStart string
 	Cache     *abi.CacheHint // nil: results are not reused
 	Grants    *abi.Grants    // sandbox grants the tool asks for; nil for none
+	// Requires names the client capabilities every call needs
+	// (elicitation, sampling, roots; ABI 1.2): the host refuses a call of
+	// a client that did not declare them before the handler runs.
+	Requires []string
 
 	Handler Handler
 }
@@ -146,6 +150,7 @@ func (t Tool) decl() (abi.Tool, error) {
 		TaskStart:   t.TaskStart,
 		Cache:       t.Cache,
 		Grants:      t.Grants,
+		Requires:    t.Requires,
 	}
 	for _, s := range []struct {
 		name string
@@ -189,7 +194,7 @@ func serve(r io.Reader, w io.Writer, logw io.Writer, h host, m Module) error {
 			out, _ = json.Marshal(errorResult(fmt.Sprintf("tool %q returned a result that does not encode: %v", req.Tool, err)))
 		}
 	case abi.MethodRead, abi.MethodPrompt, abi.MethodComplete:
-		if out, err = json.Marshal(m.answer(req, logw)); err != nil {
+		if out, err = json.Marshal(m.answer(req, h, logw)); err != nil {
 			out, _ = json.Marshal(protocolError(fmt.Sprintf("the answer does not encode: %v", err)))
 		}
 	default:

@@ -58,8 +58,10 @@ type ResourceTemplate struct {
 type Prompt struct {
 	Name, Title, Description string
 	Arguments                []abi.PromptArgument
-	Get                      func(args map[string]string) (abi.PromptResult, error)
-	Complete                 CompleteFunc
+	// Get renders the prompt; c asks the client, as a tool's Call does
+	// (a 2026-07-28 prompts/get runs in input rounds as a call does).
+	Get      func(c *Call, args map[string]string) (abi.PromptResult, error)
+	Complete CompleteFunc
 }
 
 // ReadRequest is one read: the URI, and for a template the values of its
@@ -153,7 +155,7 @@ func (m Module) Describe() ([]byte, error) {
 }
 
 // answer serves a read, prompt or complete request.
-func (m Module) answer(req abi.Request, logw io.Writer) (v any) {
+func (m Module) answer(req abi.Request, h host, logw io.Writer) (v any) {
 	defer func() {
 		if p := recover(); p != nil {
 			fmt.Fprintf(logw, "panic serving %s: %v\n%s", req.Method, p, debug.Stack())
@@ -184,7 +186,7 @@ func (m Module) answer(req abi.Request, logw io.Writer) (v any) {
 		}
 		for _, p := range m.Prompts {
 			if p.Name == req.Prompt {
-				res, err := p.Get(args)
+				res, err := p.Get(&Call{host: h, logw: logw}, args)
 				if err != nil {
 					return abi.PromptResult{Error: &abi.ProtocolError{Code: -32603, Message: err.Error()}}
 				}

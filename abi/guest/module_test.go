@@ -26,7 +26,7 @@ var testModule = Module{
 			return []string{value + "1", value + "2"}, nil
 		}}},
 	Prompts: []Prompt{{Name: "greet", Arguments: []abi.PromptArgument{{Name: "who", Required: true}},
-		Get: func(args map[string]string) (abi.PromptResult, error) {
+		Get: func(_ *Call, args map[string]string) (abi.PromptResult, error) {
 			if args["who"] == "" {
 				return abi.PromptResult{}, errors.New("nobody to greet")
 			}

@@ -16,6 +16,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/wasmtask/wasmtask/abi"
@@ -25,10 +26,10 @@ import (
 func main() {
 	guest.Module{
 		Name:      "conformance",
-		Tools:     append([]guest.Tool{greet, slowCompute, failingJob, protocolErrorJob, confirmDelete, multiInput, toolWithTask}, coreTools...),
+		Tools:     slices.Concat([]guest.Tool{greet, slowCompute, failingJob, protocolErrorJob, confirmDelete, multiInput, toolWithTask}, coreTools, roundTools, statelessTools),
 		Resources: resources,
 		Templates: templates,
-		Prompts:   prompts,
+		Prompts:   append(prompts, roundPrompt),
 	}.Run()
 }
 

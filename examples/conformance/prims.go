@@ -77,7 +77,7 @@ var prompts = []guest.Prompt{
 	{
 		Name:        "test_simple_prompt",
 		Description: "A prompt without arguments.",
-		Get: func(map[string]string) (abi.PromptResult, error) {
+		Get: func(*guest.Call, map[string]string) (abi.PromptResult, error) {
 			return abi.PromptResult{Messages: []abi.PromptMessage{userText("This is a simple prompt for testing.")}}, nil
 		},
 	},
@@ -88,7 +88,7 @@ var prompts = []guest.Prompt{
 			{Name: "arg1", Description: "First test argument", Required: true, Complete: true},
 			{Name: "arg2", Description: "Second test argument", Required: true},
 		},
-		Get: func(args map[string]string) (abi.PromptResult, error) {
+		Get: func(_ *guest.Call, args map[string]string) (abi.PromptResult, error) {
 			return abi.PromptResult{Messages: []abi.PromptMessage{
 				userText(fmt.Sprintf("Prompt with arguments: arg1='%s', arg2='%s'", args["arg1"], args["arg2"])),
 			}}, nil
@@ -109,7 +109,7 @@ var prompts = []guest.Prompt{
 		Name:        "test_prompt_with_embedded_resource",
 		Description: "A prompt that embeds the resource it is given.",
 		Arguments:   []abi.PromptArgument{{Name: "resourceUri", Description: "URI of the resource to embed", Required: true}},
-		Get: func(args map[string]string) (abi.PromptResult, error) {
+		Get: func(_ *guest.Call, args map[string]string) (abi.PromptResult, error) {
 			uri := args["resourceUri"]
 			if abi.CheckURI(uri) != nil {
 				return abi.PromptResult{Error: &abi.ProtocolError{Code: -32602, Message: fmt.Sprintf("resourceUri %q is not an absolute URI", uri)}}, nil
@@ -125,7 +125,7 @@ var prompts = []guest.Prompt{
 	{
 		Name:        "test_prompt_with_image",
 		Description: "A prompt that shows an image.",
-		Get: func(map[string]string) (abi.PromptResult, error) {
+		Get: func(*guest.Call, map[string]string) (abi.PromptResult, error) {
 			return abi.PromptResult{Messages: []abi.PromptMessage{
 				{Role: "user", Content: pixelImage()},
 				userText("Please analyze the image above."),

@@ -19,7 +19,11 @@ import (
 // limiter as elicitation. A 2026-07-28 request and a task cannot yet:
 // they answer unsupported.
 
-var _ abi.Asker = (*Call)(nil)
+var (
+	_ abi.Asker = (*Call)(nil)
+	_ abi.Asker = (*Task)(nil)
+	_ abi.Asker = (*Round)(nil)
+)
 
 // errCannotAsk is what Sample and Roots return when the client cannot be
 // asked: errors.Is(err, errors.ErrUnsupported) holds.
@@ -27,8 +31,9 @@ func errCannotAsk(what string) error {
 	return fmt.Errorf("%w (%s)", errElicitUnsupported, what)
 }
 
-// Sample sends req to the client as sampling/createMessage.
-func (e *Call) Sample(ctx context.Context, req json.RawMessage) (json.RawMessage, error) {
+// Sample sends req to the client as sampling/createMessage (an input
+// key names nothing on a 2025-11-25 stream).
+func (e *Call) Sample(ctx context.Context, _ string, req json.RawMessage) (json.RawMessage, error) {
 	if e.c.Modern || !e.c.CanSample {
 		return nil, errCannotAsk("the client did not declare sampling")
 	}
@@ -44,7 +49,7 @@ func (e *Call) Sample(ctx context.Context, req json.RawMessage) (json.RawMessage
 }
 
 // Roots asks the client for roots/list.
-func (e *Call) Roots(ctx context.Context) (json.RawMessage, error) {
+func (e *Call) Roots(ctx context.Context, _ string) (json.RawMessage, error) {
 	if e.c.Modern {
 		return nil, errCannotAsk("a 2026-07-28 request cannot be asked back")
 	}
@@ -69,4 +74,15 @@ func (e *Call) ask(ctx context.Context, what string, send func(context.Context) 
 		return nil, errCannotAsk(what + " failed")
 	}
 	return json.Marshal(res)
+}
+
+// Sample and Roots of a task: not yet asked through the task's
+// input_required (its questions are elicitations); the tool is told the
+// client cannot be asked.
+func (e *Task) Sample(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+	return nil, errCannotAsk("a task cannot ask for sampling yet")
+}
+
+func (e *Task) Roots(context.Context, string) (json.RawMessage, error) {
+	return nil, errCannotAsk("a task cannot ask for roots yet")
 }

@@ -35,9 +35,10 @@ type Client struct {
 	// capability (in the request's _meta, or at initialize: a session's
 	// calls run once it is initialized).
 	CanElicit bool
-	// CanSample reports that the client declared the sampling capability
-	// at initialize (2025-11-25).
+	// CanSample and CanRoots report that the client declared the
+	// sampling and the roots capability (as CanElicit).
 	CanSample bool
+	CanRoots  bool
 	// Limits bounds the session's questions, whichever call or task asks.
 	Limits *Limiter
 	// Waiters are the server's waiting tasks/result requests: a task's

@@ -2,7 +2,9 @@ package mcpevents
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"maps"
 	"sync"
 
 	"github.com/wasmtask/wasmtask/abi"
@@ -15,11 +17,14 @@ import (
 // questions, and the client calls again with the answers
 // (inputResponses). wasmtask keeps nothing between the rounds: each round
 // runs the tool in a fresh instance, as every call does, and answers its
-// questions, in order, from the round's inputResponses; the first
-// question without an answer ends the round. A question's key is a digest
-// of its text and its rank among the round's questions with that text
+// questions (elicitation, sampling, roots), in order, from the round's
+// answers; the first question without an answer ends the round. A
+// question's key is the one its tool chose, or a digest of its text and
+// its rank among the round's questions with that text
 // (mcpwire.QuestionKey), so an answer never reaches another question,
-// whatever order questions asked together arrive in.
+// whatever order questions asked together arrive in. The answers the tool
+// took travel to the next round in the requestState the MCP room seals
+// (Taken): a client answers each question once.
 //
 // A tool with taskStart begin_task runs this way until it calls
 // begin_task, when the call becomes a task (for a client that declared the
@@ -35,7 +40,7 @@ var errNeedsInput = errors.New("the question waits for the client's next round")
 type Round struct {
 	c       Client
 	tool    string
-	answers map[string]abi.ElicitReply // this round's inputResponses
+	answers map[string]json.RawMessage // this round's answers: its requestState's, then its inputResponses
 	plain   abi.Events                 // progress before the task begins
 	cancel  context.CancelFunc         // ends the guest
 	begin   func() (taskengine.Task, error)
@@ -43,6 +48,7 @@ type Round struct {
 	mu        sync.Mutex
 	asked     map[string]int                  // questions asked this round, by digest
 	missing   map[string]mcpwire.InputRequest // questions without an answer
+	taken     map[string]json.RawMessage      // answers the tool took, by key
 	task      *Task                           // once a task
 	begun     chan taskengine.Task            // the task, once begin_task made one
 	refused   error                           // why the engine did not take the task
@@ -50,11 +56,12 @@ type Round struct {
 }
 
 // NewRound returns the events of one round of a call of tool. answers are
-// the round's inputResponses (mcpwire.AnswersOf); plain gets what is
+// the round's: those its requestState carries, and its inputResponses
+// (mcpwire.AnswersOf), each checked when its question is asked; plain gets what is
 // reported before the call is a task; cancel ends the guest. begin creates
 // the task when the tool calls begin_task, and its work calls SetTask;
 // nil: the call may not become a task.
-func NewRound(c Client, tool string, answers map[string]abi.ElicitReply, plain abi.Events, cancel context.CancelFunc, begin func() (taskengine.Task, error)) *Round {
+func NewRound(c Client, tool string, answers map[string]json.RawMessage, plain abi.Events, cancel context.CancelFunc, begin func() (taskengine.Task, error)) *Round {
 	return &Round{c: c, tool: tool, answers: answers, plain: plain, cancel: cancel, begin: begin, begun: make(chan taskengine.Task, 1)}
 }
 
@@ -102,50 +109,121 @@ func (r *Round) taskEvents() *Task {
 	return r.task
 }
 
-// Elicit answers from the round's inputResponses, each checked by
-// mcpwire.CheckAnswer; a question without an answer ends the round (the guest is
-// stopped: it is asked again in the next one), and so does one whose
-// answer is refused (the round answers -32602). Once the call is a task,
-// questions go to tasks/get.
+// Elicit answers from the round's answers, each checked by
+// mcpwire.CheckAnswer; a question without an answer ends the round (the
+// guest is stopped: it is asked again in the next one), and so does one
+// whose answer is refused (the round answers -32602). Once the call is a
+// task, questions go to tasks/get.
 func (r *Round) Elicit(ctx context.Context, req abi.ElicitRequest) (abi.ElicitReply, error) {
-	r.mu.Lock()
-	if ev := r.task; ev != nil {
-		r.mu.Unlock()
+	if ev := r.taskEvents(); ev != nil {
 		return ev.Elicit(ctx, req)
 	}
 	if !r.c.CanElicit {
-		r.mu.Unlock()
 		return abi.ElicitReply{}, errElicitUnsupported
 	}
+	q := abi.Question{Key: req.Key, Method: abi.MethodElicit, Message: req.Message, RequestedSchema: req.RequestedSchema}
+	key, raw, err := r.lookup(q)
+	if err != nil {
+		return abi.ElicitReply{}, err
+	}
+	reply, err := mcpwire.DecodeElicitResult(raw)
+	if err == nil {
+		reply, err = mcpwire.CheckAnswer(req, reply)
+	}
+	if err != nil {
+		return abi.ElicitReply{}, r.refuse(key, err)
+	}
+	r.took(key, raw)
+	return reply, nil
+}
+
+// Sample answers a sampling question from the round's answers, as Elicit
+// does (mcpwire.CheckSampleAnswer).
+func (r *Round) Sample(ctx context.Context, key string, req json.RawMessage) (json.RawMessage, error) {
+	if ev := r.taskEvents(); ev != nil {
+		return ev.Sample(ctx, key, req)
+	}
+	if !r.c.CanSample {
+		return nil, errCannotAsk("the client did not declare sampling")
+	}
+	return r.answerWith(abi.Question{Key: key, Method: abi.MethodSample, Params: req}, mcpwire.CheckSampleAnswer)
+}
+
+// Roots answers a roots question from the round's answers, as Elicit does
+// (mcpwire.CheckRootsAnswer).
+func (r *Round) Roots(ctx context.Context, key string) (json.RawMessage, error) {
+	if ev := r.taskEvents(); ev != nil {
+		return ev.Roots(ctx, key)
+	}
+	if !r.c.CanRoots {
+		return nil, errCannotAsk("the client did not declare roots")
+	}
+	return r.answerWith(abi.Question{Key: key, Method: abi.MethodRoots}, mcpwire.CheckRootsAnswer)
+}
+
+func (r *Round) answerWith(q abi.Question, check func(json.RawMessage) (json.RawMessage, error)) (json.RawMessage, error) {
+	key, raw, err := r.lookup(q)
+	if err != nil {
+		return nil, err
+	}
+	a, err := check(raw)
+	if err != nil {
+		return nil, r.refuse(key, err)
+	}
+	r.took(key, raw)
+	return a, nil
+}
+
+// lookup finds the answer to q among the round's. Without one, q is open:
+// the round ends (the guest is stopped) and the client is asked it.
+func (r *Round) lookup(q abi.Question) (key string, answer json.RawMessage, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.asked == nil {
 		r.asked = make(map[string]int)
 	}
-	key := mcpwire.QuestionKey(req, r.asked)
+	key = mcpwire.QuestionKey(q, r.asked)
 	if a, ok := r.answers[key]; ok {
-		r.mu.Unlock()
-		a, err := mcpwire.CheckAnswer(req, a)
-		if err == nil {
-			return a, nil
-		}
-		// The answer is the request's params: the round ends refusing
-		// them, and the question stays the client's to answer again.
-		r.mu.Lock()
-		if r.badAnswer == nil {
-			r.badAnswer = &RefusedAnswer{Key: key, Err: err}
-		}
-		r.mu.Unlock()
-		r.cancel()
-		return abi.ElicitReply{}, err
+		return key, a, nil
 	}
 	if r.missing == nil {
 		r.missing = make(map[string]mcpwire.InputRequest)
 	}
 	if len(r.missing) < abi.MaxElicitAll {
-		r.missing[key] = mcpwire.ElicitInput(req)
+		r.missing[key] = mcpwire.QuestionInput(q)
+	}
+	r.cancel()
+	return key, nil, errNeedsInput
+}
+
+// refuse ends the round on an answer that does not fit its question: the
+// round answers -32602, and the question stays the client's to answer.
+func (r *Round) refuse(key string, err error) error {
+	r.mu.Lock()
+	if r.badAnswer == nil {
+		r.badAnswer = &RefusedAnswer{Key: key, Err: err}
 	}
 	r.mu.Unlock()
 	r.cancel()
-	return abi.ElicitReply{}, errNeedsInput
+	return err
+}
+
+// took records an answer the tool took: the next round's state carries it.
+func (r *Round) took(key string, answer json.RawMessage) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.taken == nil {
+		r.taken = make(map[string]json.RawMessage)
+	}
+	r.taken[key] = answer
+}
+
+// Taken are the answers the tool took this round, by key: what the
+// round's requestState carries to the next.
+func (r *Round) Taken() map[string]json.RawMessage {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return maps.Clone(r.taken)
 }
 
 // BeginTask makes the call a task when the tool may be one for this

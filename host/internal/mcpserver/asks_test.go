@@ -56,9 +56,9 @@ func (a askTools) Call(ctx context.Context, who Caller, name string, args json.R
 	var reply json.RawMessage
 	var err error
 	if name == "sampler" {
-		reply, err = asker.Sample(ctx, json.RawMessage(`{"messages":[{"role":"user","content":{"type":"text","text":"2+2?"}}],"maxTokens":5}`))
+		reply, err = asker.Sample(ctx, "", json.RawMessage(`{"messages":[{"role":"user","content":{"type":"text","text":"2+2?"}}],"maxTokens":5}`))
 	} else {
-		reply, err = asker.Roots(ctx)
+		reply, err = asker.Roots(ctx, "")
 	}
 	switch {
 	case errors.Is(err, errors.ErrUnsupported):

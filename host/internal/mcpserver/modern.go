@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"maps"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -51,6 +52,8 @@ type era struct {
 	modern    bool // protocolVersion ≥ 2026-07-28: stateless, the tasks extension's wire
 	optedIn   bool // this request declares the tasks extension
 	canElicit bool // this request declares the elicitation capability
+	canSample bool // … sampling
+	canRoots  bool // … roots
 }
 
 // eraOf reads a request's _meta. Nothing is inferred from earlier
@@ -66,7 +69,25 @@ func eraOf(meta map[string]any) era {
 		_, e.optedIn = ext[tasksExtension]
 	}
 	_, e.canElicit = caps["elicitation"]
+	_, e.canSample = caps["sampling"]
+	_, e.canRoots = caps["roots"]
 	return e
+}
+
+// errCapabilitiesNotDeclared answers a request of what that needs client
+// capabilities its client did not declare (-32021, HTTP 400 on a
+// 2026-07-28 request), naming them in data.requiredCapabilities.
+func errCapabilitiesNotDeclared(what string, caps []string) error {
+	required := make(map[string]any, len(caps))
+	for _, c := range caps {
+		required[c] = map[string]any{}
+	}
+	data, _ := json.Marshal(map[string]any{"requiredCapabilities": required})
+	return &jsonrpc.Error{
+		Code:    mcp.CodeMissingRequiredClientCapabilities,
+		Message: what + " needs the client capabilities " + strings.Join(caps, ", ") + ", which the client did not declare",
+		Data:    data,
+	}
 }
 
 // errTasksNotDeclared answers a modern request that needs the tasks

@@ -51,6 +51,8 @@ var modernExtra = []abi.Tool{
 	{Name: "ask3", TaskSupport: abi.TaskOptional, TaskStart: abi.TaskStartCall},
 	{Name: "staged", TaskSupport: abi.TaskRequired, TaskStart: abi.TaskStartBegin},
 	{Name: "stuck", TaskSupport: abi.TaskRequired, TaskStart: abi.TaskStartCall},
+	{Name: "steps", TaskSupport: abi.TaskOptional, TaskStart: abi.TaskStartCall},
+	{Name: "needs_sampling", Requires: []string{"sampling"}},
 }
 
 func (m *modernTools) Tools() []abi.Tool {
@@ -109,6 +111,22 @@ func (m *modernTools) call(ctx context.Context, name string, args json.RawMessag
 	case "stuck":
 		<-m.release
 		return text("released"), nil
+	case "steps", "needs_sampling":
+		// Keyed questions of every kind, one round each.
+		a := ev.(abi.Asker)
+		r, err := ev.Elicit(ctx, abi.ElicitRequest{Key: "step1", Message: nameQuestion.Message, RequestedSchema: nameQuestion.RequestedSchema})
+		if err != nil {
+			return nil, err
+		}
+		model, err := a.Sample(ctx, "model", json.RawMessage(`{"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"maxTokens":5}`))
+		if err != nil {
+			return nil, err
+		}
+		roots, err := a.Roots(ctx, "")
+		if err != nil {
+			return nil, err
+		}
+		return text(string(r.Content) + " " + string(model) + " " + string(roots)), nil
 	case "staged":
 		r, err := ev.Elicit(ctx, nameQuestion)
 		if err != nil {
@@ -788,4 +806,80 @@ func TestModernListenToolsChanged(t *testing.T) {
 		}
 	}
 	t.Fatalf("the listen stream ended after %q without notifications/tools/list_changed", seen)
+}
+
+// TestModernRoundState: questions named by their tool's keys, of every
+// kind, one per round; each round's requestState carries the answers
+// taken so far, so the client answers each question once; a state that
+// was altered or issued for another call is refused with -32602.
+func TestModernRoundState(t *testing.T) {
+	_, _, c := modernServer(t, taskengine.Config{})
+	c.Capabilities = map[string]any{"elicitation": map[string]any{}, "sampling": map[string]any{}, "roots": map[string]any{}}
+	steps := func(state string, answers map[string]any) map[string]any {
+		p := map[string]any{"name": "steps", "arguments": map[string]any{}, "inputResponses": answers}
+		if state != "" {
+			p["requestState"] = state
+		}
+		return c.Call(methodCallTool, p).Map()
+	}
+	// round asks a round and returns its one open question's key and its state.
+	round := func(res map[string]any, wantMethod string) (key, state string) {
+		t.Helper()
+		reqs, _ := res["inputRequests"].(map[string]any)
+		state, _ = res["requestState"].(string)
+		if res["resultType"] != resultInputRequired || len(reqs) != 1 || state == "" {
+			t.Fatalf("got %v, want input_required with one question and a requestState", res)
+		}
+		for k, q := range reqs {
+			if m := q.(map[string]any)["method"]; m != wantMethod {
+				t.Fatalf("question %s is %v, want %s", k, m, wantMethod)
+			}
+			key = k
+		}
+		return key, state
+	}
+	key, s1 := round(steps("", nil), "elicitation/create")
+	if key != "step1" {
+		t.Fatalf("the first question's key is %q, want the tool's step1", key)
+	}
+	key, s2 := round(steps(s1, map[string]any{"step1": map[string]any{"action": "accept", "content": map[string]any{"name": "Ada"}}}), "sampling/createMessage")
+	if key != "model" {
+		t.Fatalf("the second question's key is %q, want model", key)
+	}
+	// Round 3 answers only round 2's question: the state carries step1.
+	model := map[string]any{"role": "assistant", "content": map[string]any{"type": "text", "text": "hello"}, "model": "m"}
+	rootsKey, s3 := round(steps(s2, map[string]any{"model": model}), "roots/list")
+	done := steps(s3, map[string]any{rootsKey: map[string]any{"roots": []any{map[string]any{"uri": "file:///work"}}}})
+	if done["resultType"] != resultComplete || !strings.Contains(fmt.Sprint(done["content"]), `{"name":"Ada"}`) ||
+		!strings.Contains(fmt.Sprint(done["content"]), `hello`) || !strings.Contains(fmt.Sprint(done["content"]), `file:///work`) {
+		t.Fatalf("the last round = %v, want every answer in the result", done)
+	}
+	// Without its state, round 3's answer alone does not complete it.
+	if again := steps("", map[string]any{"model": model}); again["resultType"] != resultInputRequired {
+		t.Errorf("round 3 without its state = %v, want step1 asked again", again)
+	}
+
+	refused := func(what string, p map[string]any) {
+		t.Helper()
+		if m := c.Call(methodCallTool, p); m.Code() != -32602 || !strings.Contains(m.Error.Message, "requestState") {
+			t.Errorf("%s: got %+v, want -32602 naming requestState", what, m.Error)
+		}
+	}
+	refused("an altered state", map[string]any{"name": "steps", "arguments": map[string]any{}, "requestState": s2 + "-TAMPERED"})
+	refused("a state for other arguments", map[string]any{"name": "steps", "arguments": map[string]any{"a": 1}, "requestState": s2})
+	refused("another tool's state", map[string]any{"name": "ask", "arguments": map[string]any{}, "requestState": s2})
+
+	// An answer that is not a sampling result is refused, naming its key.
+	if m := c.Call(methodCallTool, map[string]any{"name": "steps", "arguments": map[string]any{}, "requestState": s2,
+		"inputResponses": map[string]any{"model": map[string]any{"role": "robot", "content": map[string]any{"type": "text", "text": "x"}, "model": "m"}}}); m.Code() != -32602 || !strings.Contains(m.Error.Message, "model") {
+		t.Errorf("a bad sampling answer: %+v, want -32602 naming its key", m.Error)
+	}
+
+	// A tool that requires sampling is refused to a client that does not
+	// declare it, before it runs.
+	c.Capabilities = map[string]any{"elicitation": map[string]any{}}
+	m := c.Call(methodCallTool, call("needs_sampling", nil))
+	if m.Code() != -32021 || !strings.Contains(string(m.Error.Data), `"requiredCapabilities":{"sampling":{}}`) {
+		t.Errorf("needs_sampling without sampling: %+v, want -32021 with requiredCapabilities.sampling", m.Error)
+	}
 }

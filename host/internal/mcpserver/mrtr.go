@@ -2,7 +2,9 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
+	"maps"
 	"runtime/debug"
 	"slices"
 
@@ -11,6 +13,7 @@ import (
 
 	"github.com/wasmtask/wasmtask/host/internal/mcpevents"
 	"github.com/wasmtask/wasmtask/host/internal/mcpwire"
+	"github.com/wasmtask/wasmtask/host/internal/roundstate"
 	"github.com/wasmtask/wasmtask/taskengine"
 )
 
@@ -27,6 +30,13 @@ import (
 // (beginWork) and hands over release: both end with the instance.
 func (s *Server) callStaged(ctx context.Context, rq requestor, cat Catalog, release func(), tool string, p *mcp.CallToolParamsRaw, mayTask bool) (mcp.Result, error) {
 	owner := rq.owner()
+	bind := roundstate.Binding{Tenant: owner, Method: methodCallTool, Name: tool, Args: p.Arguments}
+	answers, err := s.roundAnswers(bind, p.RequestState, p.InputResponses)
+	if err != nil {
+		s.endWork()
+		release()
+		return nil, err
+	}
 	ctx, stop := withDone(ctx, rq.sess.ctx)
 	defer stop()
 	// The instance outlives the request once it is a task: its context
@@ -78,7 +88,7 @@ func (s *Server) callStaged(ctx context.Context, rq requestor, cat Catalog, rele
 		begin = nil // begin_task answers that the call stays one
 	}
 	plain := mcpevents.NewCall(ctx, client, p.GetProgressToken(), tool)
-	r = mcpevents.NewRound(client, tool, mcpwire.AnswersOf(p.InputResponses), plain, cancel, begin)
+	r = mcpevents.NewRound(client, tool, answers, plain, cancel, begin)
 	go func() {
 		defer s.endWork()
 		defer release()
@@ -109,15 +119,11 @@ func (s *Server) callStaged(ctx context.Context, rq requestor, cat Catalog, rele
 			return &mcpwire.ModernTaskResult{ModernTask: modernTaskOf(t, nil, resultTask)}, nil
 		default:
 		}
-		open, bad, refused := r.Ended()
-		if refused != nil {
+		if _, _, refused := r.Ended(); refused != nil {
 			return nil, engineError(refused, "")
 		}
-		if bad != nil {
-			return nil, refusedAnswerError(bad)
-		}
-		if open != nil {
-			return &mcpwire.InputRequiredResult{ResultType: resultInputRequired, InputRequests: open}, nil
+		if res, err := s.roundOutcome(r, bind); res != nil || err != nil {
+			return res, err
 		}
 		s.audit(auditCall, owner, append(toolAttrs(cat, tool), outcomeAttr(e.res, e.err))...)
 		if e.res != nil {
@@ -125,4 +131,40 @@ func (s *Server) callStaged(ctx context.Context, rq requestor, cat Catalog, rele
 		}
 		return e.res, e.err
 	}
+}
+
+// roundAnswers are the answers of a round of the request b stands for:
+// those its requestState carries (the state must open for this very
+// request: -32602 otherwise), then its inputResponses for the questions
+// the state does not answer. Each is checked when its question is asked.
+func (s *Server) roundAnswers(b roundstate.Binding, state string, responses mcp.InputResponseMap) (map[string]json.RawMessage, error) {
+	answers := mcpwire.AnswersOf(responses)
+	if state == "" {
+		return answers, nil
+	}
+	st, err := s.state.Open(b, state)
+	if err != nil {
+		return nil, rpcError(jsonrpc.CodeInvalidParams, "%s: %v", b.Method, err)
+	}
+	maps.Copy(answers, st.Answers) // an answer the tool took stands
+	return answers, nil
+}
+
+// roundOutcome is how round r of the request b stands for ends when it
+// does not complete: the error of an answer refused, or input_required
+// with its open questions and the sealed state of the answers it took.
+// Both nil: the round completed, and its result stands.
+func (s *Server) roundOutcome(r *mcpevents.Round, b roundstate.Binding) (mcp.Result, error) {
+	open, bad, _ := r.Ended()
+	if bad != nil {
+		return nil, refusedAnswerError(bad)
+	}
+	if open == nil {
+		return nil, nil
+	}
+	state, err := s.state.Seal(b, roundstate.State{Answers: r.Taken()})
+	if err != nil {
+		return nil, rpcError(jsonrpc.CodeInternalError, "%s: %v", b.Method, err)
+	}
+	return &mcpwire.InputRequiredResult{ResultType: resultInputRequired, InputRequests: open, RequestState: state}, nil
 }

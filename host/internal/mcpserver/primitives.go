@@ -14,7 +14,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wasmtask/wasmtask/abi"
+	"github.com/wasmtask/wasmtask/host/internal/mcpevents"
 	"github.com/wasmtask/wasmtask/host/internal/mcpwire"
+	"github.com/wasmtask/wasmtask/host/internal/roundstate"
 )
 
 // This file serves MCP's other primitives (ABI 1.2): resources, resource
@@ -61,11 +63,12 @@ type Primitives interface {
 	Prompts(visible func(name, module string) bool) []abi.Prompt
 	// ReadResource reads uri (ErrUnknownResource when nothing visible
 	// serves it); GetPrompt renders prompt name with args
-	// (ErrUnknownPrompt); Complete completes arg of ref, given the other
+	// (ErrUnknownPrompt), its questions asked through ev (nil: none may
+	// be); Complete completes arg of ref, given the other
 	// arguments (no values when nothing visible completes it). A failure
 	// to run wraps a *[Failure]. module is the module that served it.
 	ReadResource(ctx context.Context, who Caller, uri string, visible func(name, module string) bool) (res *abi.ReadResult, module string, err error)
-	GetPrompt(ctx context.Context, who Caller, name string, args map[string]string, visible func(name, module string) bool) (res *abi.PromptResult, module string, err error)
+	GetPrompt(ctx context.Context, who Caller, name string, args map[string]string, ev abi.Events, visible func(name, module string) bool) (res *abi.PromptResult, module string, err error)
 	Complete(ctx context.Context, who Caller, ref abi.CompleteRef, arg abi.CompleteArgument, given map[string]string, visible func(name, module string) bool) (*abi.CompleteResult, error)
 	// Routes reports whether a visible resource or template serves uri
 	// (nothing is run).
@@ -276,7 +279,7 @@ func (s *Server) readResource(ctx context.Context, rq requestor, prims Primitive
 	return out, nil
 }
 
-func (s *Server) getPrompt(ctx context.Context, rq requestor, prims Primitives, p *mcp.GetPromptParams) (*mcpwire.GetPromptResult, error) {
+func (s *Server) getPrompt(ctx context.Context, rq requestor, prims Primitives, p *mcp.GetPromptParams) (mcp.Result, error) {
 	if p == nil || p.Name == "" {
 		return nil, rpcError(jsonrpc.CodeInvalidParams, "prompts/get: missing params.name")
 	}
@@ -285,7 +288,33 @@ func (s *Server) getPrompt(ctx context.Context, rq requestor, prims Primitives, 
 	}
 	ctx, stop := withDone(ctx, rq.sess.ctx)
 	defer stop()
-	res, module, err := prims.GetPrompt(ctx, Caller{Tenant: rq.owner(), User: rq.user}, p.Name, p.Arguments, s.sees(rq.user, KindPrompt))
+	// A 2026-07-28 prompt that asks runs in input rounds, as a call does;
+	// a 2025-11-25 one asks on its request's stream.
+	var ev abi.Events
+	var r *mcpevents.Round
+	var bind roundstate.Binding
+	if rq.modern && rq.canAsk() {
+		args, _ := json.Marshal(p.Arguments)
+		bind = roundstate.Binding{Tenant: rq.owner(), Method: methodGetPrompt, Name: p.Name, Args: args}
+		answers, err := s.roundAnswers(bind, p.RequestState, p.InputResponses)
+		if err != nil {
+			return nil, err
+		}
+		rctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		ctx = rctx
+		r = mcpevents.NewRound(s.client(rq), p.Name, answers, mcpevents.NewCall(ctx, s.client(rq), nil, p.Name), cancel, nil)
+		ev = r
+	} else if !rq.modern {
+		ev = mcpevents.NewCall(ctx, s.client(rq), nil, p.Name)
+	}
+	res, module, err := prims.GetPrompt(ctx, Caller{Tenant: rq.owner(), User: rq.user}, p.Name, p.Arguments, ev, s.sees(rq.user, KindPrompt))
+	if r != nil {
+		if res, err := s.roundOutcome(r, bind); res != nil || err != nil {
+			s.audit(auditPrompt, rq.owner(), slog.String("prompt", p.Name), slog.String("module", module), slog.String("outcome", "input_required"))
+			return res, err
+		}
+	}
 	s.audit(auditPrompt, rq.owner(), slog.String("prompt", p.Name), slog.String("module", module), outcomeAttr(nil, err))
 	var f *Failure
 	switch {

@@ -114,7 +114,7 @@ func (f *fakePrims) ReadResource(ctx context.Context, _ Caller, uri string, visi
 	return &abi.ReadResult{Contents: []abi.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: "text of " + uri}}}, module, nil
 }
 
-func (f *fakePrims) GetPrompt(ctx context.Context, _ Caller, name string, args map[string]string, visible func(name, module string) bool) (*abi.PromptResult, string, error) {
+func (f *fakePrims) GetPrompt(ctx context.Context, _ Caller, name string, args map[string]string, _ abi.Events, visible func(name, module string) bool) (*abi.PromptResult, string, error) {
 	if !f.ok(visible, name) {
 		return nil, "", fmt.Errorf("%w: %q", ErrUnknownPrompt, name)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/wasmtask/wasmtask/host/internal/mcpconn"
 	"github.com/wasmtask/wasmtask/host/internal/mcpevents"
 	"github.com/wasmtask/wasmtask/host/internal/mcpstdio"
+	"github.com/wasmtask/wasmtask/host/internal/roundstate"
 	"github.com/wasmtask/wasmtask/taskengine"
 )
 
@@ -77,6 +78,10 @@ type Config struct {
 	// MaxArgumentBytes bounds a tools/call's arguments; larger ones get
 	// -32602. Default 1 MiB.
 	MaxArgumentBytes int
+	// StateKey seals the requestState of 2026-07-28 input rounds
+	// (roundstate.KeyBytes or more). Replicas behind one address share
+	// it: a round may reach any of them. Nil: a key of this process.
+	StateKey []byte
 }
 
 // Defaults of [Config].
@@ -89,9 +94,10 @@ const (
 // It is safe for concurrent use. Close ends every session and releases every
 // blocked request; it does not close the Engine.
 type Server struct {
-	cfg Config
-	log *slog.Logger
-	mcp *mcp.Server
+	cfg   Config
+	log   *slog.Logger
+	mcp   *mcp.Server
+	state *roundstate.Sealer // input rounds' requestState
 
 	mu       sync.Mutex
 	closed   bool
@@ -215,9 +221,14 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxArgumentBytes == 0 {
 		cfg.MaxArgumentBytes = DefaultMaxArgumentBytes
 	}
+	state, err := roundstate.New(cfg.StateKey)
+	if err != nil {
+		return nil, fmt.Errorf("Config.StateKey: %w", err)
+	}
 	s := &Server{
 		cfg:      cfg,
 		log:      cfg.Logger,
+		state:    state,
 		sessions: make(map[string]*session),
 	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: cfg.Name, Version: cfg.Version}, &mcp.ServerOptions{

@@ -89,6 +89,40 @@ func (r requestor) canElicit() bool {
 	return clientCanElicit(r.ss)
 }
 
+// canSample and canRoots report the same of sampling and roots.
+func (r requestor) canSample() bool {
+	if r.modern {
+		return r.era.canSample
+	}
+	return clientCanSample(r.ss)
+}
+
+func (r requestor) canRoots() bool {
+	if r.modern {
+		return r.era.canRoots
+	}
+	ip := r.ss.InitializeParams()
+	//lint:ignore SA1019 roots are deprecated only for protocol 2026-07-28 (SEP-2577); 2025-11-25 clients still answer them.
+	return ip != nil && ip.Capabilities != nil && ip.Capabilities.RootsV2 != nil
+}
+
+// lacks is what of the client capabilities caps the client did not
+// declare.
+func (r requestor) lacks(caps []string) []string {
+	var out []string
+	for _, c := range caps {
+		has := map[string]func() bool{"elicitation": r.canElicit, "sampling": r.canSample, "roots": r.canRoots}[c]
+		if has != nil && !has() {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// canAsk reports whether the client can be asked anything: a 2026-07-28
+// call that may ask runs in input rounds.
+func (r requestor) canAsk() bool { return r.canElicit() || r.canSample() || r.canRoots() }
+
 // clientCanElicit reports whether the session's client declared the
 // elicitation capability.
 func clientCanElicit(ss *mcp.ServerSession) bool {
@@ -112,7 +146,8 @@ func (s *Server) client(r requestor) mcpevents.Client {
 		SessionContext: r.sess.ctx,
 		Modern:         r.modern,
 		CanElicit:      r.canElicit(),
-		CanSample:      !r.modern && clientCanSample(r.ss),
+		CanSample:      r.canSample(),
+		CanRoots:       r.canRoots(),
 		Limits:         &r.sess.elicits,
 		Waiters:        &s.waiters,
 		Log:            s.log,

@@ -147,6 +147,9 @@ func (s *Server) callTool(ctx context.Context, rq requestor, p *mcp.CallToolPara
 	if len(p.InputResponses) > maxInputResponses {
 		return nil, rpcError(jsonrpc.CodeInvalidParams, "inputResponses has %d answers; a call asks at most %d questions", len(p.InputResponses), maxInputResponses)
 	}
+	if missing := rq.lacks(tool.Requires); len(missing) > 0 {
+		return nil, errCapabilitiesNotDeclared(fmt.Sprintf("tool %q", p.Name), missing)
+	}
 	if rq.modern {
 		// The server decides: a tool that may run as a task does so for
 		// every request that declares the extension (params.task is not
@@ -174,7 +177,7 @@ func (s *Server) callTool(ctx context.Context, rq requestor, p *mcp.CallToolPara
 	if err := s.beginWork(); err != nil {
 		return nil, err
 	}
-	if rq.modern && (isTask && tool.TaskStart == abi.TaskStartBegin || !isTask && rq.canElicit()) {
+	if rq.modern && (isTask && tool.TaskStart == abi.TaskStartBegin || !isTask && rq.canAsk()) {
 		// A call that may ask questions (input_required rounds) or
 		// become a task only when its tool says so.
 		handedOver = true

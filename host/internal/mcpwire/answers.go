@@ -135,3 +135,66 @@ func primitive(v any) error {
 	}
 	return errors.New("is an object, not a string, number, boolean or array of strings")
 }
+
+// MaxRoots bounds the roots of an answer to roots/list.
+const MaxRoots = 1024
+
+// CheckSampleAnswer checks raw, a client's answer to a sampling question
+// (a CreateMessageResult: a role and one content block, or several), and
+// returns it as the tool receives it, encoded anew.
+func CheckSampleAnswer(raw json.RawMessage) (json.RawMessage, error) {
+	if len(raw) > MaxAnswerBytes {
+		return nil, badAnswer("it is %d bytes, more than the limit of %d", len(raw), MaxAnswerBytes)
+	}
+	var r struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return nil, badAnswer("not a sampling result object")
+	}
+	if r.Role != "assistant" && r.Role != "user" {
+		return nil, badAnswer(`"role" must be "assistant" or "user"`)
+	}
+	c := bytes.TrimSpace(r.Content)
+	if len(c) == 0 || c[0] != '{' && c[0] != '[' {
+		return nil, badAnswer(`"content" must be a content block or an array of them`)
+	}
+	return reencode(raw)
+}
+
+// CheckRootsAnswer checks raw, a client's answer to a roots question (a
+// ListRootsResult: at most MaxRoots roots, each with a URI), and returns it
+// as the tool receives it, encoded anew.
+func CheckRootsAnswer(raw json.RawMessage) (json.RawMessage, error) {
+	if len(raw) > MaxAnswerBytes {
+		return nil, badAnswer("it is %d bytes, more than the limit of %d", len(raw), MaxAnswerBytes)
+	}
+	var r struct {
+		Roots []struct {
+			URI string `json:"uri"`
+		} `json:"roots"`
+	}
+	if err := json.Unmarshal(raw, &r); err != nil || r.Roots == nil {
+		return nil, badAnswer(`not a roots result: "roots" must be an array of objects`)
+	}
+	if len(r.Roots) > MaxRoots {
+		return nil, badAnswer("it has %d roots, more than the limit of %d", len(r.Roots), MaxRoots)
+	}
+	for i, root := range r.Roots {
+		if root.URI == "" {
+			return nil, badAnswer("root %d has no uri", i)
+		}
+	}
+	return reencode(raw)
+}
+
+// reencode is raw decoded and encoded again: valid UTF-8, nothing after
+// the value, numbers as Go writes them.
+func reencode(raw json.RawMessage) (json.RawMessage, error) {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, badAnswer("it is not valid JSON")
+	}
+	return json.Marshal(v)
+}

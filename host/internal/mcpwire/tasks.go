@@ -90,10 +90,11 @@ type ModernTaskResult struct {
 }
 
 // InputRequest is one entry of inputRequests: the request a 2025-11-25
-// server would have sent the client.
+// server would have sent the client. Params are an ElicitParams, the
+// sampling/createMessage params the tool gave, or {} for roots/list.
 type InputRequest struct {
-	Method string       `json:"method"`
-	Params ElicitParams `json:"params"`
+	Method string `json:"method"`
+	Params any    `json:"params"`
 }
 
 // ElicitParams are the params of an elicitation/create in form mode.
@@ -152,48 +153,68 @@ type ModernListTools struct {
 	CacheScope string `json:"cacheScope"`
 }
 
-// InputRequiredResult is a round's answer: the questions still open.
+// InputRequiredResult is a round's answer: the questions still open, and
+// the state the client echoes with its answers.
 type InputRequiredResult struct {
 	mcp.ResultBase
 	ResultType    string                  `json:"resultType"`
 	InputRequests map[string]InputRequest `json:"inputRequests"`
+	RequestState  string                  `json:"requestState,omitempty"`
 }
 
-// QuestionKey names a question of a round: a digest of its text, and
-// which of the round's questions with that text it is (the n-th). The same
-// in every round that asks it, whatever order questions asked together
-// (elicit_all) reach the host in; identical questions are interchangeable.
-func QuestionKey(req abi.ElicitRequest, seen map[string]int) string {
+// QuestionKey names a question of a round: the key the tool chose, else
+// a digest of its method and text, and which of the round's questions
+// with that text it is (the n-th). The same in every round that asks it,
+// whatever order questions asked together (elicit_all) reach the host in;
+// identical questions are interchangeable.
+func QuestionKey(q abi.Question, seen map[string]int) string {
+	if q.Key != "" {
+		return q.Key
+	}
 	h := sha256.New()
-	h.Write([]byte(req.Message))
-	h.Write([]byte{0})
-	h.Write(req.RequestedSchema)
+	prefix := "q"
+	switch q.Method {
+	case "", abi.MethodElicit: // the digest of ABI 1.1, which has only these
+		h.Write([]byte(q.Message))
+		h.Write([]byte{0})
+		h.Write(q.RequestedSchema)
+	case abi.MethodSample:
+		prefix = "sample"
+		h.Write(q.Params)
+	default:
+		prefix = "roots"
+		h.Write([]byte(q.Method))
+	}
 	d := fmt.Sprintf("%x", h.Sum(nil)[:6])
 	seen[d]++
-	return fmt.Sprintf("q-%s-%d", d, seen[d])
+	return fmt.Sprintf("%s-%s-%d", prefix, d, seen[d])
 }
 
 // ElicitInput is the input request a question becomes on the wire.
 func ElicitInput(req abi.ElicitRequest) InputRequest {
-	return InputRequest{Method: "elicitation/create", Params: ElicitParams{Mode: "form", Message: req.Message, RequestedSchema: req.RequestedSchema}}
+	return InputRequest{Method: abi.MethodElicit, Params: ElicitParams{Mode: "form", Message: req.Message, RequestedSchema: req.RequestedSchema}}
 }
 
-// AnswersOf reads a round's inputResponses: elicitation results only (the
-// only questions a tool asks); others answer nothing.
-func AnswersOf(m mcp.InputResponseMap) map[string]abi.ElicitReply {
-	out := make(map[string]abi.ElicitReply, len(m))
+// QuestionInput is the input request any question becomes on the wire.
+func QuestionInput(q abi.Question) InputRequest {
+	switch q.Method {
+	case abi.MethodSample:
+		return InputRequest{Method: abi.MethodSample, Params: q.Params}
+	case abi.MethodRoots:
+		return InputRequest{Method: abi.MethodRoots, Params: struct{}{}}
+	}
+	return ElicitInput(q.Elicitation())
+}
+
+// AnswersOf reads a round's inputResponses (go-sdk decoded each as the
+// result of an elicitation, a sampling or a roots request) as JSON, to be
+// checked against the question each answers when it is asked.
+func AnswersOf(m mcp.InputResponseMap) map[string]json.RawMessage {
+	out := make(map[string]json.RawMessage, len(m))
 	for k, v := range m {
-		r, ok := v.(*mcp.ElicitResult)
-		if !ok {
-			continue
+		if b, err := json.Marshal(v); err == nil {
+			out[k] = b
 		}
-		reply := abi.ElicitReply{Action: r.Action}
-		if r.Content != nil {
-			if b, err := json.Marshal(r.Content); err == nil {
-				reply.Content = b
-			}
-		}
-		out[k] = reply
 	}
 	return out
 }

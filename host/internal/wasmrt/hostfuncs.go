@@ -265,7 +265,8 @@ func hostElicit(ctx context.Context, mod api.Module, stack []uint64) {
 		return
 	}
 	var req abi.ElicitRequest
-	if len(raw) > maxElicitBytes || json.Unmarshal(raw, &req) != nil || schema.CheckElicit(req.RequestedSchema) != nil {
+	if len(raw) > maxElicitBytes || json.Unmarshal(raw, &req) != nil || schema.CheckElicit(req.RequestedSchema) != nil ||
+		req.Key != "" && !abi.ValidInputKey(req.Key) {
 		stack[0] = api.EncodeI32(abi.ElicitBadRequest)
 		return
 	}
@@ -295,8 +296,10 @@ func hostElicit(ctx context.Context, mod api.Module, stack []uint64) {
 
 // hostElicitAll asks up to abi.MaxElicitAll questions at once and blocks
 // until every one is answered: the client sees them all pending together
-// (a task's inputRequests). The reply is a JSON array of the replies, in
-// order; a question the client could not take is answered "cancel". It
+// (a task's or a round's inputRequests). Each is an abi.Question: an
+// elicitation or, from ABI 1.2, a sampling or roots request. The reply is
+// a JSON array of the replies, in order; a question the client could not
+// take is answered {"action":"cancel"} (an elicitation) or null. It
 // returns -1 when nobody can answer any of them, and -2, asking nobody,
 // when the request is not an array of valid questions.
 func hostElicitAll(ctx context.Context, mod api.Module, stack []uint64) {
@@ -310,34 +313,53 @@ func hostElicitAll(ctx context.Context, mod api.Module, stack []uint64) {
 		stack[0] = api.EncodeI32(abi.ElicitUnsupported)
 		return
 	}
-	var reqs []abi.ElicitRequest
-	if len(raw) > maxElicitBytes || json.Unmarshal(raw, &reqs) != nil || len(reqs) == 0 || len(reqs) > abi.MaxElicitAll {
+	var qs []abi.Question
+	if len(raw) > maxElicitBytes || json.Unmarshal(raw, &qs) != nil || len(qs) == 0 || len(qs) > abi.MaxElicitAll {
 		stack[0] = api.EncodeI32(abi.ElicitBadRequest)
 		return
 	}
-	for _, r := range reqs {
-		if schema.CheckElicit(r.RequestedSchema) != nil {
+	for i := range qs {
+		if !validQuestion(&qs[i]) {
 			stack[0] = api.EncodeI32(abi.ElicitBadRequest)
 			return
 		}
 	}
-	for range reqs { // each question counts against the call's bounds
+	for range qs { // each question counts against the call's bounds
 		if !s.mayElicit() {
 			stack[0] = api.EncodeI32(abi.ElicitLimit)
 			return
 		}
 	}
-	replies := make([]abi.ElicitReply, len(reqs))
-	failed := make([]bool, len(reqs))
-	codes := make([]int32, len(reqs))
+	var asker abi.Asker
+	if s.notes != nil {
+		asker = s.notes.Asker()
+	}
+	replies := make([]json.RawMessage, len(qs))
+	failed := make([]bool, len(qs))
+	codes := make([]int32, len(qs))
 	var wg sync.WaitGroup
-	for i, r := range reqs {
+	for i, q := range qs {
 		wg.Go(func() {
-			reply, err := s.ev.Elicit(ctx, r)
-			if err != nil {
-				reply, failed[i], codes[i] = abi.ElicitReply{Action: "cancel"}, true, elicitCode(err)
+			var err error
+			switch {
+			case q.Method == abi.MethodSample && asker != nil:
+				replies[i], err = asker.Sample(ctx, q.Key, q.Params)
+			case q.Method == abi.MethodRoots && asker != nil:
+				replies[i], err = asker.Roots(ctx, q.Key)
+			case q.Method == abi.MethodSample || q.Method == abi.MethodRoots:
+				err = errors.ErrUnsupported
+			default:
+				var reply abi.ElicitReply
+				if reply, err = s.ev.Elicit(ctx, q.Elicitation()); err == nil {
+					replies[i], err = json.Marshal(reply)
+				}
 			}
-			replies[i] = reply
+			if err != nil {
+				failed[i], codes[i], replies[i] = true, elicitCode(err), json.RawMessage("null")
+				if q.Method == "" || q.Method == abi.MethodElicit {
+					replies[i] = json.RawMessage(`{"action":"cancel"}`)
+				}
+			}
 		})
 	}
 	wg.Wait()
@@ -355,6 +377,24 @@ func hostElicitAll(ctx context.Context, mod api.Module, stack []uint64) {
 	}
 	s.reply = b
 	stack[0] = api.EncodeI32(int32(len(b)))
+}
+
+// validQuestion reports whether q is a question the host may ask: a known
+// method, a valid key if any, an elicitation's flat schema, sampling
+// params that are an object, no params for roots.
+func validQuestion(q *abi.Question) bool {
+	if q.Key != "" && !abi.ValidInputKey(q.Key) {
+		return false
+	}
+	switch q.Method {
+	case "", abi.MethodElicit:
+		return q.Params == nil && schema.CheckElicit(q.RequestedSchema) == nil
+	case abi.MethodSample:
+		return isJSONObject(q.Params) && q.Message == "" && q.RequestedSchema == nil
+	case abi.MethodRoots:
+		return (q.Params == nil || isJSONObject(q.Params)) && q.Message == "" && q.RequestedSchema == nil
+	}
+	return false
 }
 
 // code is c as the module understands it: a module built for ABI 1.0
@@ -392,8 +432,12 @@ func hostSample(ctx context.Context, mod api.Module, stack []uint64) {
 		stack[0] = api.EncodeI32(abi.ElicitBadRequest)
 		return
 	}
-	req := json.RawMessage(bytes.Clone(raw))
-	askClient(ctx, stack, func(a abi.Asker) (json.RawMessage, error) { return a.Sample(ctx, req) })
+	key, req, ok := takeKey(raw)
+	if !ok {
+		stack[0] = api.EncodeI32(abi.ElicitBadRequest)
+		return
+	}
+	askClient(ctx, stack, func(a abi.Asker) (json.RawMessage, error) { return a.Sample(ctx, key, req) })
 }
 
 // hostRoots asks the client for its roots, as hostSample asks for a
@@ -402,7 +446,7 @@ func hostRoots(ctx context.Context, _ api.Module, stack []uint64) {
 	if ctx.Err() != nil {
 		exitOnDone(ctx)
 	}
-	askClient(ctx, stack, func(a abi.Asker) (json.RawMessage, error) { return a.Roots(ctx) })
+	askClient(ctx, stack, func(a abi.Asker) (json.RawMessage, error) { return a.Roots(ctx, "") })
 }
 
 // askClient runs ask on the call's Events when they can ask the client,
@@ -435,6 +479,26 @@ func askClient(ctx context.Context, stack []uint64, ask func(abi.Asker) (json.Ra
 	}
 	s.reply = reply
 	stack[0] = api.EncodeI32(int32(len(reply)))
+}
+
+// takeKey splits a sample request, a JSON object, into its "key" member
+// (ABI 1.2: the question's input key) and the params the client gets,
+// a copy of raw without it. ok is false for an invalid key.
+func takeKey(raw []byte) (key string, params json.RawMessage, ok bool) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return "", nil, false
+	}
+	k, has := m["key"]
+	if !has {
+		return "", bytes.Clone(raw), true
+	}
+	if json.Unmarshal(k, &key) != nil || !abi.ValidInputKey(key) {
+		return "", nil, false
+	}
+	delete(m, "key")
+	params, err := json.Marshal(m)
+	return key, params, err == nil
 }
 
 // isJSONObject reports whether b is one valid JSON object.
