@@ -357,6 +357,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		LocalOwner:       cfg.LocalOwner,
 		Visible:          s.visibleFunc(),
 		OnDenied:         func(status int) { s.metrics.denied.WithLabelValues(strconv.Itoa(status)).Inc() },
+		StateKey:         roundStateKey(tasks.SharedKey),
 	})
 	if err != nil {
 		s.closeParts()

@@ -2,6 +2,8 @@ package host
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -105,4 +107,17 @@ func openStore(ctx context.Context, cfg StoreConfig, tasks *taskengine.Config, l
 	}
 	tasks.Shared, tasks.Peers, tasks.Codec, tasks.SharedKey = st, st, mcpserver.Codec(), keys.Index
 	return st, nil
+}
+
+// roundStateKey is the key that seals 2026-07-28 input rounds' requestState,
+// derived from the shared store's index key: replicas that share tasks
+// open each other's states too. Without a shared store, nil: a key of
+// this process.
+func roundStateKey(index []byte) []byte {
+	if index == nil {
+		return nil
+	}
+	h := hmac.New(sha256.New, index)
+	h.Write([]byte("wasmtask requestState key v1"))
+	return h.Sum(nil)
 }
