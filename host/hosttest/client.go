@@ -23,6 +23,9 @@ type Client struct {
 	// Elicit answers elicitation/create requests that arrive while Call
 	// waits. nil declines them.
 	Elicit func(params json.RawMessage) any
+	// Answer answers the server's other requests (sampling/createMessage,
+	// roots/list) by method: the result, or nil for -32601.
+	Answer func(method string, params json.RawMessage) any
 }
 
 // NewClient starts a client that writes requests to w and reads messages
@@ -131,7 +134,7 @@ func (c *Client) NextOrEnd() (Message, bool) {
 
 // Await returns the response to request id. Notifications before it are
 // passed to skip (which may be nil); server requests are answered:
-// elicitation/create with Elicit, anything else with -32601.
+// elicitation/create with Elicit, others with Answer, else -32601.
 func (c *Client) Await(id int64, skip func(Message)) Message {
 	c.t.Helper()
 	for {
@@ -162,6 +165,12 @@ func (c *Client) answer(m Message) {
 		}
 		c.Send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": res})
 		return
+	}
+	if c.Answer != nil {
+		if res := c.Answer(m.Method, m.Params); res != nil {
+			c.Send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": res})
+			return
+		}
 	}
 	c.Send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": -32601, "message": "not supported by the test client"}})
 }

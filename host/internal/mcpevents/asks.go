@@ -13,11 +13,11 @@ import (
 	"github.com/wasmtask/wasmtask/abi"
 )
 
-// A plain 2025-11-25 call may ask its client for a message from its model
-// (sampling/createMessage) and for its roots (roots/list), on the
-// request's stream, within the session's bounds on questions: the same
-// limiter as elicitation. A 2026-07-28 request and a task cannot yet:
-// they answer unsupported.
+// A call may ask its client for a message from its model
+// (sampling/createMessage) and for its roots (roots/list), within the
+// session's bounds on questions (the limiter of elicitation): a plain
+// 2025-11-25 call on its request's stream, a task through its input
+// requests, a 2026-07-28 plain request in its input rounds (Round).
 
 var (
 	_ abi.Asker = (*Call)(nil)
@@ -37,15 +37,11 @@ func (e *Call) Sample(ctx context.Context, _ string, req json.RawMessage) (json.
 	if e.c.Modern || !e.c.CanSample {
 		return nil, errCannotAsk("the client did not declare sampling")
 	}
-	var params mcp.CreateMessageParams
-	if err := json.Unmarshal(req, &params); err != nil {
-		return nil, fmt.Errorf("%w: %v", abi.ErrBadClientRequest, err)
+	params, err := sampleParams(req)
+	if err != nil {
+		return nil, err
 	}
-	if len(params.Messages) == 0 || params.MaxTokens <= 0 {
-		return nil, fmt.Errorf("%w: sampling needs messages and a positive maxTokens", abi.ErrBadClientRequest)
-	}
-	params.Meta = nil // the request's _meta is the host's to set
-	return e.ask(ctx, "sampling", func(ctx context.Context) (any, error) { return e.c.Session.CreateMessage(ctx, &params) })
+	return e.ask(ctx, "sampling", func(ctx context.Context) (any, error) { return e.c.Session.CreateMessage(ctx, params) })
 }
 
 // Roots asks the client for roots/list.
@@ -76,13 +72,53 @@ func (e *Call) ask(ctx context.Context, what string, send func(context.Context) 
 	return json.Marshal(res)
 }
 
-// Sample and Roots of a task: not yet asked through the task's
-// input_required (its questions are elicitations); the tool is told the
-// client cannot be asked.
-func (e *Task) Sample(context.Context, string, json.RawMessage) (json.RawMessage, error) {
-	return nil, errCannotAsk("a task cannot ask for sampling yet")
+// Sample and Roots of a task are input requests of the task, as its
+// elicitations are: a 2025-11-25 tasks/result delivers them
+// (sampling/createMessage, roots/list with the related-task _meta), a
+// 2026-07-28 client answers them in tasks/update.
+func (e *Task) Sample(ctx context.Context, _ string, req json.RawMessage) (json.RawMessage, error) {
+	if !e.c.CanSample {
+		return nil, errCannotAsk("the client did not declare sampling")
+	}
+	if _, err := sampleParams(req); err != nil {
+		return nil, err
+	}
+	return e.ask(ctx, "sampling", abi.Question{Method: abi.MethodSample, Params: req})
 }
 
-func (e *Task) Roots(context.Context, string) (json.RawMessage, error) {
-	return nil, errCannotAsk("a task cannot ask for roots yet")
+func (e *Task) Roots(ctx context.Context, _ string) (json.RawMessage, error) {
+	if !e.c.CanRoots {
+		return nil, errCannotAsk("the client did not declare roots")
+	}
+	return e.ask(ctx, "roots", abi.Question{Method: abi.MethodRoots})
+}
+
+func (e *Task) ask(ctx context.Context, what string, q abi.Question) (json.RawMessage, error) {
+	if err := e.c.Limits.begin(time.Now()); err != nil {
+		e.c.Log.Info("request to the client refused", "what", what, "tool", e.tool, "session", e.c.SessionID, "err", err)
+		return nil, err
+	}
+	defer e.c.Limits.end()
+	a, err := e.request(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	if a.Err != nil {
+		return nil, errCannotAsk(what + " failed")
+	}
+	return a.Result, nil
+}
+
+// sampleParams reads a tool's sampling request as go-sdk's params: at
+// least one message and a positive maxTokens, no _meta of the tool's.
+func sampleParams(req json.RawMessage) (*mcp.CreateMessageParams, error) {
+	var params mcp.CreateMessageParams
+	if err := json.Unmarshal(req, &params); err != nil {
+		return nil, fmt.Errorf("%w: %v", abi.ErrBadClientRequest, err)
+	}
+	if len(params.Messages) == 0 || params.MaxTokens <= 0 {
+		return nil, fmt.Errorf("%w: sampling needs messages and a positive maxTokens", abi.ErrBadClientRequest)
+	}
+	params.Meta = nil // the request's _meta is the host's to set
+	return &params, nil
 }

@@ -191,15 +191,25 @@ func (e *Task) Elicit(ctx context.Context, req abi.ElicitRequest) (abi.ElicitRep
 		return abi.ElicitReply{}, err
 	}
 	defer e.c.Limits.end()
-	v, err := e.run.RequestInput(ctx, req)
-	if errors.Is(err, taskengine.ErrTooManyInputs) {
-		return abi.ElicitReply{}, elicitLimit("this task already has as many input requests waiting as it may")
-	}
+	a, err := e.request(ctx, abi.Question{Key: req.Key, Method: abi.MethodElicit, Message: req.Message, RequestedSchema: req.RequestedSchema})
 	if err != nil {
 		return abi.ElicitReply{}, err
 	}
-	a, _ := v.(Answer)
 	return a.Reply, a.Err
+}
+
+// request makes q an input request of the task (it is input_required
+// until every one is answered) and waits for its answer.
+func (e *Task) request(ctx context.Context, q abi.Question) (Answer, error) {
+	v, err := e.run.RequestInput(ctx, q)
+	if errors.Is(err, taskengine.ErrTooManyInputs) {
+		return Answer{}, elicitLimit("this task already has as many input requests waiting as it may")
+	}
+	if err != nil {
+		return Answer{}, err
+	}
+	a, _ := v.(Answer)
+	return a, nil
 }
 
 // BeginTask: a task's work already is one.

@@ -27,8 +27,9 @@ import (
 // client's reply, or why there is none. The engine keeps it for the
 // task's work (taskengine.Run.RequestInput returns it).
 type Answer struct {
-	Reply abi.ElicitReply
-	Err   error
+	Reply  abi.ElicitReply // an elicitation's
+	Result json.RawMessage // a sampling or roots request's
+	Err    error
 }
 
 // RefusedAnswer is a 2026-07-28 answer that mcpwire.DecodeElicitResult or
@@ -160,8 +161,8 @@ func (w *Waiters) deliver(ctx context.Context, e *taskengine.Engine, ss *mcp.Ser
 				delete(w.busy, key)
 				w.mu.Unlock()
 			}()
-			req, _ := r.Payload.(abi.ElicitRequest)
-			ans := elicit(ctx, ss, id, req)
+			q, _ := r.Payload.(abi.Question)
+			ans := ask(ctx, ss, id, q)
 			if ans.Err != nil && ctx.Err() != nil {
 				return // the waiter left; the next tasks/result delivers it again
 			}
@@ -170,6 +171,35 @@ func (w *Waiters) deliver(ctx context.Context, e *taskengine.Engine, ss *mcp.Ser
 			_ = e.Answer(context.WithoutCancel(ctx), owner, id, r.ID, ans)
 		})
 	}
+}
+
+// ask sends q to the client, with the related-task _meta of task taskID,
+// and waits for the answer.
+func ask(ctx context.Context, ss *mcp.ServerSession, taskID string, q abi.Question) Answer {
+	var res any
+	var err error
+	switch q.Method {
+	case abi.MethodSample:
+		var params *mcp.CreateMessageParams
+		if params, err = sampleParams(q.Params); err == nil {
+			params.Meta = mcpwire.RelatedTask(taskID)
+			//lint:ignore SA1019 sampling is deprecated only for protocol 2026-07-28; 2025-11-25 clients answer it.
+			res, err = ss.CreateMessage(ctx, params)
+		}
+	case abi.MethodRoots:
+		//lint:ignore SA1019 roots are deprecated only for protocol 2026-07-28; 2025-11-25 clients answer them.
+		res, err = ss.ListRoots(ctx, &mcp.ListRootsParams{Meta: mcpwire.RelatedTask(taskID)})
+	default:
+		return elicit(ctx, ss, taskID, q.Elicitation())
+	}
+	if err != nil {
+		return Answer{Err: fmt.Errorf("%s failed: %w", q.Method, err)}
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return Answer{Err: err}
+	}
+	return Answer{Result: b}
 }
 
 // elicit sends one elicitation/create to the client and waits for the reply.
@@ -214,8 +244,8 @@ func AnswerInputs(ctx context.Context, e *taskengine.Engine, owner, id string, r
 		return err
 	}
 	type answer struct {
-		key   string
-		reply abi.ElicitReply
+		key    string
+		answer Answer
 	}
 	var answers []answer
 	for _, r := range pending {
@@ -223,19 +253,34 @@ func AnswerInputs(ctx context.Context, e *taskengine.Engine, owner, id string, r
 		if !ok {
 			continue
 		}
-		reply, err := mcpwire.DecodeElicitResult(raw)
-		if err == nil {
-			req, _ := r.Payload.(abi.ElicitRequest)
-			reply, err = mcpwire.CheckAnswer(req, reply)
-		}
+		q, _ := r.Payload.(abi.Question)
+		a, err := checkAnswer(q, raw)
 		if err != nil {
 			return &RefusedAnswer{Key: r.ID, Err: err}
 		}
-		answers = append(answers, answer{r.ID, reply})
+		answers = append(answers, answer{r.ID, a})
 	}
 	for _, a := range answers {
 		// A request withdrawn in the meantime answers nothing: ignored.
-		_ = e.Answer(ctx, owner, id, a.key, Answer{Reply: a.reply})
+		_ = e.Answer(ctx, owner, id, a.key, a.answer)
 	}
 	return nil
+}
+
+// checkAnswer reads raw, a 2026-07-28 client's answer to q, as the tool
+// receives it.
+func checkAnswer(q abi.Question, raw json.RawMessage) (Answer, error) {
+	switch q.Method {
+	case abi.MethodSample:
+		res, err := mcpwire.CheckSampleAnswer(raw)
+		return Answer{Result: res}, err
+	case abi.MethodRoots:
+		res, err := mcpwire.CheckRootsAnswer(raw)
+		return Answer{Result: res}, err
+	}
+	reply, err := mcpwire.DecodeElicitResult(raw)
+	if err == nil {
+		reply, err = mcpwire.CheckAnswer(q.Elicitation(), reply)
+	}
+	return Answer{Reply: reply}, err
 }

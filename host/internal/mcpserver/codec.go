@@ -43,8 +43,9 @@ type wireFailure struct {
 }
 
 type wireAnswer struct {
-	Reply abi.ElicitReply `json:"reply"`
-	Err   string          `json:"err,omitempty"`
+	Reply  abi.ElicitReply `json:"reply"`
+	Result json.RawMessage `json:"result,omitempty"` // a sampling or roots request's
+	Err    string          `json:"err,omitempty"`
 }
 
 func (codec) Encode(k taskengine.Kind, v any) ([]byte, error) {
@@ -72,10 +73,10 @@ func (codec) Encode(k taskengine.Kind, v any) ([]byte, error) {
 		}
 		return json.Marshal(w)
 	case taskengine.KindInput:
-		return json.Marshal(v.(abi.ElicitRequest))
+		return json.Marshal(v.(abi.Question))
 	case taskengine.KindAnswer:
 		a, _ := v.(mcpevents.Answer)
-		w := wireAnswer{Reply: a.Reply}
+		w := wireAnswer{Reply: a.Reply, Result: a.Result}
 		if a.Err != nil {
 			w.Err = a.Err.Error()
 		}
@@ -109,15 +110,15 @@ func (codec) Decode(k taskengine.Kind, b []byte) (any, error) {
 		}
 		return out, nil
 	case taskengine.KindInput:
-		var req abi.ElicitRequest
-		err := json.Unmarshal(b, &req)
-		return req, err
+		var q abi.Question // an elicit request as stored before ABI 1.2 reads as one
+		err := json.Unmarshal(b, &q)
+		return q, err
 	case taskengine.KindAnswer:
 		var w wireAnswer
 		if err := json.Unmarshal(b, &w); err != nil {
 			return nil, err
 		}
-		a := mcpevents.Answer{Reply: w.Reply}
+		a := mcpevents.Answer{Reply: w.Reply, Result: w.Result}
 		if w.Err != "" {
 			a.Err = errors.New(w.Err)
 		}

@@ -78,9 +78,22 @@ func TestCodecRendersTheSameOnEveryReplica(t *testing.T) {
 	if toolOf(taskengine.Task{Meta: info}) != "word_count" {
 		t.Errorf("meta read back as %+v", info)
 	}
-	req := abi.ElicitRequest{Message: "ok?", RequestedSchema: json.RawMessage(`{"type":"object"}`)}
-	if got := roundTrip(t, taskengine.KindInput, req).(abi.ElicitRequest); got.Message != req.Message || string(got.RequestedSchema) != string(req.RequestedSchema) {
+	req := abi.Question{Method: abi.MethodElicit, Message: "ok?", RequestedSchema: json.RawMessage(`{"type":"object"}`)}
+	if got := roundTrip(t, taskengine.KindInput, req).(abi.Question); got.Message != req.Message || string(got.RequestedSchema) != string(req.RequestedSchema) {
 		t.Errorf("input request read back as %+v", got)
+	}
+	sample := abi.Question{Method: abi.MethodSample, Params: json.RawMessage(`{"maxTokens":5}`)}
+	if got := roundTrip(t, taskengine.KindInput, sample).(abi.Question); got.Method != abi.MethodSample || string(got.Params) != `{"maxTokens":5}` {
+		t.Errorf("sampling request read back as %+v", got)
+	}
+	// A record a replica of an older version wrote: an elicit request.
+	old, err := Codec().Decode(taskengine.KindInput, []byte(`{"message":"ok?","requestedSchema":{"type":"object"}}`))
+	if q, _ := old.(abi.Question); err != nil || q.Message != "ok?" || q.Elicitation().Message != "ok?" || q.Method != "" {
+		t.Errorf("an elicit request as stored before read back as %+v, %v", old, err)
+	}
+	rootsAns := mcpevents.Answer{Result: json.RawMessage(`{"roots":[]}`)}
+	if got := roundTrip(t, taskengine.KindAnswer, rootsAns).(mcpevents.Answer); string(got.Result) != `{"roots":[]}` {
+		t.Errorf("a roots answer read back as %+v", got)
 	}
 	ans := mcpevents.Answer{Reply: abi.ElicitReply{Action: "accept", Content: json.RawMessage(`{"a":1}`)}}
 	if got := roundTrip(t, taskengine.KindAnswer, ans).(mcpevents.Answer); got.Reply.Action != "accept" || string(got.Reply.Content) != `{"a":1}` || got.Err != nil {

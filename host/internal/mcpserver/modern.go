@@ -143,8 +143,8 @@ func (s *Server) renderModernTask(ctx context.Context, owner string, t taskengin
 		}
 		out.InputRequests = make(map[string]mcpwire.InputRequest, len(reqs))
 		for _, r := range reqs {
-			req, _ := r.Payload.(abi.ElicitRequest)
-			out.InputRequests[r.ID] = mcpwire.ElicitInput(req)
+			q, _ := r.Payload.(abi.Question)
+			out.InputRequests[r.ID] = mcpwire.QuestionInput(q)
 		}
 		return out, nil
 	case !t.Status.Terminal():

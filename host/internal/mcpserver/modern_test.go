@@ -883,3 +883,85 @@ func TestModernRoundState(t *testing.T) {
 		t.Errorf("needs_sampling without sampling: %+v, want -32021 with requiredCapabilities.sampling", m.Error)
 	}
 }
+
+// TestModernTaskAsksEveryKind: a task's sampling and roots requests are
+// input requests as its elicitations are: tasks/get lists each with its
+// method, tasks/update answers it (checked as a round's answer is).
+func TestModernTaskAsksEveryKind(t *testing.T) {
+	ts, _, c := modernServer(t, taskengine.Config{})
+	c.Capabilities = map[string]any{"elicitation": map[string]any{}, "sampling": map[string]any{}, "roots": map[string]any{},
+		"extensions": hosttest.WithTasks["extensions"]}
+	id, _ := c.Call(methodCallTool, call("steps", nil)).Map()["taskId"].(string)
+	if id == "" {
+		t.Fatal("steps did not become a task")
+	}
+	answers := []any{
+		map[string]any{"action": "accept", "content": map[string]any{"name": "Ada"}},
+		map[string]any{"role": "assistant", "content": map[string]any{"type": "text", "text": "hello"}, "model": "m"},
+		map[string]any{"roots": []any{map[string]any{"uri": "file:///work"}}},
+	}
+	for i, method := range []string{"elicitation/create", "sampling/createMessage", "roots/list"} {
+		r := pollStatus(t, ts, c, id, "input_required")
+		reqs, _ := r["inputRequests"].(map[string]any)
+		key := fmt.Sprint(i + 1)
+		q, _ := reqs[key].(map[string]any)
+		if len(reqs) != 1 || q["method"] != method {
+			t.Fatalf("question %d: inputRequests = %v, want one %s", i+1, reqs, method)
+		}
+		if i == 1 { // a bad answer is refused, and the question stays
+			if m := c.Call(methodTasksUpdate, map[string]any{"taskId": id, "inputResponses": map[string]any{key: map[string]any{"role": "robot", "content": map[string]any{"type": "text", "text": "x"}}}}); m.Code() != -32602 {
+				t.Errorf("a bad sampling answer: %s, want -32602", m.Raw)
+			}
+		}
+		c.Call(methodTasksUpdate, map[string]any{"taskId": id, "inputResponses": map[string]any{key: answers[i]}})
+	}
+	r := pollStatus(t, ts, c, id, "completed")
+	if txt := fmt.Sprint(r["result"]); !strings.Contains(txt, `{"name":"Ada"}`) || !strings.Contains(txt, "hello") || !strings.Contains(txt, "file:///work") {
+		t.Errorf("result = %v, want every answer", txt)
+	}
+}
+
+// TestTaskAsksEveryKindOn2025: a 2025-11-25 task's sampling and roots
+// requests reach the client through tasks/result, as its elicitations
+// do, each with the related-task _meta.
+func TestTaskAsksEveryKindOn2025(t *testing.T) {
+	ts := newTestServer(t, taskengine.Config{})
+	ts.catalog.Store(&modernTools{fakeTools: ts.tools, staged: make(chan struct{}, 4)})
+	c := ts.connectStdio(t)
+	c.hc.Initialize(map[string]any{"elicitation": map[string]any{}, "sampling": map[string]any{}, "roots": map[string]any{}})
+	var asked []string
+	c.hc.Elicit = func(p json.RawMessage) any {
+		asked = append(asked, "elicitation/create "+relatedTask(p))
+		return map[string]any{"action": "accept", "content": map[string]any{"name": "Ada"}}
+	}
+	c.hc.Answer = func(method string, p json.RawMessage) any {
+		asked = append(asked, method+" "+relatedTask(p))
+		switch method {
+		case "sampling/createMessage":
+			return map[string]any{"role": "assistant", "content": map[string]any{"type": "text", "text": "hello"}, "model": "m"}
+		case "roots/list":
+			return map[string]any{"roots": []any{map[string]any{"uri": "file:///work"}}}
+		}
+		return nil
+	}
+	task := c.hc.StartTask("steps", map[string]any{}, 0)
+	res := c.hc.TaskResult(task.TaskID)
+	if txt := res.Text(); !strings.Contains(txt, `{"name":"Ada"}`) || !strings.Contains(txt, "hello") || !strings.Contains(txt, "file:///work") {
+		t.Errorf("result = %+v, want every answer", res)
+	}
+	want := []string{"elicitation/create " + task.TaskID, "sampling/createMessage " + task.TaskID, "roots/list " + task.TaskID}
+	if !slices.Equal(asked, want) {
+		t.Errorf("the client was asked %q, want %q", asked, want)
+	}
+}
+
+// relatedTask is the related-task ID of a request's params' _meta.
+func relatedTask(params json.RawMessage) string {
+	var p struct {
+		Meta map[string]struct {
+			TaskID string `json:"taskId"`
+		} `json:"_meta"`
+	}
+	_ = json.Unmarshal(params, &p)
+	return p.Meta["io.modelcontextprotocol/related-task"].TaskID
+}

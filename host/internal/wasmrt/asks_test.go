@@ -17,7 +17,7 @@ type askEvents struct {
 	fail    error
 }
 
-func (e *askEvents) Sample(_ context.Context, req json.RawMessage) (json.RawMessage, error) {
+func (e *askEvents) Sample(_ context.Context, _ string, req json.RawMessage) (json.RawMessage, error) {
 	e.sampled = append(e.sampled, string(req))
 	if e.fail != nil {
 		return nil, e.fail
@@ -25,7 +25,7 @@ func (e *askEvents) Sample(_ context.Context, req json.RawMessage) (json.RawMess
 	return json.RawMessage(`{"role":"assistant","content":{"type":"text","text":"4"},"model":"m"}`), nil
 }
 
-func (e *askEvents) Roots(context.Context) (json.RawMessage, error) {
+func (e *askEvents) Roots(context.Context, string) (json.RawMessage, error) {
 	if e.fail != nil {
 		return nil, e.fail
 	}
@@ -67,5 +67,21 @@ func TestSampleAndRootsImports(t *testing.T) {
 	}
 	if got := call("roots", &askEvents{fail: fmt.Errorf("test: %w", abi.ErrElicitLimit)}); got != "refused" {
 		t.Errorf("roots refused by a limit: %s, want refused", got)
+	}
+}
+
+// A sample request's "key" names the question and is not sent.
+func TestTakeKey(t *testing.T) {
+	key, params, ok := takeKey([]byte(`{"key":"capital","maxTokens":5}`))
+	if !ok || key != "capital" || string(params) != `{"maxTokens":5}` {
+		t.Errorf("takeKey = %q, %s, %v; want capital and the params without it", key, params, ok)
+	}
+	if key, params, ok := takeKey([]byte(`{"maxTokens":5}`)); !ok || key != "" || string(params) != `{"maxTokens":5}` {
+		t.Errorf("takeKey without a key = %q, %s, %v", key, params, ok)
+	}
+	for _, bad := range []string{`{"key":"has space"}`, `{"key":7}`, `{"key":""}`, `[1]`} {
+		if _, _, ok := takeKey([]byte(bad)); ok {
+			t.Errorf("takeKey(%s) accepted it", bad)
+		}
 	}
 }
