@@ -166,6 +166,9 @@ type Tool struct {
 	// elicitation, sampling, roots. A call whose client did not declare
 	// them is refused before anything runs.
 	Requires []string `json:"requires,omitempty"`
+	// HeaderParams are the inputSchema's x-mcp-header parameters
+	// (SEP-2243), read by DecodeManifest.
+	HeaderParams []HeaderParam `json:"-"`
 }
 
 // ClientCapabilities a tool may require ([Tool.Requires]).
@@ -403,6 +406,10 @@ func DecodeManifest(b []byte) (*Manifest, error) {
 			t.InputSchema = json.RawMessage(`{"type":"object"}`)
 		}
 		if err := checkObjectSchema(t.InputSchema); err != nil {
+			return nil, fmt.Errorf("%w: tool %q: inputSchema: %v", ErrManifest, t.Name, err)
+		}
+		var err error
+		if t.HeaderParams, err = HeaderParams(t.InputSchema); err != nil {
 			return nil, fmt.Errorf("%w: tool %q: inputSchema: %v", ErrManifest, t.Name, err)
 		}
 		if len(t.OutputSchema) > 0 {

@@ -134,7 +134,8 @@ var roundTools = []guest.Tool{
 	}),
 }
 
-// The server-stateless scenario's diagnostic tools (SEP-2575).
+// The server-stateless scenario's diagnostic tools (SEP-2575), and a tool
+// with a header parameter for the SEP-2243 scenarios.
 var statelessTools = []guest.Tool{
 	{
 		Name:        "test_missing_capability",
@@ -159,6 +160,18 @@ var statelessTools = []guest.Tool{
 			}
 			return guest.Textf("Hello, %s!", field(a[0], "name")), nil
 		},
+	},
+	// SEP-2243: the region argument travels in the Mcp-Param-Region
+	// header too, which the host holds to the body (-32020 otherwise).
+	{
+		Name:        "check_region",
+		Description: "Says which region a request is routed to (its region argument is mirrored into a header).",
+		InputSchema: `{"type":"object","properties":{"region":{"type":"string","description":"the region to run in","x-mcp-header":"Region"}}}`,
+		Handler: guest.Handle(func(_ *guest.Call, in struct {
+			Region string `json:"region"`
+		}) (guest.Result, error) {
+			return guest.Textf("region: %q", in.Region), nil
+		}),
 	},
 	{
 		Name:        "test_logging_tool",

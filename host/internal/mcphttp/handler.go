@@ -3,6 +3,7 @@ package mcphttp
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -43,6 +44,10 @@ type MCP interface {
 	// MayReportProgress reports whether a tools/call of tool can send
 	// progress notifications before its result.
 	MayReportProgress(ctx context.Context, tool string) bool
+	// CheckParamHeaders checks the Mcp-Param-* headers of a 2026-07-28
+	// tools/call of tool by tenant user with args (SEP-2243); the error
+	// is the client's text for a -32020 refusal.
+	CheckParamHeaders(ctx context.Context, user, tool string, args json.RawMessage, header http.Header) error
 	// ClientMessage is the text a client reads for an error message
 	// go-sdk wrote (it may quote Go types).
 	ClientMessage(msg string) string

@@ -33,7 +33,7 @@ func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if !taskNameMatches(w, r, body) {
+	if !taskNameMatches(w, r, body) || !h.paramHeadersMatch(w, r, body) {
 		return
 	}
 	r.Body = readCloser{bytes.NewReader(body)}
@@ -74,16 +74,7 @@ func (h *Handler) mayReportProgress(r *http.Request) bool {
 // transport requires for routing (go-sdk checks it for tools/call only).
 // A missing or different name is answered with HTTP 400 and -32020.
 func taskNameMatches(w http.ResponseWriter, r *http.Request, body []byte) bool {
-	refuse := func(id json.RawMessage, code int64, why string) bool {
-		if len(id) == 0 {
-			id = json.RawMessage("null")
-		}
-		out, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": jsonrpc.Error{Code: code, Message: why}})
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusBadRequest)
-		_, _ = w.Write(out)
-		return false
-	}
+	refuse := func(id json.RawMessage, code int64, why string) bool { return refuseBadRequest(w, id, code, why) }
 	// Read the members as go-sdk will: exact, case-sensitive names. A
 	// name that only differs in case from one that matters, or a repeated
 	// one, would let this check and go-sdk read different requests.
@@ -195,4 +186,42 @@ func (w *errorRewriter) rewrite(payload []byte) ([]byte, bool) {
 	fields["error"] = b
 	out, err := json.Marshal(fields)
 	return out, err == nil
+}
+
+// paramHeadersMatch checks the Mcp-Param-* headers of a 2026-07-28
+// tools/call against its arguments (SEP-2243), as the MCP room words it
+// (MCP.CheckParamHeaders): a mismatch is answered with HTTP 400 and
+// -32020, before go-sdk reads the request. Anything else passes.
+func (h *Handler) paramHeadersMatch(w http.ResponseWriter, r *http.Request, body []byte) bool {
+	if r.Header.Get(methodHeader) != "tools/call" {
+		return true // go-sdk holds Mcp-Method to the body
+	}
+	msg, err := members(body, "params", "id")
+	if err != nil {
+		return true // taskNameMatches or go-sdk answers it
+	}
+	params, err := members(msg["params"], "name", "arguments")
+	if err != nil {
+		return true
+	}
+	var name string
+	if json.Unmarshal(params["name"], &name) != nil {
+		return true
+	}
+	if err := h.cfg.MCP.CheckParamHeaders(r.Context(), tenantOf(r), name, params["arguments"], r.Header); err != nil {
+		return refuseBadRequest(w, msg["id"], mcp.CodeHeaderMismatch, err.Error())
+	}
+	return true
+}
+
+// refuseBadRequest answers request id with HTTP 400 and a JSON-RPC error.
+func refuseBadRequest(w http.ResponseWriter, id json.RawMessage, code int64, why string) bool {
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	out, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": jsonrpc.Error{Code: code, Message: why}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	_, _ = w.Write(out)
+	return false
 }

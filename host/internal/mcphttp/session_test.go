@@ -83,7 +83,11 @@ func (f *fakeMCP) Connect(c mcp.Connection, _ string) (func(), error) {
 
 func (f *fakeMCP) Stateless() *mcp.Server                         { return f.server }
 func (f *fakeMCP) MayReportProgress(context.Context, string) bool { return true }
-func (f *fakeMCP) ClientMessage(msg string) string                { return msg }
+
+func (f *fakeMCP) CheckParamHeaders(context.Context, string, string, json.RawMessage, http.Header) error {
+	return nil
+}
+func (f *fakeMCP) ClientMessage(msg string) string { return msg }
 
 type fakeTransport struct{ c mcp.Connection }
 

@@ -53,6 +53,7 @@ var modernExtra = []abi.Tool{
 	{Name: "stuck", TaskSupport: abi.TaskRequired, TaskStart: abi.TaskStartCall},
 	{Name: "steps", TaskSupport: abi.TaskOptional, TaskStart: abi.TaskStartCall},
 	{Name: "needs_sampling", Requires: []string{"sampling"}},
+	{Name: "routed", HeaderParams: []abi.HeaderParam{{Name: "Region", Path: []string{"region"}, Type: "string"}}},
 }
 
 func (m *modernTools) Tools() []abi.Tool {
@@ -111,6 +112,8 @@ func (m *modernTools) call(ctx context.Context, name string, args json.RawMessag
 	case "stuck":
 		<-m.release
 		return text("released"), nil
+	case "routed":
+		return text("routed"), nil
 	case "steps", "needs_sampling":
 		// Keyed questions of every kind, one round each.
 		a := ev.(abi.Asker)
@@ -964,4 +967,27 @@ func relatedTask(params json.RawMessage) string {
 	}
 	_ = json.Unmarshal(params, &p)
 	return p.Meta["io.modelcontextprotocol/related-task"].TaskID
+}
+
+// TestModernParamHeaders: a tools/call of a tool with x-mcp-header
+// parameters needs each present argument mirrored in its Mcp-Param-*
+// header (SEP-2243); a missing or different one is HTTP 400, -32020,
+// and the tool does not run.
+func TestModernParamHeaders(t *testing.T) {
+	_, _, c := modernServer(t, taskengine.Config{})
+	params := call("routed", map[string]any{"region": "eu"})
+	for name, hdr := range map[string]http.Header{
+		"no header":        {},
+		"another value":    {"Mcp-Param-Region": {"us"}},
+		"invalid encoding": {"Mcp-Param-Region": {"=?base64?ZX?="}},
+	} {
+		if status, m := c.Do(methodCallTool, params, hdr); status != http.StatusBadRequest || m.Code() != -32020 {
+			t.Errorf("%s: HTTP %d %s, want 400 and -32020", name, status, m.Raw)
+		}
+	}
+	for name, v := range map[string]string{"plain": "eu", "base64": "=?base64?ZXU=?="} {
+		if status, m := c.Do(methodCallTool, params, http.Header{"Mcp-Param-Region": {v}}); status != http.StatusOK || !strings.Contains(string(m.Raw), "routed") {
+			t.Errorf("%s: HTTP %d %s, want the result", name, status, m.Raw)
+		}
+	}
 }

@@ -3,11 +3,13 @@ package mcpserver
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"maps"
+	"net/http"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -18,6 +20,7 @@ import (
 	"github.com/wasmtask/wasmtask/host/internal/mcpconn"
 	"github.com/wasmtask/wasmtask/host/internal/mcpevents"
 	"github.com/wasmtask/wasmtask/host/internal/mcpstdio"
+	"github.com/wasmtask/wasmtask/host/internal/mcpwire"
 	"github.com/wasmtask/wasmtask/host/internal/roundstate"
 	"github.com/wasmtask/wasmtask/taskengine"
 )
@@ -359,6 +362,24 @@ func (s *Server) MayReportProgress(ctx context.Context, tool string) bool {
 	defer release()
 	info, ok := cat.Tool(tool)
 	return !ok || info.Progress
+}
+
+// CheckParamHeaders checks the Mcp-Param-* headers of a 2026-07-28
+// tools/call of tool by tenant user over HTTP against its arguments, for
+// the tool's x-mcp-header parameters (mcpwire.CheckParamHeaders). A tool
+// not served, or hidden from user, has none: its call is refused as
+// unknown, as any call of it is.
+func (s *Server) CheckParamHeaders(ctx context.Context, user, tool string, args json.RawMessage, header http.Header) error {
+	cat, release, err := s.cfg.Catalog(ctx, tool)
+	if err != nil {
+		return nil
+	}
+	defer release()
+	info, ok := cat.Tool(tool)
+	if !ok || !s.visible(user, cat)(tool) {
+		return nil
+	}
+	return mcpwire.CheckParamHeaders(info.Decl.HeaderParams, args, header.Values)
 }
 
 // ClientMessage is the text a client reads for an error message go-sdk
