@@ -17,7 +17,9 @@ func TestHeaderParams(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []HeaderParam{{"N", []string{"n"}, "integer"}, {"Dry-Run", []string{"opts", "dry"}, "boolean"}, {"Region", []string{"region"}, "string"}}
-	if !slices.EqualFunc(got, want, func(a, b HeaderParam) bool { return a.Name == b.Name && a.Type == b.Type && slices.Equal(a.Path, b.Path) }) {
+	if !slices.EqualFunc(got, want, func(a, b HeaderParam) bool {
+		return a.Name == b.Name && a.Type == b.Type && slices.Equal(a.Path, b.Path)
+	}) {
 		t.Errorf("HeaderParams = %+v, want %+v", got, want)
 	}
 	for name, schema := range map[string]string{

@@ -39,9 +39,9 @@ func TestCheckParamHeaders(t *testing.T) {
 	}{
 		{`{"region":"eu"}`, nil}, // value in the body, no header
 		{`{"region":"eu"}`, map[string]string{"Mcp-Param-Region": "us"}},
-		{`{"region":"Hello"}`, map[string]string{"Mcp-Param-Region": "=?base64?SGVsbG8?="}},      // bad padding
-		{`{"region":"Hello"}`, map[string]string{"Mcp-Param-Region": "=?base64?SGVs!!!bG8=?="}},  // bad alphabet
-		{`{}`, map[string]string{"Mcp-Param-Region": "eu"}},                                       // header without a value
+		{`{"region":"Hello"}`, map[string]string{"Mcp-Param-Region": "=?base64?SGVsbG8?="}},     // bad padding
+		{`{"region":"Hello"}`, map[string]string{"Mcp-Param-Region": "=?base64?SGVs!!!bG8=?="}}, // bad alphabet
+		{`{}`, map[string]string{"Mcp-Param-Region": "eu"}},                                     // header without a value
 		{`{"opts":{"n":42}}`, map[string]string{"Mcp-Param-N": "42.5"}},
 		{`{"opts":{"n":"42"}}`, map[string]string{"Mcp-Param-N": "42"}}, // a string is not the integer
 		{`{"dry":false}`, map[string]string{"Mcp-Param-Dry": "False"}},
