@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/wasmtask/wasmtask/abi"
+	"github.com/wasmtask/wasmtask/host/internal/mcperr"
 	"github.com/wasmtask/wasmtask/host/internal/mcpevents"
 	"github.com/wasmtask/wasmtask/host/internal/mcpwire"
 	"github.com/wasmtask/wasmtask/taskengine"
@@ -36,10 +37,10 @@ type wireOutcome struct {
 }
 
 type wireFailure struct {
-	Kind   FailureKind `json:"kind"`
-	Detail string      `json:"detail,omitempty"`
-	Stderr string      `json:"stderr,omitempty"`
-	Text   string      `json:"text,omitempty"` // the error's own text, for the server log
+	Kind   mcperr.FailureKind `json:"kind"`
+	Detail string             `json:"detail,omitempty"`
+	Stderr string             `json:"stderr,omitempty"`
+	Text   string             `json:"text,omitempty"` // the error's own text, for the server log
 }
 
 type wireAnswer struct {
@@ -60,7 +61,7 @@ func (codec) Encode(k taskengine.Kind, v any) ([]byte, error) {
 		w := wireOutcome{Failed: out.Failed}
 		w.Result, _ = out.Value.(*mcpwire.CallToolResult)
 		var rpc *jsonrpc.Error
-		var f *Failure
+		var f *mcperr.Failure
 		switch {
 		case out.Err == nil:
 		case errors.As(out.Err, &rpc):
@@ -68,7 +69,7 @@ func (codec) Encode(k taskengine.Kind, v any) ([]byte, error) {
 		case errors.As(out.Err, &f):
 			w.Failure = &wireFailure{Kind: f.Kind, Detail: f.Detail, Stderr: f.Stderr, Text: f.Error()}
 		default:
-			w.Failure = &wireFailure{Kind: FailInternal, Text: out.Err.Error()}
+			w.Failure = &wireFailure{Kind: mcperr.FailInternal, Text: out.Err.Error()}
 		}
 		return json.Marshal(w)
 	case taskengine.KindInput:
@@ -105,7 +106,7 @@ func (codec) Decode(k taskengine.Kind, b []byte) (any, error) {
 		case w.RPC != nil:
 			out.Err = w.RPC
 		case w.Failure != nil:
-			out.Err = &Failure{Kind: w.Failure.Kind, Detail: w.Failure.Detail, Stderr: w.Failure.Stderr, Err: errors.New(w.Failure.Text)}
+			out.Err = &mcperr.Failure{Kind: w.Failure.Kind, Detail: w.Failure.Detail, Stderr: w.Failure.Stderr, Err: errors.New(w.Failure.Text)}
 		}
 		return out, nil
 	case taskengine.KindInput:

@@ -3,7 +3,6 @@ package mcpserver
 import (
 	"encoding/json"
 	"errors"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -11,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wasmtask/wasmtask/abi"
+	"github.com/wasmtask/wasmtask/host/internal/mcperr"
 	"github.com/wasmtask/wasmtask/host/internal/mcpevents"
 	"github.com/wasmtask/wasmtask/host/internal/mcpwire"
 	"github.com/wasmtask/wasmtask/taskengine"
@@ -53,25 +53,16 @@ func TestCodecRendersTheSameOnEveryReplica(t *testing.T) {
 	}
 
 	for _, err := range []error{
-		&Failure{Kind: FailOutOfMemory, Detail: "64 MiB", Stderr: "boom", Err: errors.New("wasm: oom")},
+		&mcperr.Failure{Kind: mcperr.FailOutOfMemory, Detail: "64 MiB", Stderr: "boom", Err: errors.New("wasm: oom")},
 		errors.New("something internal"),
 	} {
 		out = roundTrip(t, taskengine.KindOutcome, taskengine.Outcome{Err: err}).(taskengine.Outcome)
-		if a, b := failureText("t", err), failureText("t", out.Err); a != b {
+		if a, b := mcperr.FailureText("t", err), mcperr.FailureText("t", out.Err); a != b {
 			t.Errorf("failure text: ran %q, read %q", a, b)
 		}
-		if a, b := taskEndText("t", err), taskEndText("t", out.Err); a != b {
+		if a, b := mcperr.TaskEndText("t", err), mcperr.TaskEndText("t", out.Err); a != b {
 			t.Errorf("status message: ran %q, read %q", a, b)
 		}
-	}
-
-	// A task whose replica died reads as that, in its status message and
-	// its result.
-	if got := taskEndText("t", taskengine.ErrReplicaLost); !strings.Contains(got, "stopped before it finished") {
-		t.Errorf("status message of a lost task: %q", got)
-	}
-	if got := failureText("t", taskengine.ErrReplicaLost); !strings.Contains(got, "stopped before the call finished") {
-		t.Errorf("result text of a lost task: %q", got)
 	}
 
 	info := roundTrip(t, taskengine.KindMeta, &taskInfo{tool: "word_count"}).(*taskInfo)

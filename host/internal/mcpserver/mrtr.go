@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/wasmtask/wasmtask/host/internal/mcperr"
 	"github.com/wasmtask/wasmtask/host/internal/mcpevents"
 	"github.com/wasmtask/wasmtask/host/internal/mcpwire"
 	"github.com/wasmtask/wasmtask/taskengine"
@@ -91,7 +92,7 @@ func (s *Server) callStaged(ctx context.Context, rq requestor, cat Catalog, rele
 			defer func() {
 				if r := recover(); r != nil {
 					s.log.Error("panic while running a tool", "tool", tool, "panic", r, "stack", string(debug.Stack()))
-					e = ending{err: rpcError(jsonrpc.CodeInternalError, "internal error")}
+					e = ending{err: mcperr.RPC(jsonrpc.CodeInternalError, "internal error")}
 				}
 			}()
 			e.res, e.err = s.execute(runCtx, Caller{Tenant: owner, User: rq.user}, cat, tool, p.Arguments, r)
@@ -111,10 +112,10 @@ func (s *Server) callStaged(ctx context.Context, rq requestor, cat Catalog, rele
 		}
 		open, bad, refused := r.Ended()
 		if refused != nil {
-			return nil, engineError(refused, "")
+			return nil, mcperr.Engine(refused, "")
 		}
 		if bad != nil {
-			return nil, refusedAnswerError(bad)
+			return nil, mcperr.RefusedAnswer(bad)
 		}
 		if open != nil {
 			return &mcpwire.InputRequiredResult{ResultType: resultInputRequired, InputRequests: open}, nil
