@@ -12,6 +12,7 @@ import (
 	"github.com/wasmtask/wasmtask/host/internal/mcperr"
 	"github.com/wasmtask/wasmtask/host/internal/mcpevents"
 	"github.com/wasmtask/wasmtask/host/internal/mcpwire"
+	"github.com/wasmtask/wasmtask/host/internal/taskcodec"
 	"github.com/wasmtask/wasmtask/taskengine"
 )
 
@@ -41,7 +42,7 @@ func (s *Server) callStaged(ctx context.Context, rq requestor, cat Catalog, rele
 	}
 	ended := make(chan ending, 1)   // the instance's end, for the round
 	outcome := make(chan ending, 1) // the same, for the task's work
-	info := &taskInfo{tool: tool, attrs: toolAttrs(cat, tool)}
+	info := &taskcodec.Meta{Tool: tool, Attrs: toolAttrs(cat, tool)}
 	client := s.client(rq)
 	var r *mcpevents.Round
 	begin := func() (taskengine.Task, error) {
@@ -52,7 +53,7 @@ func (s *Server) callStaged(ctx context.Context, rq requestor, cat Catalog, rele
 			stop := context.AfterFunc(tctx, cancel) // a cancelled task stops the instance
 			defer stop()
 			e := <-outcome
-			s.audit(auditTaskFinish, owner, append(append(slices.Clip(info.attrs), slog.String("task", run.ID())), outcomeAttr(e.res, e.err))...)
+			s.audit(auditTaskFinish, owner, append(append(slices.Clip(info.Attrs), slog.String("task", run.ID())), outcomeAttr(e.res, e.err))...)
 			if tctx.Err() != nil {
 				return taskengine.Outcome{Err: endedBy(tctx)}
 			}
@@ -66,7 +67,7 @@ func (s *Server) callStaged(ctx context.Context, rq requestor, cat Catalog, rele
 		}
 		t, err := s.cfg.Engine.Submit(ctx, owner, taskengine.SubmitOptions{Meta: info}, work)
 		if err != nil {
-			s.audit(auditTaskCreate, owner, append(slices.Clip(info.attrs), slog.String("outcome", "refused"), slog.String("reason", err.Error()))...)
+			s.audit(auditTaskCreate, owner, append(slices.Clip(info.Attrs), slog.String("outcome", "refused"), slog.String("reason", err.Error()))...)
 			return taskengine.Task{}, err
 		}
 		<-started

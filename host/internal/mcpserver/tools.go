@@ -18,6 +18,7 @@ import (
 	"github.com/wasmtask/wasmtask/host/internal/mcperr"
 	"github.com/wasmtask/wasmtask/host/internal/mcpevents"
 	"github.com/wasmtask/wasmtask/host/internal/mcpwire"
+	"github.com/wasmtask/wasmtask/host/internal/taskcodec"
 	"github.com/wasmtask/wasmtask/taskengine"
 )
 
@@ -280,7 +281,7 @@ const cacheMetaKey = "io.wasmtask/cache"
 // The caller counted the task in (beginWork); its work counts it out.
 func (s *Server) createTask(ctx context.Context, rq requestor, cat Catalog, release func(), tool string, args json.RawMessage, token any, ttl time.Duration, reqID any) (mcp.Result, error) {
 	owner := rq.owner()
-	info := &taskInfo{tool: tool, attrs: toolAttrs(cat, tool)}
+	info := &taskcodec.Meta{Tool: tool, Attrs: toolAttrs(cat, tool)}
 	work := func(ctx context.Context, run *taskengine.Run) taskengine.Outcome {
 		defer s.endWork()
 		defer release()
@@ -294,7 +295,7 @@ func (s *Server) createTask(ctx context.Context, rq requestor, cat Catalog, rele
 			}
 		}}
 		res, err := s.execute(ctx, who, cat, tool, args, ev)
-		s.audit(auditTaskFinish, owner, append(append(slices.Clip(info.attrs), slog.String("task", id)), outcomeAttr(res, err))...)
+		s.audit(auditTaskFinish, owner, append(append(slices.Clip(info.Attrs), slog.String("task", id)), outcomeAttr(res, err))...)
 		if ctx.Err() != nil {
 			return taskengine.Outcome{Err: endedBy(ctx)}
 		}
@@ -309,7 +310,7 @@ func (s *Server) createTask(ctx context.Context, rq requestor, cat Catalog, rele
 	t, err := s.cfg.Engine.Submit(ctx, owner, taskengine.SubmitOptions{TTL: ttl, Meta: info}, work)
 	if err != nil {
 		s.endWork()
-		s.audit(auditTaskCreate, owner, append(slices.Clip(info.attrs), slog.String("outcome", "refused"), slog.String("reason", err.Error()))...)
+		s.audit(auditTaskCreate, owner, append(slices.Clip(info.Attrs), slog.String("outcome", "refused"), slog.String("reason", err.Error()))...)
 		return nil, mcperr.Engine(err, "")
 	}
 	s.audit(auditTaskCreate, owner, append(taskAttrs(t), slog.String("outcome", "created"), slog.Duration("ttl", t.TTL))...)

@@ -1,4 +1,4 @@
-package mcpserver
+package taskcodec
 
 import (
 	"encoding/json"
@@ -15,13 +15,22 @@ import (
 	"github.com/wasmtask/wasmtask/taskengine"
 )
 
-// Codec encodes what this layer keeps in tasks (the tool a task runs, its
-// CallToolResult or error, its input requests and their answers) for a task
-// store that replicas share (taskengine.Config.Codec). What a replica
-// decodes renders exactly as on the replica that ran the task: a result as
-// the same CallToolResult, a JSON-RPC error with its code and data, a
-// failure with the same wording.
-func Codec() taskengine.Codec { return codec{} }
+// New returns the codec of what the MCP layer keeps in tasks (the tool a
+// task runs, its CallToolResult or error, its input requests and their
+// answers) for a task store that replicas share (taskengine.Config.Codec).
+// What a replica decodes renders exactly as on the replica that ran the
+// task: a result as the same CallToolResult, a JSON-RPC error with its code
+// and data, a failure with the same wording.
+func New() taskengine.Codec { return codec{} }
+
+// Meta is a task's SubmitOptions.Meta as the MCP layer sets it: its tool
+// and the tool's audit attributes (module and digest) as they were when the
+// task was created. Only the tool is stored: a replica that reads the task
+// back has the tool's name as its one attribute.
+type Meta struct {
+	Tool  string
+	Attrs []slog.Attr
+}
 
 type codec struct{}
 
@@ -51,11 +60,11 @@ type wireAnswer struct {
 func (codec) Encode(k taskengine.Kind, v any) ([]byte, error) {
 	switch k {
 	case taskengine.KindMeta:
-		info, _ := v.(*taskInfo)
+		info, _ := v.(*Meta)
 		if info == nil {
 			return json.Marshal(wireMeta{})
 		}
-		return json.Marshal(wireMeta{Tool: info.tool})
+		return json.Marshal(wireMeta{Tool: info.Tool})
 	case taskengine.KindOutcome:
 		out, _ := v.(taskengine.Outcome)
 		w := wireOutcome{Failed: out.Failed}
@@ -92,7 +101,7 @@ func (codec) Decode(k taskengine.Kind, b []byte) (any, error) {
 		if err := json.Unmarshal(b, &w); err != nil {
 			return nil, err
 		}
-		return &taskInfo{tool: w.Tool, attrs: []slog.Attr{slog.String("tool", w.Tool)}}, nil
+		return &Meta{Tool: w.Tool, Attrs: []slog.Attr{slog.String("tool", w.Tool)}}, nil
 	case taskengine.KindOutcome:
 		var w wireOutcome
 		if err := json.Unmarshal(b, &w); err != nil {

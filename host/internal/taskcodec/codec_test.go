@@ -1,4 +1,4 @@
-package mcpserver
+package taskcodec
 
 import (
 	"encoding/json"
@@ -20,11 +20,11 @@ import (
 // another replica does.
 func roundTrip(t *testing.T, k taskengine.Kind, v any) any {
 	t.Helper()
-	b, err := Codec().Encode(k, v)
+	b, err := New().Encode(k, v)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := Codec().Decode(k, b)
+	got, err := New().Decode(k, b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func roundTrip(t *testing.T, k taskengine.Kind, v any) any {
 // client exactly as the replica that ran the task would.
 func TestCodecRendersTheSameOnEveryReplica(t *testing.T) {
 	res := &mcpwire.CallToolResult{
-		ResultBase:        mcp.ResultBase{Meta: mcp.Meta{cacheMetaKey: map[string]any{"hit": true}}},
+		ResultBase:        mcp.ResultBase{Meta: mcp.Meta{"io.wasmtask/cache": map[string]any{"hit": true}}},
 		Content:           mcpwire.ContentList{mcpwire.TextBlock(""), {Type: "image", Data: "aGk=", MIMEType: "image/png"}},
 		StructuredContent: json.RawMessage(`{"n":1}`),
 		IsError:           true,
@@ -65,8 +65,8 @@ func TestCodecRendersTheSameOnEveryReplica(t *testing.T) {
 		}
 	}
 
-	info := roundTrip(t, taskengine.KindMeta, &taskInfo{tool: "word_count"}).(*taskInfo)
-	if toolOf(taskengine.Task{Meta: info}) != "word_count" {
+	info := roundTrip(t, taskengine.KindMeta, &Meta{Tool: "word_count"}).(*Meta)
+	if info.Tool != "word_count" {
 		t.Errorf("meta read back as %+v", info)
 	}
 	req := abi.ElicitRequest{Message: "ok?", RequestedSchema: json.RawMessage(`{"type":"object"}`)}
