@@ -73,8 +73,20 @@ var rules = []rule{
 	// The MCP protocol room: go-sdk's server and the task engine; it
 	// serves connections and never touches HTTP (its tests drive it
 	// through the HTTP room).
-	{dir: "host/internal/mcpserver", allow: []string{module + "/abi", module + "/taskengine", module + "/host/internal/mcpserver", module + "/host/internal/mcpconn", module + "/host/internal/mcpevents", module + "/host/internal/mcpstdio", module + "/host/internal/mcpwire", module + "/host/internal/roundstate", "github.com/modelcontextprotocol/go-sdk", "github.com/google/jsonschema-go", "github.com/google/go-cmp"},
+	{dir: "host/internal/mcpserver", allow: []string{module + "/abi", module + "/taskengine", module + "/host/internal/mcpserver", module + "/host/internal/mcpconn", module + "/host/internal/mcpevents", module + "/host/internal/mcpstdio", module + "/host/internal/mcpwire", module + "/host/internal/roundstate", module + "/host/internal/mcperr", module + "/host/internal/taskcodec", "github.com/modelcontextprotocol/go-sdk", "github.com/google/jsonschema-go", "github.com/google/go-cmp"},
 		tests: []string{"golang.org/x/tools/txtar", module + "/host/hosttest", module + "/host/internal/mcphttp"},
+		deny:  []string{"net/http"}},
+	// What an MCP client is told when something fails: go-sdk's JSON-RPC
+	// error type, the task engine's errors and the errors of the session
+	// connection and of a running tool's answers it words; never the MCP
+	// room that sends them, nor host.
+	{dir: "host/internal/mcperr", allow: []string{module + "/host/internal/mcperr", module + "/taskengine", module + "/host/internal/mcpconn", module + "/host/internal/mcpevents", "github.com/modelcontextprotocol/go-sdk/jsonrpc"},
+		deny: []string{"net/http"}},
+	// The stored form of the MCP layer's task values: the task engine's
+	// Codec over the MCP shapes, the contract's questions, mcpevents'
+	// answers and mcperr's failures; never the MCP room, nor host.
+	{dir: "host/internal/taskcodec", allow: []string{module + "/host/internal/taskcodec", module + "/abi", module + "/taskengine", module + "/host/internal/mcperr", module + "/host/internal/mcpevents", module + "/host/internal/mcpwire", "github.com/modelcontextprotocol/go-sdk/jsonrpc"},
+		tests: []string{"github.com/modelcontextprotocol/go-sdk/mcp"},
 		deny:  []string{"net/http"}},
 	// A session's connection under go-sdk: go-sdk's message types, the
 	// MCP shapes, the message decoder's member reader and the task
@@ -284,6 +296,14 @@ func TestLayeringCatchesViolations(t *testing.T) {
 		{"host/internal/mcphttp", module + "/host/internal/mcpserver", false, false},
 		{"host/internal/mcphttp", "github.com/modelcontextprotocol/go-sdk/jsonrpc", false, true},
 		{"host/internal/mcpstdio", module + "/taskengine", false, false},
+		{"host/internal/mcperr", module + "/host/internal/mcpserver", false, false},
+		{"host/internal/mcperr", module + "/host", false, false},
+		{"host/internal/mcperr", "github.com/modelcontextprotocol/go-sdk/mcp", false, false},
+		{"host/internal/mcperr", "github.com/modelcontextprotocol/go-sdk/jsonrpc", false, true},
+		{"host/internal/mcpserver", module + "/host/internal/mcperr", false, true},
+		{"host/internal/taskcodec", module + "/host/internal/mcpserver", false, false},
+		{"host/internal/taskcodec", module + "/host/internal/mcperr", false, true},
+		{"host/internal/mcpserver", module + "/host/internal/taskcodec", false, true},
 		{"host/internal/mcpwire", module + "/taskengine", false, false},
 		{"host/internal/mcpwire", module + "/host/internal/mcpserver", false, false},
 		{"host/internal/mcpwire", "net/http", false, false},

@@ -9,6 +9,7 @@ import (
 
 	"github.com/wasmtask/wasmtask/abi"
 	"github.com/wasmtask/wasmtask/host/internal/admission"
+	"github.com/wasmtask/wasmtask/host/internal/mcperr"
 	"github.com/wasmtask/wasmtask/host/internal/mcpserver"
 	"github.com/wasmtask/wasmtask/host/internal/wasmrt"
 )
@@ -69,7 +70,7 @@ func (s *Server) admit(ctx context.Context, slot *admission.Tool, need uint64, f
 
 // failureOf classifies a call's error for the MCP layer, which words it.
 func failureOf(err error) error {
-	f := &mcpserver.Failure{Kind: mcpserver.FailInternal, Err: err}
+	f := &mcperr.Failure{Kind: mcperr.FailInternal, Err: err}
 	var ge *wasmrt.GuestError
 	var ae *wasmrt.ArgumentsError
 	var be *admission.BusyError
@@ -78,36 +79,36 @@ func failureOf(err error) error {
 	case errors.Is(err, ErrUnknownTool):
 		return fmt.Errorf("%w: %w", mcpserver.ErrUnknownTool, err)
 	case errors.As(err, &ae):
-		f.Kind, f.Detail = mcpserver.FailArguments, ae.Detail
+		f.Kind, f.Detail = mcperr.FailArguments, ae.Detail
 	case errors.As(err, &be):
-		f.Kind, f.Detail = mcpserver.FailBusy, be.Detail()
+		f.Kind, f.Detail = mcperr.FailBusy, be.Detail()
 	case errors.As(err, &me):
-		f.Kind, f.Detail = mcpserver.FailOverBudget, me.Detail()
+		f.Kind, f.Detail = mcperr.FailOverBudget, me.Detail()
 	case errors.Is(err, wasmrt.ErrAborted), errors.Is(err, wasmrt.ErrClosed) && !errors.As(err, &ge):
-		f.Kind = mcpserver.FailRemoved
+		f.Kind = mcperr.FailRemoved
 	case errors.As(err, &ge):
 		f.Detail, f.Stderr = ge.Msg, ge.Stderr
 		switch ge.Kind {
 		case wasmrt.KindTimeout:
-			f.Kind = mcpserver.FailTimeout
+			f.Kind = mcperr.FailTimeout
 		case wasmrt.KindCanceled:
-			f.Kind, f.Detail = mcpserver.FailCanceled, ""
+			f.Kind, f.Detail = mcperr.FailCanceled, ""
 			if errors.Is(err, wasmrt.ErrClosed) {
-				f.Kind = mcpserver.FailShutdown
+				f.Kind = mcperr.FailShutdown
 			}
 		case wasmrt.KindOutOfMemory:
-			f.Kind = mcpserver.FailOutOfMemory
+			f.Kind = mcperr.FailOutOfMemory
 		case wasmrt.KindBadOutput:
-			f.Kind = mcpserver.FailBadOutput
+			f.Kind = mcperr.FailBadOutput
 		case wasmrt.KindOutputTooLarge:
-			f.Kind = mcpserver.FailOutputTooLarge
+			f.Kind = mcperr.FailOutputTooLarge
 		default:
-			f.Kind = mcpserver.FailCrashed
+			f.Kind = mcperr.FailCrashed
 		}
 	case errors.Is(err, context.Canceled):
-		f.Kind = mcpserver.FailCanceled
+		f.Kind = mcperr.FailCanceled
 	case errors.Is(err, context.DeadlineExceeded):
-		f.Kind = mcpserver.FailTimeout
+		f.Kind = mcperr.FailTimeout
 	}
 	return f
 }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/wasmtask/wasmtask/abi"
 	"github.com/wasmtask/wasmtask/host/internal/admission"
-	"github.com/wasmtask/wasmtask/host/internal/mcpserver"
+	"github.com/wasmtask/wasmtask/host/internal/mcperr"
 	"github.com/wasmtask/wasmtask/host/internal/resultcache"
 	"github.com/wasmtask/wasmtask/plugins"
 	"github.com/wasmtask/wasmtask/taskengine"
@@ -262,7 +262,7 @@ func (c taskStates) Collect(ch chan<- prometheus.Metric) {
 func callOutcome(res *abi.Result, err error) string {
 	switch {
 	case err != nil:
-		var f *mcpserver.Failure
+		var f *mcperr.Failure
 		if errors.As(failureOf(err), &f) {
 			return f.Kind.String()
 		}

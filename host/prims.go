@@ -10,6 +10,7 @@ import (
 
 	"github.com/wasmtask/wasmtask/abi"
 	"github.com/wasmtask/wasmtask/host/internal/admission"
+	"github.com/wasmtask/wasmtask/host/internal/mcperr"
 	"github.com/wasmtask/wasmtask/host/internal/mcpserver"
 	"github.com/wasmtask/wasmtask/host/internal/primitives"
 	"github.com/wasmtask/wasmtask/host/internal/wasmrt"
@@ -127,7 +128,7 @@ func (c *catalog) GetPrompt(ctx context.Context, from mcpserver.Caller, name str
 	for _, a := range decl.Arguments {
 		if _, given := args[a.Name]; a.Required && !given {
 			detail := fmt.Sprintf("missing required argument %q", a.Name)
-			return nil, module, &mcpserver.Failure{Kind: mcpserver.FailArguments, Detail: detail, Err: fmt.Errorf("prompt %q: %w: %s", name, ErrArguments, detail)}
+			return nil, module, &mcperr.Failure{Kind: mcperr.FailArguments, Detail: detail, Err: fmt.Errorf("prompt %q: %w: %s", name, ErrArguments, detail)}
 		}
 	}
 	err = c.srv.runPrim(ctx, sp, from, func(ctx context.Context) (err error) {
@@ -338,7 +339,7 @@ func (s *Server) Complete(ctx context.Context, ref abi.CompleteRef, arg abi.Comp
 // library's: the host's sentinels for what is unknown (named), and the
 // error a Failure classifies.
 func directError(err error, name string) error {
-	var f *mcpserver.Failure
+	var f *mcperr.Failure
 	switch {
 	case errors.Is(err, mcpserver.ErrUnknownResource):
 		return fmt.Errorf("%w: %q", ErrUnknownResource, name)

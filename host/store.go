@@ -11,8 +11,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/wasmtask/wasmtask/host/internal/mcpserver"
 	"github.com/wasmtask/wasmtask/host/internal/natsstore"
+	"github.com/wasmtask/wasmtask/host/internal/taskcodec"
 	"github.com/wasmtask/wasmtask/taskengine"
 )
 
@@ -105,7 +105,7 @@ func openStore(ctx context.Context, cfg StoreConfig, tasks *taskengine.Config, l
 	if err != nil {
 		return nil, fmt.Errorf("host: task store: %w", err)
 	}
-	tasks.Shared, tasks.Peers, tasks.Codec, tasks.SharedKey = st, st, mcpserver.Codec(), keys.Index
+	tasks.Shared, tasks.Peers, tasks.Codec, tasks.SharedKey = st, st, taskcodec.New(), keys.Index
 	return st, nil
 }
 

@@ -47,7 +47,7 @@ type MCP interface {
 	// CheckParamHeaders checks the Mcp-Param-* headers of a 2026-07-28
 	// tools/call of tool by tenant user with args (SEP-2243); the error
 	// is the client's text for a -32020 refusal.
-	CheckParamHeaders(ctx context.Context, user, tool string, args json.RawMessage, header http.Header) error
+	CheckParamHeaders(ctx context.Context, user, tool string, args json.RawMessage, header func(name string) []string) error
 	// ClientMessage is the text a client reads for an error message
 	// go-sdk wrote (it may quote Go types).
 	ClientMessage(msg string) string

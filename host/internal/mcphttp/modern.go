@@ -208,7 +208,7 @@ func (h *Handler) paramHeadersMatch(w http.ResponseWriter, r *http.Request, body
 	if json.Unmarshal(params["name"], &name) != nil {
 		return true
 	}
-	if err := h.cfg.MCP.CheckParamHeaders(r.Context(), tenantOf(r), name, params["arguments"], r.Header); err != nil {
+	if err := h.cfg.MCP.CheckParamHeaders(r.Context(), tenantOf(r), name, params["arguments"], r.Header.Values); err != nil {
 		return refuseBadRequest(w, msg["id"], mcp.CodeHeaderMismatch, err.Error())
 	}
 	return true

@@ -84,7 +84,7 @@ func (f *fakeMCP) Connect(c mcp.Connection, _ string) (func(), error) {
 func (f *fakeMCP) Stateless() *mcp.Server                         { return f.server }
 func (f *fakeMCP) MayReportProgress(context.Context, string) bool { return true }
 
-func (f *fakeMCP) CheckParamHeaders(context.Context, string, string, json.RawMessage, http.Header) error {
+func (f *fakeMCP) CheckParamHeaders(context.Context, string, string, json.RawMessage, func(string) []string) error {
 	return nil
 }
 func (f *fakeMCP) ClientMessage(msg string) string { return msg }

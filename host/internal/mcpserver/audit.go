@@ -5,6 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/wasmtask/wasmtask/host/internal/mcpwire"
+	"github.com/wasmtask/wasmtask/host/internal/taskcodec"
 	"github.com/wasmtask/wasmtask/taskengine"
 )
 
@@ -64,28 +65,21 @@ func outcomeAttr(res *mcpwire.CallToolResult, err error) slog.Attr {
 	return slog.String("outcome", "ok")
 }
 
-// taskInfo is a task's SubmitOptions.Meta: its tool and the tool's audit
-// attributes (module and digest) as they were when the task was created.
-type taskInfo struct {
-	tool  string
-	attrs []slog.Attr
-}
-
 // toolOf is the tool a task runs.
 func toolOf(t taskengine.Task) string {
-	info, _ := t.Meta.(*taskInfo)
+	info, _ := t.Meta.(*taskcodec.Meta)
 	if info == nil {
 		return ""
 	}
-	return info.tool
+	return info.Tool
 }
 
 // taskAttrs are the audit attributes of task t: its tool, module, digest
 // and ID.
 func taskAttrs(t taskengine.Task) []slog.Attr {
 	var attrs []slog.Attr
-	if info, _ := t.Meta.(*taskInfo); info != nil {
-		attrs = append(attrs, info.attrs...)
+	if info, _ := t.Meta.(*taskcodec.Meta); info != nil {
+		attrs = append(attrs, info.Attrs...)
 	}
 	return append(attrs, slog.String("task", t.ID))
 }

@@ -28,25 +28,25 @@
 // tasks/list, tasks/cancel, tasks/update, sessions and who requests, task
 // ownership, which requests are answered before go-sdk, the audit log
 // (task creation, completion, cancellation, retrieval) and every text a
-// client reads (errors.go). It does not own HTTP (mcphttp does), the
-// session connection's bookkeeping (mcpconn does), a tool's events and
-// questions on their way to the client and its answers back (mcpevents
-// does), running tools, nor parsing and validating their arguments (the
-// Catalog does, once, inside the call's admission and deadline), nor the
-// task store, its limits and TTLs (taskengine does).
+// client reads (worded by host/internal/mcperr). It does not own HTTP
+// (mcphttp does), the session connection's bookkeeping (mcpconn does), a
+// tool's events and questions on their way to the client and its answers
+// back (mcpevents does), running tools, nor parsing and validating their
+// arguments (the Catalog does, once, inside the call's admission and
+// deadline), nor the task store, its limits and TTLs (taskengine does).
 //
 // # Client-facing text
 //
-// Other rooms return errors; this one words them. A failed call is a
-// [Failure] (kind, detail, the tool's stderr tail) that errors.go turns
-// into the tool error's text; a task the engine ended carries its reason
-// (taskengine.Task.Err) and the status message is written here; go-sdk's
-// own errors for params it cannot decode, which quote Go types, are
-// reworded as jsonrpc.Message values by the connection every transport
-// goes through (mcpconn.Conn, with connError); an answer mcpevents refuses
-// is a RefusedAnswer worded here. No text a client reads names a Go
-// package, type or configuration field; the full error goes to the server
-// log.
+// Other rooms return errors; this layer words them, with the words of
+// host/internal/mcperr. A failed call is an mcperr.Failure (kind, detail,
+// the tool's stderr tail) that mcperr turns into the tool error's text; a
+// task the engine ended carries its reason (taskengine.Task.Err) and its
+// status message is mcperr's; go-sdk's own errors for params it cannot
+// decode, which quote Go types, are reworded as jsonrpc.Message values by
+// the connection every transport goes through (mcpconn.Conn, with
+// mcperr.Conn); an answer mcpevents refuses is a RefusedAnswer worded by
+// mcperr. No text a client reads names a Go package, type or
+// configuration field; the full error goes to the server log.
 //
 // # Tasks
 //
@@ -189,7 +189,7 @@
 //     (mcpconn). Retired by native task support in go-sdk (#626).
 //   - Params go-sdk cannot decode are refused before any middleware with
 //     encoding/json's wording (Go type and field names): the session
-//     connection passes the errors it writes through connError. Retired by
+//     connection passes the errors it writes through mcperr.Conn. Retired by
 //     go-sdk wording decode errors in JSON terms.
 //   - Custom method handlers get no RequestExtra (auth info): the middleware
 //     puts the requestor in the context. Retired by passing the request (or
@@ -209,7 +209,8 @@
 //     cancelling in-flight handlers on Close.
 //   - go-sdk replaces the message of every -32601 error with
 //     `method not found: "tools/call"`: our -32601 errors use a type that is
-//     not errors.Is-equal to its sentinel so the explanation survives.
+//     not errors.Is-equal to its sentinel so the explanation survives
+//     (mcperr.MethodNotFound).
 //     Retired by keeping handler-provided messages.
 //   - go-sdk's stdio connection ends the session on the first line that is
 //     not a valid message: we use our own (host/internal/mcpstdio). Retired by

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/wasmtask/wasmtask/abi"
+	"github.com/wasmtask/wasmtask/host/internal/mcperr"
 )
 
 // fakeTools is an in-Go tool set for tests.
@@ -112,9 +113,9 @@ func (f *fakeTools) call(ctx context.Context, who Caller, name string, args json
 		name, ok := a["name"].(string)
 		switch {
 		case a["name"] == nil:
-			return nil, &Failure{Kind: FailArguments, Detail: `missing properties: ["name"]`, Err: errors.New("fake: no name")}
+			return nil, &mcperr.Failure{Kind: mcperr.FailArguments, Detail: `missing properties: ["name"]`, Err: errors.New("fake: no name")}
 		case !ok:
-			return nil, &Failure{Kind: FailArguments, Detail: "/properties/name: want a string", Err: errors.New("fake: name not a string")}
+			return nil, &mcperr.Failure{Kind: mcperr.FailArguments, Detail: "/properties/name: want a string", Err: errors.New("fake: name not a string")}
 		}
 		if name == "tenant?" {
 			return text("tenant " + who.Tenant), nil
@@ -141,13 +142,13 @@ func (f *fakeTools) call(ctx context.Context, who Caller, name string, args json
 			RequestedSchema: json.RawMessage(`{"type":"object","properties":{"color":{"type":"string"}},"required":["color"]}`),
 		})
 		if err != nil {
-			return nil, &Failure{Kind: FailCrashed, Detail: err.Error(), Err: err}
+			return nil, &mcperr.Failure{Kind: mcperr.FailCrashed, Detail: err.Error(), Err: err}
 		}
 		return text(fmt.Sprintf("action=%s content=%s", reply.Action, reply.Content)), nil
 	case "fail":
 		return &abi.Result{Content: []abi.Content{{Type: "text", Text: "bad input: no such city"}}, IsError: true}, nil
 	case "crash":
-		return nil, &Failure{Kind: FailCrashed, Detail: "wasm error: unreachable", Err: errors.New("fake: trap")}
+		return nil, &mcperr.Failure{Kind: mcperr.FailCrashed, Detail: "wasm error: unreachable", Err: errors.New("fake: trap")}
 	}
 	return nil, fmt.Errorf("%w: %s", ErrUnknownTool, name)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wasmtask/wasmtask/abi"
+	"github.com/wasmtask/wasmtask/host/internal/mcperr"
 	"github.com/wasmtask/wasmtask/host/internal/mcpevents"
 	"github.com/wasmtask/wasmtask/host/internal/mcpwire"
 	"github.com/wasmtask/wasmtask/taskengine"
@@ -132,7 +133,7 @@ func (s *Server) renderModernTask(ctx context.Context, owner string, t taskengin
 	case t.Status == taskengine.StatusInputRequired:
 		reqs, err := e.PendingInput(ctx, owner, t.ID)
 		if err != nil {
-			return nil, engineError(err, t.ID)
+			return nil, mcperr.Engine(err, t.ID)
 		}
 		out := &mcpwire.ModernTaskResult{ModernTask: modernTaskOf(t, nil, resultComplete)}
 		if len(reqs) == 0 {
@@ -153,7 +154,7 @@ func (s *Server) renderModernTask(ctx context.Context, owner string, t taskengin
 	id := t.ID
 	t, outcome, err := e.Wait(ctx, owner, id) // terminal: returns at once
 	if err != nil {
-		return nil, engineError(err, id)
+		return nil, mcperr.Engine(err, id)
 	}
 	out := &mcpwire.ModernTaskResult{ModernTask: modernTaskOf(t, &outcome, resultComplete)}
 	if t.Status == taskengine.StatusCancelled {
@@ -195,7 +196,7 @@ func (s *Server) modernTaskMethod(ctx context.Context, rq requestor, method stri
 		}
 		t, err := s.cfg.Engine.Get(ctx, owner, id)
 		if err != nil {
-			return nil, engineError(err, id)
+			return nil, mcperr.Engine(err, id)
 		}
 		return s.renderModernTask(ctx, owner, t)
 	case methodTasksCancel:
@@ -210,7 +211,7 @@ func (s *Server) modernTaskMethod(ctx context.Context, rq requestor, method stri
 			// The extension's cancel is idempotent: a task already
 			// ended is acknowledged as it is.
 		case err != nil:
-			return nil, engineError(err, id)
+			return nil, mcperr.Engine(err, id)
 		default:
 			s.audit(auditTaskCancel, owner, append(taskAttrs(t), slog.String("outcome", string(t.Status)))...)
 		}
@@ -222,18 +223,18 @@ func (s *Server) modernTaskMethod(ctx context.Context, rq requestor, method stri
 			id = p.TaskID
 		}
 		if id == "" {
-			return nil, rpcError(jsonrpc.CodeInvalidParams, "%s: missing params.taskId", method)
+			return nil, mcperr.RPC(jsonrpc.CodeInvalidParams, "%s: missing params.taskId", method)
 		}
 		if err := mcpevents.AnswerInputs(ctx, s.cfg.Engine, owner, id, p.InputResponses); err != nil {
 			var bad *mcpevents.RefusedAnswer
 			if errors.As(err, &bad) {
-				return nil, refusedAnswerError(bad)
+				return nil, mcperr.RefusedAnswer(bad)
 			}
-			return nil, engineError(err, id)
+			return nil, mcperr.Engine(err, id)
 		}
 		return &mcpwire.AckResult{ResultType: resultComplete}, nil
 	}
-	return nil, errMethodNotFound("method %q is not part of protocol version %s", method, modernVersion)
+	return nil, mcperr.MethodNotFound("method %q is not part of protocol version %s", method, modernVersion)
 }
 
 // discover adds the tasks extension to server/discover's capabilities.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/wasmtask/wasmtask/abi"
 	"github.com/wasmtask/wasmtask/host/hosttest"
+	"github.com/wasmtask/wasmtask/host/internal/mcperr"
 	"github.com/wasmtask/wasmtask/host/internal/mcphttp"
 	"github.com/wasmtask/wasmtask/host/internal/mcpwire"
 	"github.com/wasmtask/wasmtask/taskengine"
@@ -104,7 +105,7 @@ func (m *modernTools) call(ctx context.Context, name string, args json.RawMessag
 		for i := range 3 {
 			r, err := ev.Elicit(ctx, abi.ElicitRequest{Message: fmt.Sprintf("Question %d?", i+1), RequestedSchema: nameQuestion.RequestedSchema})
 			if err != nil {
-				return nil, &Failure{Kind: FailCrashed, Detail: err.Error(), Err: err}
+				return nil, &mcperr.Failure{Kind: mcperr.FailCrashed, Detail: err.Error(), Err: err}
 			}
 			got = append(got, string(r.Content))
 		}
@@ -133,7 +134,7 @@ func (m *modernTools) call(ctx context.Context, name string, args json.RawMessag
 	case "staged":
 		r, err := ev.Elicit(ctx, nameQuestion)
 		if err != nil {
-			return nil, &Failure{Kind: FailCanceled, Detail: err.Error(), Err: err}
+			return nil, &mcperr.Failure{Kind: mcperr.FailCanceled, Detail: err.Error(), Err: err}
 		}
 		var in struct{ Name string }
 		_ = json.Unmarshal(r.Content, &in)
@@ -603,7 +604,7 @@ func TestModernOwnerLimit(t *testing.T) {
 		<-mt.started
 	}
 	m := c.Call(methodCallTool, call("slow", nil))
-	if m.Code() != codeLimit || !strings.Contains(m.Error.Message, "too many tasks") {
+	if m.Code() != mcperr.CodeLimit || !strings.Contains(m.Error.Message, "too many tasks") {
 		t.Errorf("third task: %s", m.Raw)
 	}
 }

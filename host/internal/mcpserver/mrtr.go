@@ -11,9 +11,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/wasmtask/wasmtask/host/internal/mcperr"
 	"github.com/wasmtask/wasmtask/host/internal/mcpevents"
 	"github.com/wasmtask/wasmtask/host/internal/mcpwire"
 	"github.com/wasmtask/wasmtask/host/internal/roundstate"
+	"github.com/wasmtask/wasmtask/host/internal/taskcodec"
 	"github.com/wasmtask/wasmtask/taskengine"
 )
 
@@ -50,7 +52,7 @@ func (s *Server) callStaged(ctx context.Context, rq requestor, cat Catalog, rele
 	}
 	ended := make(chan ending, 1)   // the instance's end, for the round
 	outcome := make(chan ending, 1) // the same, for the task's work
-	info := &taskInfo{tool: tool, attrs: toolAttrs(cat, tool)}
+	info := &taskcodec.Meta{Tool: tool, Attrs: toolAttrs(cat, tool)}
 	client := s.client(rq)
 	var r *mcpevents.Round
 	begin := func() (taskengine.Task, error) {
@@ -61,7 +63,7 @@ func (s *Server) callStaged(ctx context.Context, rq requestor, cat Catalog, rele
 			stop := context.AfterFunc(tctx, cancel) // a cancelled task stops the instance
 			defer stop()
 			e := <-outcome
-			s.audit(auditTaskFinish, owner, append(append(slices.Clip(info.attrs), slog.String("task", run.ID())), outcomeAttr(e.res, e.err))...)
+			s.audit(auditTaskFinish, owner, append(append(slices.Clip(info.Attrs), slog.String("task", run.ID())), outcomeAttr(e.res, e.err))...)
 			if tctx.Err() != nil {
 				return taskengine.Outcome{Err: endedBy(tctx)}
 			}
@@ -75,7 +77,7 @@ func (s *Server) callStaged(ctx context.Context, rq requestor, cat Catalog, rele
 		}
 		t, err := s.cfg.Engine.Submit(ctx, owner, taskengine.SubmitOptions{Meta: info}, work)
 		if err != nil {
-			s.audit(auditTaskCreate, owner, append(slices.Clip(info.attrs), slog.String("outcome", "refused"), slog.String("reason", err.Error()))...)
+			s.audit(auditTaskCreate, owner, append(slices.Clip(info.Attrs), slog.String("outcome", "refused"), slog.String("reason", err.Error()))...)
 			return taskengine.Task{}, err
 		}
 		<-started
@@ -101,7 +103,7 @@ func (s *Server) callStaged(ctx context.Context, rq requestor, cat Catalog, rele
 			defer func() {
 				if r := recover(); r != nil {
 					s.log.Error("panic while running a tool", "tool", tool, "panic", r, "stack", string(debug.Stack()))
-					e = ending{err: rpcError(jsonrpc.CodeInternalError, "internal error")}
+					e = ending{err: mcperr.RPC(jsonrpc.CodeInternalError, "internal error")}
 				}
 			}()
 			e.res, e.err = s.execute(runCtx, Caller{Tenant: owner, User: rq.user}, cat, tool, p.Arguments, r)
@@ -120,7 +122,7 @@ func (s *Server) callStaged(ctx context.Context, rq requestor, cat Catalog, rele
 		default:
 		}
 		if _, _, refused := r.Ended(); refused != nil {
-			return nil, engineError(refused, "")
+			return nil, mcperr.Engine(refused, "")
 		}
 		if res, err := s.roundOutcome(r, bind); res != nil || err != nil {
 			return res, err
@@ -144,7 +146,7 @@ func (s *Server) roundAnswers(b roundstate.Binding, state string, responses mcp.
 	}
 	st, err := s.state.Open(b, state)
 	if err != nil {
-		return nil, rpcError(jsonrpc.CodeInvalidParams, "%s: %v", b.Method, err)
+		return nil, mcperr.RPC(jsonrpc.CodeInvalidParams, "%s: %v", b.Method, err)
 	}
 	maps.Copy(answers, st.Answers) // an answer the tool took stands
 	return answers, nil
@@ -157,14 +159,14 @@ func (s *Server) roundAnswers(b roundstate.Binding, state string, responses mcp.
 func (s *Server) roundOutcome(r *mcpevents.Round, b roundstate.Binding) (mcp.Result, error) {
 	open, bad, _ := r.Ended()
 	if bad != nil {
-		return nil, refusedAnswerError(bad)
+		return nil, mcperr.RefusedAnswer(bad)
 	}
 	if open == nil {
 		return nil, nil
 	}
 	state, err := s.state.Seal(b, roundstate.State{Answers: r.Taken()})
 	if err != nil {
-		return nil, rpcError(jsonrpc.CodeInternalError, "%s: %v", b.Method, err)
+		return nil, mcperr.RPC(jsonrpc.CodeInternalError, "%s: %v", b.Method, err)
 	}
 	return &mcpwire.InputRequiredResult{ResultType: resultInputRequired, InputRequests: open, RequestState: state}, nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wasmtask/wasmtask/host/internal/mcpconn"
+	"github.com/wasmtask/wasmtask/host/internal/mcperr"
 	"github.com/wasmtask/wasmtask/host/internal/mcpwire"
 )
 
@@ -38,7 +39,7 @@ func (s *Server) answerOwn(sess *session, req *jsonrpc.Request) bool {
 	if ss != nil && ss.InitializeParams() == nil && req.Method != "initialize" && req.Method != "ping" && !speaksModern(req.Params) {
 		// MCP's lifecycle: a 2025-11-25 session's first request is
 		// initialize. Said here in the client's terms.
-		_ = sess.conn.Write(sess.ctx, &jsonrpc.Response{ID: req.ID, Error: rpcError(jsonrpc.CodeInvalidRequest,
+		_ = sess.conn.Write(sess.ctx, &jsonrpc.Response{ID: req.ID, Error: mcperr.RPC(jsonrpc.CodeInvalidRequest,
 			"invalid request: %q before initialize: a session starts with an initialize request (then notifications/initialized)", req.Method)})
 		return true
 	}
@@ -103,7 +104,7 @@ func (s *Server) answerOwn(sess *session, req *jsonrpc.Request) bool {
 			resp.Error = wireError(err)
 		} else if resp.Result, err = mcpwire.Marshal(res); err != nil {
 			s.log.Error("encoding an answer", "method", req.Method, "err", err)
-			resp.Result, resp.Error = nil, rpcError(jsonrpc.CodeInternalError, "internal error")
+			resp.Result, resp.Error = nil, mcperr.RPC(jsonrpc.CodeInternalError, "internal error")
 		}
 		_ = sess.conn.Write(context.Background(), resp)
 	})
@@ -134,7 +135,7 @@ func (s *Server) runOwn(ctx context.Context, rq requestor, method string, p ownP
 	defer func() {
 		if r := recover(); r != nil {
 			s.log.Error("panic while handling request", "method", method, "panic", r, "stack", string(debug.Stack()))
-			res, err = nil, rpcError(jsonrpc.CodeInternalError, "internal error")
+			res, err = nil, mcperr.RPC(jsonrpc.CodeInternalError, "internal error")
 		}
 	}()
 	switch method {

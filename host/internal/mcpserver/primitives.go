@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wasmtask/wasmtask/abi"
+	"github.com/wasmtask/wasmtask/host/internal/mcperr"
 	"github.com/wasmtask/wasmtask/host/internal/mcpevents"
 	"github.com/wasmtask/wasmtask/host/internal/mcpwire"
 	"github.com/wasmtask/wasmtask/host/internal/roundstate"
@@ -66,7 +67,7 @@ type Primitives interface {
 	// (ErrUnknownPrompt), its questions asked through ev (nil: none may
 	// be); Complete completes arg of ref, given the other
 	// arguments (no values when nothing visible completes it). A failure
-	// to run wraps a *[Failure]. module is the module that served it.
+	// to run wraps a *[mcperr.Failure]. module is the module that served it.
 	ReadResource(ctx context.Context, who Caller, uri string, visible func(name, module string) bool) (res *abi.ReadResult, module string, err error)
 	GetPrompt(ctx context.Context, who Caller, name string, args map[string]string, ev abi.Events, visible func(name, module string) bool) (res *abi.PromptResult, module string, err error)
 	Complete(ctx context.Context, who Caller, ref abi.CompleteRef, arg abi.CompleteArgument, given map[string]string, visible func(name, module string) bool) (*abi.CompleteResult, error)
@@ -120,7 +121,7 @@ func page[T any](items []T, cursor string) ([]T, string, error) {
 		b, err := base64.RawURLEncoding.DecodeString(cursor)
 		n, perr := strconv.Atoi(strings.TrimPrefix(string(b), "o"))
 		if err != nil || perr != nil || !strings.HasPrefix(string(b), "o") || n < 0 || n > len(items) {
-			return nil, "", rpcError(jsonrpc.CodeInvalidParams, "invalid cursor")
+			return nil, "", mcperr.RPC(jsonrpc.CodeInvalidParams, "invalid cursor")
 		}
 		off = n
 	}
@@ -210,7 +211,7 @@ func (s *Server) primitiveRequest(ctx context.Context, rq requestor, method stri
 		res, err := s.complete(ctx, rq, prims, r.Params)
 		return res, true, err
 	}
-	return nil, true, rpcError(jsonrpc.CodeInternalError, "internal error: unexpected %s request type %T", method, req)
+	return nil, true, mcperr.RPC(jsonrpc.CodeInternalError, "internal error: unexpected %s request type %T", method, req)
 }
 
 // answerRead and answerPrompt serve resources/read and prompts/get when
@@ -247,7 +248,7 @@ func cursor(p mcp.Params) string {
 
 func (s *Server) readResource(ctx context.Context, rq requestor, prims Primitives, p *mcp.ReadResourceParams) (*mcpwire.ReadResourceResult, error) {
 	if p == nil || p.URI == "" {
-		return nil, rpcError(jsonrpc.CodeInvalidParams, "resources/read: missing params.uri")
+		return nil, mcperr.RPC(jsonrpc.CodeInvalidParams, "resources/read: missing params.uri")
 	}
 	if prims == nil {
 		return nil, errResourceNotFound(p.URI, rq.modern)
@@ -281,7 +282,7 @@ func (s *Server) readResource(ctx context.Context, rq requestor, prims Primitive
 
 func (s *Server) getPrompt(ctx context.Context, rq requestor, prims Primitives, p *mcp.GetPromptParams) (mcp.Result, error) {
 	if p == nil || p.Name == "" {
-		return nil, rpcError(jsonrpc.CodeInvalidParams, "prompts/get: missing params.name")
+		return nil, mcperr.RPC(jsonrpc.CodeInvalidParams, "prompts/get: missing params.name")
 	}
 	if prims == nil {
 		return nil, errUnknownPrompt(p.Name)
@@ -316,12 +317,12 @@ func (s *Server) getPrompt(ctx context.Context, rq requestor, prims Primitives, 
 		}
 	}
 	s.audit(auditPrompt, rq.owner(), slog.String("prompt", p.Name), slog.String("module", module), outcomeAttr(nil, err))
-	var f *Failure
+	var f *mcperr.Failure
 	switch {
 	case errors.Is(err, ErrUnknownPrompt):
 		return nil, errUnknownPrompt(p.Name)
-	case errors.As(err, &f) && f.Kind == FailArguments:
-		return nil, rpcError(jsonrpc.CodeInvalidParams, "prompts/get: invalid arguments for prompt %q: %s", p.Name, f.Detail)
+	case errors.As(err, &f) && f.Kind == mcperr.FailArguments:
+		return nil, mcperr.RPC(jsonrpc.CodeInvalidParams, "prompts/get: invalid arguments for prompt %q: %s", p.Name, f.Detail)
 	case err != nil:
 		return nil, primFailure(fmt.Sprintf("prompt %q", p.Name), err)
 	case res.Error != nil:
@@ -339,10 +340,10 @@ func (s *Server) getPrompt(ctx context.Context, rq requestor, prims Primitives, 
 
 func (s *Server) complete(ctx context.Context, rq requestor, prims Primitives, p *mcp.CompleteParams) (*mcp.CompleteResult, error) {
 	if p == nil || p.Ref == nil {
-		return nil, rpcError(jsonrpc.CodeInvalidParams, "completion/complete: missing params.ref")
+		return nil, mcperr.RPC(jsonrpc.CodeInvalidParams, "completion/complete: missing params.ref")
 	}
 	if p.Argument.Name == "" {
-		return nil, rpcError(jsonrpc.CodeInvalidParams, "completion/complete: missing params.argument.name")
+		return nil, mcperr.RPC(jsonrpc.CodeInvalidParams, "completion/complete: missing params.argument.name")
 	}
 	ref := abi.CompleteRef{Type: p.Ref.Type, Name: p.Ref.Name, URI: p.Ref.URI}
 	var kind Kind
@@ -352,7 +353,7 @@ func (s *Server) complete(ctx context.Context, rq requestor, prims Primitives, p
 	case abi.RefResource:
 		kind = KindTemplate
 	default:
-		return nil, rpcError(jsonrpc.CodeInvalidParams, "completion/complete: params.ref.type must be %q or %q", abi.RefPrompt, abi.RefResource)
+		return nil, mcperr.RPC(jsonrpc.CodeInvalidParams, "completion/complete: params.ref.type must be %q or %q", abi.RefPrompt, abi.RefResource)
 	}
 	out := &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}
 	if prims == nil {
@@ -386,7 +387,7 @@ func (s *Server) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error
 		return err
 	}
 	if req.Params == nil || req.Params.URI == "" {
-		return rpcError(jsonrpc.CodeInvalidParams, "resources/subscribe: missing params.uri")
+		return mcperr.RPC(jsonrpc.CodeInvalidParams, "resources/subscribe: missing params.uri")
 	}
 	uri := req.Params.URI
 	if !s.served(ctx, rq.user, uri) {
@@ -429,7 +430,7 @@ func (s *Server) listen(ctx context.Context, method string, req mcp.Request, nex
 	}
 	uris := r.Params.Notifications.ResourceSubscriptions
 	if len(uris) > maxListenURIs {
-		return nil, rpcError(jsonrpc.CodeInvalidParams, "subscriptions/listen: more than %d resource subscriptions", maxListenURIs)
+		return nil, mcperr.RPC(jsonrpc.CodeInvalidParams, "subscriptions/listen: more than %d resource subscriptions", maxListenURIs)
 	}
 	key := "listen:" + strconv.FormatUint(s.listens.Add(1), 10)
 	for _, u := range uris {
@@ -487,7 +488,7 @@ func errResourceNotFound(uri string, modern bool) *jsonrpc.Error {
 }
 
 func errUnknownPrompt(name string) error {
-	return rpcError(jsonrpc.CodeInvalidParams, "unknown prompt: %q", name)
+	return mcperr.RPC(jsonrpc.CodeInvalidParams, "unknown prompt: %q", name)
 }
 
 // primFailure is the JSON-RPC error of a read, prompt or completion that
@@ -498,11 +499,11 @@ func primFailure(what string, err error) error {
 		return rpc
 	}
 	code := int64(jsonrpc.CodeInternalError)
-	var f *Failure
-	if errors.As(err, &f) && f.Kind == FailBusy {
-		code = codeLimit
+	var f *mcperr.Failure
+	if errors.As(err, &f) && f.Kind == mcperr.FailBusy {
+		code = mcperr.CodeLimit
 	}
-	return rpcError(code, "%s", failureTextOf(what, err))
+	return mcperr.RPC(code, "%s", mcperr.FailureTextOf(what, err))
 }
 
 // guestError is the JSON-RPC error a module answered instead of a result

@@ -11,6 +11,7 @@ import (
 
 	"github.com/wasmtask/wasmtask/abi"
 	"github.com/wasmtask/wasmtask/host/hosttest"
+	"github.com/wasmtask/wasmtask/host/internal/mcperr"
 	"github.com/wasmtask/wasmtask/host/internal/mcphttp"
 	"github.com/wasmtask/wasmtask/taskengine"
 )
@@ -105,7 +106,7 @@ func (f *fakePrims) ReadResource(ctx context.Context, _ Caller, uri string, visi
 	case uri == "docs://blob":
 		return &abi.ReadResult{Contents: []abi.ResourceContents{{URI: uri, MIMEType: "application/octet-stream", Blob: "AAEC"}}}, module, nil
 	case uri == "docs://broken":
-		return nil, module, &Failure{Kind: FailCrashed, Detail: "exit code 3", Err: errors.New("fake: crashed")}
+		return nil, module, &mcperr.Failure{Kind: mcperr.FailCrashed, Detail: "exit code 3", Err: errors.New("fake: crashed")}
 	case uri == "docs://gone":
 		return &abi.ReadResult{Error: &abi.ProtocolError{Code: abi.CodeResourceNotFound, Message: "no longer here"}}, module, nil
 	case strings.HasPrefix(uri, "docs://t/"):
@@ -119,7 +120,7 @@ func (f *fakePrims) GetPrompt(ctx context.Context, _ Caller, name string, args m
 		return nil, "", fmt.Errorf("%w: %q", ErrUnknownPrompt, name)
 	}
 	if _, given := args["name"]; name == "greet" && !given {
-		return nil, "m", &Failure{Kind: FailArguments, Detail: `missing required argument "name"`}
+		return nil, "m", &mcperr.Failure{Kind: mcperr.FailArguments, Detail: `missing required argument "name"`}
 	}
 	f.runs.Add(1)
 	return &abi.PromptResult{Description: "a greeting", Messages: []abi.PromptMessage{

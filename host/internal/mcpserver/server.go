@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"maps"
-	"net/http"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -18,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wasmtask/wasmtask/host/internal/mcpconn"
+	"github.com/wasmtask/wasmtask/host/internal/mcperr"
 	"github.com/wasmtask/wasmtask/host/internal/mcpevents"
 	"github.com/wasmtask/wasmtask/host/internal/mcpstdio"
 	"github.com/wasmtask/wasmtask/host/internal/mcpwire"
@@ -126,7 +126,7 @@ type Server struct {
 }
 
 // errDraining answers a tools/call that arrives while the server drains.
-var errDraining = rpcError(-32603, "the server is shutting down and accepts no new tool calls")
+var errDraining = mcperr.RPC(-32603, "the server is shutting down and accepts no new tool calls")
 
 // beginWork counts a tool call or task in; it fails once draining.
 func (s *Server) beginWork() error {
@@ -319,7 +319,7 @@ func (s *Server) Connect(conn mcp.Connection, user string) (end func(), err erro
 func (s *Server) startSession(conn mcp.Connection, user, transport string) (*session, *mcp.ServerSession, error) {
 	var sess *session // set before go-sdk reads a request
 	tc := mcpconn.New(conn, mcpconn.Options{
-		Word:   connError,
+		Word:   mcperr.Conn,
 		Answer: func(req *jsonrpc.Request) bool { return s.answerOwn(sess, req) },
 	})
 	s.mu.Lock()
@@ -369,7 +369,7 @@ func (s *Server) MayReportProgress(ctx context.Context, tool string) bool {
 // the tool's x-mcp-header parameters (mcpwire.CheckParamHeaders). A tool
 // not served, or hidden from user, has none: its call is refused as
 // unknown, as any call of it is.
-func (s *Server) CheckParamHeaders(ctx context.Context, user, tool string, args json.RawMessage, header http.Header) error {
+func (s *Server) CheckParamHeaders(ctx context.Context, user, tool string, args json.RawMessage, header func(name string) []string) error {
 	cat, release, err := s.cfg.Catalog(ctx, tool)
 	if err != nil {
 		return nil
@@ -379,12 +379,12 @@ func (s *Server) CheckParamHeaders(ctx context.Context, user, tool string, args 
 	if !ok || !s.visible(user, cat)(tool) {
 		return nil
 	}
-	return mcpwire.CheckParamHeaders(info.Decl.HeaderParams, args, header.Values)
+	return mcpwire.CheckParamHeaders(info.Decl.HeaderParams, args, header)
 }
 
 // ClientMessage is the text a client reads for an error message go-sdk
-// wrote (clientRPCMessage).
-func (s *Server) ClientMessage(msg string) string { return clientRPCMessage(msg) }
+// wrote (mcperr.ClientMessage).
+func (s *Server) ClientMessage(msg string) string { return mcperr.ClientMessage(msg) }
 
 // Close ends every session: blocked tasks/result and tool calls return,
 // stdio sessions end, Streamable HTTP sessions are closed. Tasks keep

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/wasmtask/wasmtask/abi"
+	"github.com/wasmtask/wasmtask/host/internal/mcperr"
 	"github.com/wasmtask/wasmtask/taskengine"
 )
 
@@ -134,8 +135,8 @@ func TestOwnerLimit(t *testing.T) {
 	c.initialize(true)
 	taskIDOf(t, c.call(1, "tools/call", map[string]any{"name": "slow", "task": map[string]any{}}))
 	r := c.call(2, "tools/call", map[string]any{"name": "slow", "task": map[string]any{}})
-	if got := errCode(r); got != codeLimit {
-		t.Errorf("second task over the limit: got code %d, want %d (%v)", got, codeLimit, r)
+	if got := errCode(r); got != mcperr.CodeLimit {
+		t.Errorf("second task over the limit: got code %d, want %d (%v)", got, mcperr.CodeLimit, r)
 	}
 	other := ts.connectStdio(t)
 	other.initialize(true)

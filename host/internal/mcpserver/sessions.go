@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wasmtask/wasmtask/host/internal/mcpconn"
+	"github.com/wasmtask/wasmtask/host/internal/mcperr"
 	"github.com/wasmtask/wasmtask/host/internal/mcpevents"
 	"github.com/wasmtask/wasmtask/host/internal/mcpstdio"
 )
@@ -186,7 +187,7 @@ type requestorKey struct{}
 func requestorFrom(ctx context.Context) (requestor, error) {
 	r, ok := ctx.Value(requestorKey{}).(requestor)
 	if !ok {
-		return requestor{}, rpcError(jsonrpc.CodeInternalError, "internal error: request outside a session")
+		return requestor{}, mcperr.RPC(jsonrpc.CodeInternalError, "internal error: request outside a session")
 	}
 	return r, nil
 }
@@ -200,7 +201,7 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		defer func() {
 			if r := recover(); r != nil {
 				s.log.Error("panic while handling request", "method", method, "panic", r, "stack", string(debug.Stack()))
-				res, err = nil, rpcError(jsonrpc.CodeInternalError, "internal error")
+				res, err = nil, mcperr.RPC(jsonrpc.CodeInternalError, "internal error")
 			}
 		}()
 		ss, ok := req.GetSession().(*mcp.ServerSession)
@@ -223,7 +224,7 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			rq.sess = s.sessions[ss.ID()]
 			s.mu.Unlock()
 			if rq.sess == nil {
-				return nil, rpcError(jsonrpc.CodeInternalError, "internal error: the session has ended")
+				return nil, mcperr.RPC(jsonrpc.CodeInternalError, "internal error: the session has ended")
 			}
 			ctx = rq.sess.conn.WithRequest(ctx, req.GetExtra())
 		}
@@ -235,7 +236,7 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			return s.modernRequest(ctx, rq, method, req, next)
 		}
 		if method == methodTasksUpdate {
-			return nil, errMethodNotFound("method %q is not part of protocol version %s: it belongs to the tasks extension of %s", method, ss.InitializeParams().ProtocolVersion, modernVersion)
+			return nil, mcperr.MethodNotFound("method %q is not part of protocol version %s: it belongs to the tasks extension of %s", method, ss.InitializeParams().ProtocolVersion, modernVersion)
 		}
 		switch method {
 		case methodInitialize:
@@ -257,7 +258,7 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 func (s *Server) dispatchCall(ctx context.Context, rq requestor, req mcp.Request) (mcp.Result, error) {
 	creq, ok := req.(*mcp.CallToolRequest)
 	if !ok {
-		return nil, rpcError(jsonrpc.CodeInternalError, "internal error: unexpected tools/call request type %T", req)
+		return nil, mcperr.RPC(jsonrpc.CodeInternalError, "internal error: unexpected tools/call request type %T", req)
 	}
 	return s.callTool(ctx, rq, creq.Params)
 }
@@ -284,7 +285,7 @@ func (s *Server) modernRequest(ctx context.Context, rq requestor, method string,
 	case methodListen:
 		return s.listen(ctx, method, req, next)
 	case methodTasksResult, methodTasksList:
-		return nil, errMethodNotFound("method %q is not part of protocol version %s (the tasks extension has tasks/get, tasks/update and tasks/cancel)", method, modernVersion)
+		return nil, mcperr.MethodNotFound("method %q is not part of protocol version %s (the tasks extension has tasks/get, tasks/update and tasks/cancel)", method, modernVersion)
 	case methodTasksGet, methodTasksUpdate, methodTasksCancel:
 		if !rq.optedIn {
 			return nil, errTasksNotDeclared(method)

@@ -5,6 +5,8 @@ import (
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/wasmtask/wasmtask/host/internal/mcperr"
 )
 
 // maxSubscriptions bounds the resources one session (or one
@@ -33,7 +35,7 @@ func (s *subscriptions) add(key, uri string) error {
 		return nil
 	}
 	if len(set) >= maxSubscriptions {
-		return rpcError(jsonrpc.CodeInvalidParams, "more than %d resource subscriptions on this session; unsubscribe from one first", maxSubscriptions)
+		return mcperr.RPC(jsonrpc.CodeInvalidParams, "more than %d resource subscriptions on this session; unsubscribe from one first", maxSubscriptions)
 	}
 	if set == nil {
 		set = map[string]struct{}{}

@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/wasmtask/wasmtask/host/internal/mcperr"
 	"github.com/wasmtask/wasmtask/host/internal/mcpwire"
 	"github.com/wasmtask/wasmtask/taskengine"
 )
@@ -26,13 +27,13 @@ const (
 const listPageSize = 50
 
 // wireTaskOf renders a task. A task the engine or its work ended with an
-// error gets the status message errors.go words for it, in place of the
+// error gets the status message mcperr words for it, in place of the
 // last one its tool set.
 func wireTaskOf(t taskengine.Task) mcpwire.Task {
 	msg := t.StatusMessage
 	if t.Err != nil && t.Status.Terminal() {
 		tool := toolOf(t)
-		msg = taskEndText(tool, t.Err)
+		msg = mcperr.TaskEndText(tool, t.Err)
 	}
 	w := mcpwire.Task{
 		TaskID:        t.ID,
@@ -57,7 +58,7 @@ func (s *Server) registerTaskMethods() error {
 		mcp.AddReceivingCustomMethod(s.mcp, methodTasksCancel, s.tasksCancel),
 		// Answered by the middleware (2026-07-28) or refused there.
 		mcp.AddReceivingCustomMethod(s.mcp, methodTasksUpdate, func(context.Context, *mcp.ServerSession, *mcpwire.TaskUpdateParams) (*mcpwire.AckResult, error) {
-			return nil, errMethodNotFound("method %q is not available", methodTasksUpdate)
+			return nil, mcperr.MethodNotFound("method %q is not available", methodTasksUpdate)
 		}),
 	)
 }
@@ -70,7 +71,7 @@ func taskTarget(ctx context.Context, method string, p *mcpwire.TaskIDParams) (re
 		return rq, "", err
 	}
 	if p == nil || p.TaskID == "" {
-		return rq, "", rpcError(jsonrpc.CodeInvalidParams, "%s: missing params.taskId", method)
+		return rq, "", mcperr.RPC(jsonrpc.CodeInvalidParams, "%s: missing params.taskId", method)
 	}
 	return rq, p.TaskID, nil
 }
@@ -82,7 +83,7 @@ func (s *Server) tasksGet(ctx context.Context, _ *mcp.ServerSession, p *mcpwire.
 	}
 	t, err := s.cfg.Engine.Get(ctx, rq.owner(), id)
 	if err != nil {
-		return nil, engineError(err, id)
+		return nil, mcperr.Engine(err, id)
 	}
 	return &mcpwire.TaskResult{Task: wireTaskOf(t)}, nil
 }
@@ -98,7 +99,7 @@ func (s *Server) tasksList(ctx context.Context, _ *mcp.ServerSession, p *mcpwire
 	}
 	ts, next, err := s.cfg.Engine.List(ctx, rq.owner(), cursor, listPageSize)
 	if err != nil {
-		return nil, engineError(err, "")
+		return nil, mcperr.Engine(err, "")
 	}
 	out := &mcpwire.ListTasksResult{Tasks: make([]mcpwire.Task, len(ts)), NextCursor: next}
 	for i, t := range ts {
@@ -114,10 +115,10 @@ func (s *Server) tasksCancel(ctx context.Context, _ *mcp.ServerSession, p *mcpwi
 	}
 	t, err := s.cfg.Engine.Cancel(ctx, rq.owner(), id)
 	if errors.Is(err, taskengine.ErrTerminal) {
-		return nil, rpcError(jsonrpc.CodeInvalidParams, "cannot cancel task: already in terminal status '%s'", t.Status)
+		return nil, mcperr.RPC(jsonrpc.CodeInvalidParams, "cannot cancel task: already in terminal status '%s'", t.Status)
 	}
 	if err != nil {
-		return nil, engineError(err, id)
+		return nil, mcperr.Engine(err, id)
 	}
 	s.audit(auditTaskCancel, rq.owner(), append(taskAttrs(t), slog.String("outcome", string(t.Status)))...)
 	return &mcpwire.TaskResult{Task: wireTaskOf(t)}, nil
@@ -143,11 +144,11 @@ func (s *Server) tasksResult(ctx context.Context, _ *mcp.ServerSession, p *mcpwi
 			closed := s.closed
 			s.mu.Unlock()
 			if closed {
-				return nil, rpcError(jsonrpc.CodeInternalError, "the server shut down while waiting for task %q", id)
+				return nil, mcperr.RPC(jsonrpc.CodeInternalError, "the server shut down while waiting for task %q", id)
 			}
-			return nil, rpcError(jsonrpc.CodeInternalError, "session closed while waiting for task %q", id)
+			return nil, mcperr.RPC(jsonrpc.CodeInternalError, "session closed while waiting for task %q", id)
 		}
-		return nil, engineError(err, id)
+		return nil, mcperr.Engine(err, id)
 	}
 	s.audit(auditTaskResult, owner, append(taskAttrs(t), slog.String("outcome", string(t.Status)))...)
 	var rpc *jsonrpc.Error
@@ -160,12 +161,12 @@ func (s *Server) tasksResult(ctx context.Context, _ *mcp.ServerSession, p *mcpwi
 	case errors.As(out.Err, &rpc):
 		return nil, rpc
 	case t.Status == taskengine.StatusCancelled:
-		return nil, rpcError(jsonrpc.CodeInternalError, "task %q was cancelled", id)
+		return nil, mcperr.RPC(jsonrpc.CodeInternalError, "task %q was cancelled", id)
 	case out.Err != nil:
 		tool := toolOf(t)
-		r := mcpwire.ToolError(failureText(tool, out.Err))
+		r := mcpwire.ToolError(mcperr.FailureText(tool, out.Err))
 		r.Meta = mcpwire.RelatedTask(id)
 		return r, nil
 	}
-	return nil, rpcError(jsonrpc.CodeInternalError, "task %q ended without a result", id)
+	return nil, mcperr.RPC(jsonrpc.CodeInternalError, "task %q ended without a result", id)
 }

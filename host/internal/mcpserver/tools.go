@@ -15,8 +15,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wasmtask/wasmtask/abi"
+	"github.com/wasmtask/wasmtask/host/internal/mcperr"
 	"github.com/wasmtask/wasmtask/host/internal/mcpevents"
 	"github.com/wasmtask/wasmtask/host/internal/mcpwire"
+	"github.com/wasmtask/wasmtask/host/internal/taskcodec"
 	"github.com/wasmtask/wasmtask/taskengine"
 )
 
@@ -40,7 +42,7 @@ type Catalog interface {
 	// Call runs tool name with args (raw JSON from the request; parsed and
 	// validated by the catalog, once, inside the call's admission and
 	// deadline), reporting to ev. A failure is an error wrapping a
-	// *[Failure], or [ErrUnknownTool] when name is not (or no longer)
+	// *[mcperr.Failure], or [ErrUnknownTool] when name is not (or no longer)
 	// served. Call returns promptly once ctx is done. The questions a
 	// tool passes to ev.Elicit have the flat requestedSchema MCP allows
 	// (no references): their answers are checked against it. who is the
@@ -120,7 +122,7 @@ const listChangedPlaceholder = "io.wasmtask.list-changed"
 // once: the declaration checked here and the tool run are of one generation.
 func (s *Server) callTool(ctx context.Context, rq requestor, p *mcp.CallToolParamsRaw) (mcp.Result, error) {
 	if p == nil {
-		return nil, rpcError(jsonrpc.CodeInvalidParams, "tools/call: missing params")
+		return nil, mcperr.RPC(jsonrpc.CodeInvalidParams, "tools/call: missing params")
 	}
 	taskMeta, isTask := p.Meta[mcpwire.LiftedTaskKey]
 	reqID := p.Meta[mcpwire.RequestIDKey]
@@ -139,13 +141,13 @@ func (s *Server) callTool(ctx context.Context, rq requestor, p *mcp.CallToolPara
 	info, ok := cat.Tool(p.Name)
 	tool := info.Decl
 	if !ok || !s.visible(rq.user, cat)(p.Name) {
-		return nil, rpcError(jsonrpc.CodeInvalidParams, "unknown tool %q", p.Name)
+		return nil, mcperr.RPC(jsonrpc.CodeInvalidParams, "unknown tool %q", p.Name)
 	}
 	if err := s.checkArgs(p.Arguments); err != nil {
 		return nil, err
 	}
 	if len(p.InputResponses) > maxInputResponses {
-		return nil, rpcError(jsonrpc.CodeInvalidParams, "inputResponses has %d answers; a call asks at most %d questions", len(p.InputResponses), maxInputResponses)
+		return nil, mcperr.RPC(jsonrpc.CodeInvalidParams, "inputResponses has %d answers; a call asks at most %d questions", len(p.InputResponses), maxInputResponses)
 	}
 	if missing := rq.lacks(tool.Requires); len(missing) > 0 {
 		return nil, errCapabilitiesNotDeclared(fmt.Sprintf("tool %q", p.Name), missing)
@@ -168,9 +170,9 @@ func (s *Server) callTool(ctx context.Context, rq requestor, p *mcp.CallToolPara
 	} else {
 		switch support := tool.TaskSupport; {
 		case isTask && support == abi.TaskForbidden:
-			return nil, errMethodNotFound("tool %q does not support task-augmented calls (execution.taskSupport is forbidden)", p.Name)
+			return nil, mcperr.MethodNotFound("tool %q does not support task-augmented calls (execution.taskSupport is forbidden)", p.Name)
 		case !isTask && support == abi.TaskRequired:
-			return nil, errMethodNotFound("tool %q must be called as a task (execution.taskSupport is required)", p.Name)
+			return nil, mcperr.MethodNotFound("tool %q must be called as a task (execution.taskSupport is required)", p.Name)
 		}
 	}
 	token := p.GetProgressToken()
@@ -218,13 +220,13 @@ const maxInputResponses = 64
 // and validates them once, when the call runs.
 func (s *Server) checkArgs(raw json.RawMessage) error {
 	if len(raw) > s.cfg.MaxArgumentBytes {
-		return rpcError(jsonrpc.CodeInvalidParams, "arguments are %d bytes, more than the limit of %d", len(raw), s.cfg.MaxArgumentBytes)
+		return mcperr.RPC(jsonrpc.CodeInvalidParams, "arguments are %d bytes, more than the limit of %d", len(raw), s.cfg.MaxArgumentBytes)
 	}
 	t := bytes.TrimSpace(raw)
 	if len(t) == 0 || string(t) == "null" || t[0] == '{' {
 		return nil
 	}
-	return rpcError(jsonrpc.CodeInvalidParams, "arguments must be a JSON object")
+	return mcperr.RPC(jsonrpc.CodeInvalidParams, "arguments must be a JSON object")
 }
 
 // parseTaskParams reads the lifted params.task: an object with an optional
@@ -232,7 +234,7 @@ func (s *Server) checkArgs(raw json.RawMessage) error {
 func parseTaskParams(v any) (time.Duration, error) {
 	m, ok := v.(map[string]any)
 	if !ok {
-		return 0, rpcError(jsonrpc.CodeInvalidParams, "params.task must be an object")
+		return 0, mcperr.RPC(jsonrpc.CodeInvalidParams, "params.task must be an object")
 	}
 	raw, ok := m["ttl"]
 	if !ok || raw == nil {
@@ -240,7 +242,7 @@ func parseTaskParams(v any) (time.Duration, error) {
 	}
 	ms, ok := raw.(float64)
 	if !ok || ms < 0 || ms != math.Trunc(ms) {
-		return 0, rpcError(jsonrpc.CodeInvalidParams, "params.task.ttl must be a non-negative integer (milliseconds)")
+		return 0, mcperr.RPC(jsonrpc.CodeInvalidParams, "params.task.ttl must be a non-negative integer (milliseconds)")
 	}
 	if ms > float64(math.MaxInt64/int64(time.Millisecond)) {
 		ms = float64(math.MaxInt64 / int64(time.Millisecond))
@@ -250,18 +252,18 @@ func parseTaskParams(v any) (time.Duration, error) {
 
 // execute runs one tool call to its CallToolResult, or a JSON-RPC error for
 // what tools/call itself answers with one. A failure is logged in full and
-// answered with the text errors.go decides.
+// answered with the text mcperr decides.
 func (s *Server) execute(ctx context.Context, who Caller, cat Catalog, tool string, args json.RawMessage, ev abi.Events) (*mcpwire.CallToolResult, error) {
 	res, hit, err := cat.Call(ctx, who, tool, args, ev)
 	switch {
 	case errors.Is(err, ErrUnknownTool):
-		return nil, rpcError(jsonrpc.CodeInvalidParams, "unknown tool %q", tool)
+		return nil, mcperr.RPC(jsonrpc.CodeInvalidParams, "unknown tool %q", tool)
 	case err != nil:
 		s.log.Info("tool call failed", "tool", tool, "err", err)
-		return mcpwire.ToolError(failureText(tool, err)), nil
+		return mcpwire.ToolError(mcperr.FailureText(tool, err)), nil
 	case res == nil:
 		s.log.Error("tool call returned no result", "tool", tool)
-		return mcpwire.ToolError(failureText(tool, errors.New("no result"))), nil
+		return mcpwire.ToolError(mcperr.FailureText(tool, errors.New("no result"))), nil
 	case res.Error != nil:
 		// The tool asks for a protocol error (checked by abi.DecodeResult).
 		return nil, &jsonrpc.Error{Code: res.Error.Code, Message: res.Error.Message}
@@ -282,7 +284,7 @@ const cacheMetaKey = "io.wasmtask/cache"
 // The caller counted the task in (beginWork); its work counts it out.
 func (s *Server) createTask(ctx context.Context, rq requestor, cat Catalog, release func(), tool string, args json.RawMessage, token any, ttl time.Duration, reqID any) (mcp.Result, error) {
 	owner := rq.owner()
-	info := &taskInfo{tool: tool, attrs: toolAttrs(cat, tool)}
+	info := &taskcodec.Meta{Tool: tool, Attrs: toolAttrs(cat, tool)}
 	work := func(ctx context.Context, run *taskengine.Run) taskengine.Outcome {
 		defer s.endWork()
 		defer release()
@@ -296,7 +298,7 @@ func (s *Server) createTask(ctx context.Context, rq requestor, cat Catalog, rele
 			}
 		}}
 		res, err := s.execute(ctx, who, cat, tool, args, ev)
-		s.audit(auditTaskFinish, owner, append(append(slices.Clip(info.attrs), slog.String("task", id)), outcomeAttr(res, err))...)
+		s.audit(auditTaskFinish, owner, append(append(slices.Clip(info.Attrs), slog.String("task", id)), outcomeAttr(res, err))...)
 		if ctx.Err() != nil {
 			return taskengine.Outcome{Err: endedBy(ctx)}
 		}
@@ -311,8 +313,8 @@ func (s *Server) createTask(ctx context.Context, rq requestor, cat Catalog, rele
 	t, err := s.cfg.Engine.Submit(ctx, owner, taskengine.SubmitOptions{TTL: ttl, Meta: info}, work)
 	if err != nil {
 		s.endWork()
-		s.audit(auditTaskCreate, owner, append(slices.Clip(info.attrs), slog.String("outcome", "refused"), slog.String("reason", err.Error()))...)
-		return nil, engineError(err, "")
+		s.audit(auditTaskCreate, owner, append(slices.Clip(info.Attrs), slog.String("outcome", "refused"), slog.String("reason", err.Error()))...)
+		return nil, mcperr.Engine(err, "")
 	}
 	s.audit(auditTaskCreate, owner, append(taskAttrs(t), slog.String("outcome", "created"), slog.Duration("ttl", t.TTL))...)
 	if rq.modern {

@@ -1,9 +1,8 @@
-package mcpserver
+package taskcodec
 
 import (
 	"encoding/json"
 	"errors"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -11,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wasmtask/wasmtask/abi"
+	"github.com/wasmtask/wasmtask/host/internal/mcperr"
 	"github.com/wasmtask/wasmtask/host/internal/mcpevents"
 	"github.com/wasmtask/wasmtask/host/internal/mcpwire"
 	"github.com/wasmtask/wasmtask/taskengine"
@@ -20,11 +20,11 @@ import (
 // another replica does.
 func roundTrip(t *testing.T, k taskengine.Kind, v any) any {
 	t.Helper()
-	b, err := Codec().Encode(k, v)
+	b, err := New().Encode(k, v)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := Codec().Decode(k, b)
+	got, err := New().Decode(k, b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func roundTrip(t *testing.T, k taskengine.Kind, v any) any {
 // client exactly as the replica that ran the task would.
 func TestCodecRendersTheSameOnEveryReplica(t *testing.T) {
 	res := &mcpwire.CallToolResult{
-		ResultBase:        mcp.ResultBase{Meta: mcp.Meta{cacheMetaKey: map[string]any{"hit": true}}},
+		ResultBase:        mcp.ResultBase{Meta: mcp.Meta{"io.wasmtask/cache": map[string]any{"hit": true}}},
 		Content:           mcpwire.ContentList{mcpwire.TextBlock(""), {Type: "image", Data: "aGk=", MIMEType: "image/png"}},
 		StructuredContent: json.RawMessage(`{"n":1}`),
 		IsError:           true,
@@ -53,29 +53,20 @@ func TestCodecRendersTheSameOnEveryReplica(t *testing.T) {
 	}
 
 	for _, err := range []error{
-		&Failure{Kind: FailOutOfMemory, Detail: "64 MiB", Stderr: "boom", Err: errors.New("wasm: oom")},
+		&mcperr.Failure{Kind: mcperr.FailOutOfMemory, Detail: "64 MiB", Stderr: "boom", Err: errors.New("wasm: oom")},
 		errors.New("something internal"),
 	} {
 		out = roundTrip(t, taskengine.KindOutcome, taskengine.Outcome{Err: err}).(taskengine.Outcome)
-		if a, b := failureText("t", err), failureText("t", out.Err); a != b {
+		if a, b := mcperr.FailureText("t", err), mcperr.FailureText("t", out.Err); a != b {
 			t.Errorf("failure text: ran %q, read %q", a, b)
 		}
-		if a, b := taskEndText("t", err), taskEndText("t", out.Err); a != b {
+		if a, b := mcperr.TaskEndText("t", err), mcperr.TaskEndText("t", out.Err); a != b {
 			t.Errorf("status message: ran %q, read %q", a, b)
 		}
 	}
 
-	// A task whose replica died reads as that, in its status message and
-	// its result.
-	if got := taskEndText("t", taskengine.ErrReplicaLost); !strings.Contains(got, "stopped before it finished") {
-		t.Errorf("status message of a lost task: %q", got)
-	}
-	if got := failureText("t", taskengine.ErrReplicaLost); !strings.Contains(got, "stopped before the call finished") {
-		t.Errorf("result text of a lost task: %q", got)
-	}
-
-	info := roundTrip(t, taskengine.KindMeta, &taskInfo{tool: "word_count"}).(*taskInfo)
-	if toolOf(taskengine.Task{Meta: info}) != "word_count" {
+	info := roundTrip(t, taskengine.KindMeta, &Meta{Tool: "word_count"}).(*Meta)
+	if info.Tool != "word_count" {
 		t.Errorf("meta read back as %+v", info)
 	}
 	req := abi.Question{Method: abi.MethodElicit, Message: "ok?", RequestedSchema: json.RawMessage(`{"type":"object"}`)}
@@ -87,7 +78,7 @@ func TestCodecRendersTheSameOnEveryReplica(t *testing.T) {
 		t.Errorf("sampling request read back as %+v", got)
 	}
 	// A record a replica of an older version wrote: an elicit request.
-	old, err := Codec().Decode(taskengine.KindInput, []byte(`{"message":"ok?","requestedSchema":{"type":"object"}}`))
+	old, err := New().Decode(taskengine.KindInput, []byte(`{"message":"ok?","requestedSchema":{"type":"object"}}`))
 	if q, _ := old.(abi.Question); err != nil || q.Message != "ok?" || q.Elicitation().Message != "ok?" || q.Method != "" {
 		t.Errorf("an elicit request as stored before read back as %+v, %v", old, err)
 	}

@@ -1,4 +1,4 @@
-package mcpserver
+package taskcodec
 
 import (
 	"encoding/json"
@@ -9,18 +9,28 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/wasmtask/wasmtask/abi"
+	"github.com/wasmtask/wasmtask/host/internal/mcperr"
 	"github.com/wasmtask/wasmtask/host/internal/mcpevents"
 	"github.com/wasmtask/wasmtask/host/internal/mcpwire"
 	"github.com/wasmtask/wasmtask/taskengine"
 )
 
-// Codec encodes what this layer keeps in tasks (the tool a task runs, its
-// CallToolResult or error, its input requests and their answers) for a task
-// store that replicas share (taskengine.Config.Codec). What a replica
-// decodes renders exactly as on the replica that ran the task: a result as
-// the same CallToolResult, a JSON-RPC error with its code and data, a
-// failure with the same wording.
-func Codec() taskengine.Codec { return codec{} }
+// New returns the codec of what the MCP layer keeps in tasks (the tool a
+// task runs, its CallToolResult or error, its input requests and their
+// answers) for a task store that replicas share (taskengine.Config.Codec).
+// What a replica decodes renders exactly as on the replica that ran the
+// task: a result as the same CallToolResult, a JSON-RPC error with its code
+// and data, a failure with the same wording.
+func New() taskengine.Codec { return codec{} }
+
+// Meta is a task's SubmitOptions.Meta as the MCP layer sets it: its tool
+// and the tool's audit attributes (module and digest) as they were when the
+// task was created. Only the tool is stored: a replica that reads the task
+// back has the tool's name as its one attribute.
+type Meta struct {
+	Tool  string
+	Attrs []slog.Attr
+}
 
 type codec struct{}
 
@@ -36,10 +46,10 @@ type wireOutcome struct {
 }
 
 type wireFailure struct {
-	Kind   FailureKind `json:"kind"`
-	Detail string      `json:"detail,omitempty"`
-	Stderr string      `json:"stderr,omitempty"`
-	Text   string      `json:"text,omitempty"` // the error's own text, for the server log
+	Kind   mcperr.FailureKind `json:"kind"`
+	Detail string             `json:"detail,omitempty"`
+	Stderr string             `json:"stderr,omitempty"`
+	Text   string             `json:"text,omitempty"` // the error's own text, for the server log
 }
 
 type wireAnswer struct {
@@ -51,17 +61,17 @@ type wireAnswer struct {
 func (codec) Encode(k taskengine.Kind, v any) ([]byte, error) {
 	switch k {
 	case taskengine.KindMeta:
-		info, _ := v.(*taskInfo)
+		info, _ := v.(*Meta)
 		if info == nil {
 			return json.Marshal(wireMeta{})
 		}
-		return json.Marshal(wireMeta{Tool: info.tool})
+		return json.Marshal(wireMeta{Tool: info.Tool})
 	case taskengine.KindOutcome:
 		out, _ := v.(taskengine.Outcome)
 		w := wireOutcome{Failed: out.Failed}
 		w.Result, _ = out.Value.(*mcpwire.CallToolResult)
 		var rpc *jsonrpc.Error
-		var f *Failure
+		var f *mcperr.Failure
 		switch {
 		case out.Err == nil:
 		case errors.As(out.Err, &rpc):
@@ -69,7 +79,7 @@ func (codec) Encode(k taskengine.Kind, v any) ([]byte, error) {
 		case errors.As(out.Err, &f):
 			w.Failure = &wireFailure{Kind: f.Kind, Detail: f.Detail, Stderr: f.Stderr, Text: f.Error()}
 		default:
-			w.Failure = &wireFailure{Kind: FailInternal, Text: out.Err.Error()}
+			w.Failure = &wireFailure{Kind: mcperr.FailInternal, Text: out.Err.Error()}
 		}
 		return json.Marshal(w)
 	case taskengine.KindInput:
@@ -92,7 +102,7 @@ func (codec) Decode(k taskengine.Kind, b []byte) (any, error) {
 		if err := json.Unmarshal(b, &w); err != nil {
 			return nil, err
 		}
-		return &taskInfo{tool: w.Tool, attrs: []slog.Attr{slog.String("tool", w.Tool)}}, nil
+		return &Meta{Tool: w.Tool, Attrs: []slog.Attr{slog.String("tool", w.Tool)}}, nil
 	case taskengine.KindOutcome:
 		var w wireOutcome
 		if err := json.Unmarshal(b, &w); err != nil {
@@ -106,7 +116,7 @@ func (codec) Decode(k taskengine.Kind, b []byte) (any, error) {
 		case w.RPC != nil:
 			out.Err = w.RPC
 		case w.Failure != nil:
-			out.Err = &Failure{Kind: w.Failure.Kind, Detail: w.Failure.Detail, Stderr: w.Failure.Stderr, Err: errors.New(w.Failure.Text)}
+			out.Err = &mcperr.Failure{Kind: w.Failure.Kind, Detail: w.Failure.Detail, Stderr: w.Failure.Stderr, Err: errors.New(w.Failure.Text)}
 		}
 		return out, nil
 	case taskengine.KindInput:
