@@ -45,14 +45,22 @@ func TestABIMarkdownCTool(t *testing.T) {
 }
 
 // buildC builds the C source src with the C command of doc's build table,
-// as a plugin author would, and returns the module.
-func buildC(t *testing.T, doc string, src []byte) []byte {
+// as a plugin author would, with the files of examples/c named in beside
+// (wasmtask.h) copied next to it, and returns the module.
+func buildC(t *testing.T, doc string, src []byte, beside ...string) []byte {
 	t.Helper()
 	_, command := buildRow(t, doc, "C")
 	needToolchain(t, exampleFor(t, "c"))
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "tool.c"), src, 0o644); err != nil {
 		t.Fatal(err)
+	}
+	for _, name := range beside {
+		b, err := os.ReadFile(filepath.Join("c", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(dir, name), b)
 	}
 	cmd := exec.CommandContext(t.Context(), "bash", "-euc", command)
 	cmd.Dir = dir
