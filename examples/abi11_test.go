@@ -65,7 +65,7 @@ func TestABI11InC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := serveModule(t, "abi11.wasm", buildC(t, abiMD(t), src))
+	srv := serveModule(t, "abi11.wasm", buildC(t, abiMD(t), src, "wasmtask.h"))
 
 	ev := &askedTwice{both: make(chan struct{})}
 	res, err := srv.Call(context.Background(), "two_questions", nil, ev)

@@ -44,15 +44,97 @@ func TestABIMarkdownCTool(t *testing.T) {
 	}
 }
 
+// TestABIMarkdownCPrimitives builds section 14's C module — the block is
+// examples/c/prims.c, byte for byte — with the C command of ABI.md's build
+// table and wasmtask.h beside it, and serves it over MCP: its tool links
+// the template's resources, the resource and the template's resources
+// read as the block says (a day it has no notes for is not found), and the
+// prompt renders its argument.
+func TestABIMarkdownCPrimitives(t *testing.T) {
+	doc := abiMD(t)
+	block := codeBlock(t, doc, "### A module in C", "```c\n")
+	src, err := os.ReadFile("c/prims.c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if block != string(src) {
+		t.Fatalf("ABI.md section 14's C block differs from examples/c/prims.c: copy the file into the block")
+	}
+	s := serveMCP(t, serveModule(t, "prims.wasm", buildC(t, doc, []byte(block), "wasmtask.h")))
+
+	if got := s.toolSupport(); len(got) != 1 || got["week"] != "forbidden" {
+		t.Errorf("tools/list: got %v, want week (forbidden)", got)
+	}
+	var week struct {
+		Content []struct{ Type, Text, URI, Name string } `json:"content"`
+	}
+	if err := s.toolCall("week", map[string]any{}, "", nil).Decode(&week); err != nil {
+		t.Fatalf("tools/call week: %v", err)
+	}
+	days := []string{"monday", "tuesday", "wednesday", "thursday", "friday"}
+	if len(week.Content) != 1+len(days) || week.Content[0].Text != "The notes of the week:" {
+		t.Fatalf("week: got %+v, want a text and %d resource links", week.Content, len(days))
+	}
+	for i, day := range days {
+		if c := week.Content[1+i]; c.Type != "resource_link" || c.URI != "notes://days/"+day || c.Name != day {
+			t.Errorf("week's link %d: got %+v, want a resource_link to notes://days/%s", i, c, day)
+		}
+	}
+
+	if got := s.resources(); asJSON(got) != `["notes://readme"]` {
+		t.Errorf("resources/list: got %v, want notes://readme", got)
+	}
+	if got := s.templates(); asJSON(got) != `["notes://days/{day}"]` {
+		t.Errorf("resources/templates/list: got %v, want notes://days/{day}", got)
+	}
+	if got := s.prompts(); asJSON(got) != `["plan"]` {
+		t.Errorf("prompts/list: got %v, want plan", got)
+	}
+	for _, tt := range []struct{ uri, want string }{
+		{"notes://readme", "One note per working day: notes://days/monday to notes://days/friday."},
+		{"notes://days/wednesday", "Review two pull requests."},
+		{"notes://days/friday", "Retrospective."},
+	} {
+		got := s.readResource(tt.uri)
+		if len(got) != 1 || got[0].URI != tt.uri || got[0].MIMEType != "text/plain" || got[0].Text != tt.want {
+			t.Errorf("resources/read %s: got %s, want the text %q", tt.uri, asJSON(got), tt.want)
+		}
+	}
+	for _, uri := range []string{"notes://days/sunday", "notes://days/mon%22day"} {
+		if m := s.call("resources/read", map[string]any{"uri": uri}); m.Code() != -32002 {
+			t.Errorf("resources/read %s: got %s, want the resource-not-found error -32002", uri, m.Raw)
+		}
+	}
+
+	p := s.getPrompt("plan", map[string]string{"day": "thursday"})
+	if p.Description != "A plan for thursday" || len(p.Messages) != 1 || p.Messages[0].Role != "user" ||
+		p.Messages[0].Content.Type != "text" || p.Messages[0].Content.Text != "My notes for thursday: Release day. Plan my day." {
+		t.Errorf("prompts/get plan thursday: got %s", asJSON(p))
+	}
+	for _, args := range []map[string]string{{"day": "sunday"}, {"day": "fri\"day"}, {}} {
+		if m := s.call("prompts/get", map[string]any{"name": "plan", "arguments": args}); m.Code() != -32602 {
+			t.Errorf("prompts/get plan %v: got %s, want error -32602", args, m.Raw)
+		}
+	}
+}
+
 // buildC builds the C source src with the C command of doc's build table,
-// as a plugin author would, and returns the module.
-func buildC(t *testing.T, doc string, src []byte) []byte {
+// as a plugin author would, with the files of examples/c named in beside
+// (wasmtask.h) copied next to it, and returns the module.
+func buildC(t *testing.T, doc string, src []byte, beside ...string) []byte {
 	t.Helper()
 	_, command := buildRow(t, doc, "C")
 	needToolchain(t, exampleFor(t, "c"))
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "tool.c"), src, 0o644); err != nil {
 		t.Fatal(err)
+	}
+	for _, name := range beside {
+		b, err := os.ReadFile(filepath.Join("c", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(dir, name), b)
 	}
 	cmd := exec.CommandContext(t.Context(), "bash", "-euc", command)
 	cmd.Dir = dir

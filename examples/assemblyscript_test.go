@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -66,6 +67,46 @@ func TestAssemblyScriptThroughHost(t *testing.T) {
 	}
 	wantArgumentsError(t, "caesar with shift 1.5", "caesar", s.callTool("caesar", map[string]any{"text": "a", "shift": 1.5}, ""))
 	wantArgumentsError(t, "caesar without shift", "caesar", s.callTool("caesar", map[string]any{"text": "a"}, ""))
+}
+
+// TestAssemblyScriptPrimitivesThroughHost reads caesar's resource and gets
+// its prompt over MCP: the bindings' Module dispatches read and prompt
+// requests to their handlers and writes their answers and errors.
+func TestAssemblyScriptPrimitivesThroughHost(t *testing.T) {
+	s := serveExample(t, exampleFor(t, "assemblyscript"))
+	if got := s.resources(); asJSON(got) != `["caesar://about"]` {
+		t.Errorf("resources/list: got %v, want caesar://about", got)
+	}
+	if got := s.prompts(); asJSON(got) != `["explain"]` {
+		t.Errorf("prompts/list: got %v, want explain", got)
+	}
+	about := s.readResource("caesar://about")
+	if len(about) != 1 || about[0].URI != "caesar://about" || about[0].MIMEType != "text/plain" ||
+		!strings.Contains(about[0].Text, "with shift 3, A becomes D and z becomes c") {
+		t.Errorf("resources/read caesar://about: got %s", asJSON(about))
+	}
+
+	for _, tt := range []struct {
+		text, shift string
+		wantShift   int // the shift in 0..25
+	}{
+		{"Hello, World!", "3", 3},
+		// Escapes, accents and emoji reach the prompt and come back intact.
+		{"h\u00e9\U0001F600 \"zebra\"\n", "-1", 25},
+	} {
+		n := strconv.Itoa(tt.wantShift)
+		wantDesc := "How shift " + n + " enciphers a text"
+		want := "Explain step by step how a Caesar shift of " + n + " turns \"" + tt.text + "\" into \"" + caesar(tt.text, tt.wantShift) + "\"."
+		p := s.getPrompt("explain", map[string]string{"text": tt.text, "shift": tt.shift})
+		if p.Description != wantDesc || len(p.Messages) != 1 || p.Messages[0].Role != "user" || p.Messages[0].Content.Text != want {
+			t.Errorf("prompts/get explain %q %s: got %s, want %q: %q", tt.text, tt.shift, asJSON(p), wantDesc, want)
+		}
+	}
+	for _, args := range []map[string]string{{"text": "a", "shift": "1.5"}, {"text": "a", "shift": "1001"}, {"text": "a"}} {
+		if m := s.call("prompts/get", map[string]any{"name": "explain", "arguments": args}); m.Code() != -32602 {
+			t.Errorf("prompts/get explain %v: got %s, want error -32602", args, m.Raw)
+		}
+	}
 }
 
 func TestAssemblyScriptCall(t *testing.T) {

@@ -60,6 +60,48 @@ func TestRustThroughHost(t *testing.T) {
 	}
 }
 
+// TestRustPrimitivesThroughHost reads wordfreq's resource and gets its
+// prompt over MCP: the bindings' Module dispatches read and prompt
+// requests to their handlers and writes their answers and errors.
+func TestRustPrimitivesThroughHost(t *testing.T) {
+	s := serveExample(t, exampleFor(t, "rust"))
+	if got := s.resources(); asJSON(got) != `["wordfreq://about"]` {
+		t.Errorf("resources/list: got %v, want wordfreq://about", got)
+	}
+	if got := s.prompts(); asJSON(got) != `["themes"]` {
+		t.Errorf("prompts/list: got %v, want themes", got)
+	}
+	about := s.readResource("wordfreq://about")
+	if len(about) != 1 || about[0].URI != "wordfreq://about" || about[0].MIMEType != "text/markdown" ||
+		!strings.HasPrefix(about[0].Text, "# wordfreq\n\nA word is a run of letters and digits, lowercased.") {
+		t.Errorf("resources/read wordfreq://about: got %s", asJSON(about))
+	}
+
+	for _, tt := range []struct {
+		name     string
+		args     map[string]string
+		wantDesc string
+		wantText string
+	}{
+		{"ranked as top_words ranks", map[string]string{"text": "the cat and the hat and THE bat", "n": "2"},
+			"Themes of the 2 most frequent words",
+			"The most frequent words of a text are: the (3), and (2). Which themes do they suggest?"},
+		{"escapes and n by default", map[string]string{"text": "\"\u00e9t\u00e9\" \u00c9T\u00c9\n\U0001F600 <b>"},
+			"Themes of the 2 most frequent words",
+			"The most frequent words of a text are: été (2), b (1). Which themes do they suggest?"},
+	} {
+		p := s.getPrompt("themes", tt.args)
+		if p.Description != tt.wantDesc || len(p.Messages) != 1 || p.Messages[0].Role != "user" || p.Messages[0].Content.Text != tt.wantText {
+			t.Errorf("prompts/get themes, %s: got %s, want %q: %q", tt.name, asJSON(p), tt.wantDesc, tt.wantText)
+		}
+	}
+	for _, args := range []map[string]string{{"text": " ,;! "}, {"text": "a", "n": "0"}, {"n": "3"}} {
+		if m := s.call("prompts/get", map[string]any{"name": "themes", "arguments": args}); m.Code() != -32602 {
+			t.Errorf("prompts/get themes %v: got %s, want error -32602", args, m.Raw)
+		}
+	}
+}
+
 func TestRustCall(t *testing.T) {
 	srv := serveBuilt(t, exampleFor(t, "rust"))
 

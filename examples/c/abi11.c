@@ -3,15 +3,12 @@
 // questions (begin_task, taskStart begin_task), and a protocol error as a
 // call's outcome.
 //
-// build: clang --target=wasm32-wasi --sysroot=/usr -O2 -nodefaultlibs -o abi11.wasm abi11.c -lc
+// build, with wasmtask.h beside it: clang --target=wasm32-wasi --sysroot=/usr -O2 -nodefaultlibs -o abi11.wasm abi11.c -lc
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define WT_IMPORT(name) __attribute__((import_module("wasmtask_v1"), import_name(name)))
-WT_IMPORT("elicit_all") int wt_elicit_all(const char *req, int req_len);
-WT_IMPORT("reply") int wt_reply(char *buf, int buf_cap);
-WT_IMPORT("begin_task") int wt_begin_task(void);
+#include "wasmtask.h"
 
 static const char manifest[] =
     "{\"abi\":1,\"tools\":["
@@ -47,11 +44,10 @@ int main(void) {
         printf("{\"content\":[{\"type\":\"text\",\"text\":\"no answers (%d)\"}],\"isError\":true}", len);
         return 0;
     }
-    char *answers = malloc(len + 1);
-    if (!answers || wt_reply(answers, len) != len) {
+    char *answers = wt_reply_alloc(len);
+    if (!answers) {
         return 3;
     }
-    answers[len] = 0;
     int task = wt_begin_task(); // the questions are answered: the long part runs as a task
     // The answers are a JSON array of two replies; a tool with a JSON
     // library would decode them. This one only echoes them, escaped.

@@ -15,8 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-__attribute__((import_module("wasmtask_v1"), import_name("progress")))
-void wt_progress(double progress, double total, const char *msg, int msg_len);
+#include "wasmtask.h"
 
 static const char manifest[] =
     "{\"abi\":1,\"name\":\"sha256\",\"tools\":[{"

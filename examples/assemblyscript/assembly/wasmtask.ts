@@ -4,8 +4,10 @@
 // and exports the top-level code as _start).
 //
 // What it owns: reading the one request from stdin (readRequest), writing
-// the one answer (serve, Result), and the optional wasmtask_v1 host
-// functions behind string-taking wrappers (progress, status, log, elicit).
+// the one answer (serve, Module, Result), the resources and prompts of ABI
+// 1.2 (ReadResult, ResourceContents, PromptResult, PromptMessage), and the
+// optional wasmtask_v1 host functions behind string-taking wrappers
+// (progress, status, log, elicit).
 // It is one file with no dependency beyond the WASI shim: copy it into a
 // project's assembly/ directory and import from "./wasmtask".
 
@@ -361,14 +363,148 @@ export class Result {
   }
 }
 
-// One request: method is "describe" or "call"; for a call, tool and
-// arguments (an object; {} when absent). When the request cannot be read,
-// method is "" and error says why.
+// A protocol error as a request's answer (ABI.md section 12): the client
+// gets this JSON-RPC error instead of a result. code is -32602 (invalid
+// params), -32603 (internal error), -32002 (not found, for a read) or an
+// application code outside -32768..-32000; message is one line.
+export class ProtocolError {
+  code: i32;
+  message: string;
+
+  constructor(code: i32, message: string) { this.code = code; this.message = message; }
+
+  toJSON(): string {
+    return "{\"error\":{\"code\":" + this.code.toString() + ",\"message\":" + quote(this.message) + "}}";
+  }
+}
+
+// One part of a resource a read answers: its URI, media type ("" for none)
+// and text.
+export class ResourceContents {
+  uri: string;
+  mimeType: string;
+  text: string;
+
+  constructor(uri: string, mimeType: string, text: string) {
+    this.uri = uri;
+    this.mimeType = mimeType;
+    this.text = text;
+  }
+
+  toJSON(): string {
+    let out = "{\"uri\":" + quote(this.uri);
+    if (this.mimeType.length > 0) out += ",\"mimeType\":" + quote(this.mimeType);
+    return out + ",\"text\":" + quote(this.text) + "}";
+  }
+}
+
+// The answer to a read (ABI 1.2): the resource's contents, or an error
+// (ReadResult.notFound for a resource that does not exist).
+export class ReadResult {
+  contents: ResourceContents[] = [];
+  error: ProtocolError | null = null;
+
+  static text(uri: string, mimeType: string, text: string): ReadResult {
+    const r = new ReadResult();
+    r.contents.push(new ResourceContents(uri, mimeType, text));
+    return r;
+  }
+
+  static notFound(message: string): ReadResult {
+    const r = new ReadResult();
+    r.error = new ProtocolError(-32002, message);
+    return r;
+  }
+
+  toJSON(): string {
+    const err = this.error;
+    if (err != null) return err.toJSON();
+    const parts = new Array<string>();
+    for (let i = 0; i < this.contents.length; i++) parts.push(this.contents[i].toJSON());
+    return "{\"contents\":[" + parts.join(",") + "]}";
+  }
+}
+
+// One message of a prompt: role "user" or "assistant", one text block.
+export class PromptMessage {
+  role: string;
+  text: string;
+
+  constructor(role: string, text: string) { this.role = role; this.text = text; }
+
+  static user(text: string): PromptMessage { return new PromptMessage("user", text); }
+  static assistant(text: string): PromptMessage { return new PromptMessage("assistant", text); }
+}
+
+// The answer to a prompt request (ABI 1.2): its messages and an optional
+// description (""), or an error (PromptResult.invalid for arguments the
+// prompt cannot use).
+export class PromptResult {
+  description: string = "";
+  messages: PromptMessage[] = [];
+  error: ProtocolError | null = null;
+
+  static invalid(message: string): PromptResult {
+    const r = new PromptResult();
+    r.error = new ProtocolError(-32602, message);
+    return r;
+  }
+
+  toJSON(): string {
+    const err = this.error;
+    if (err != null) return err.toJSON();
+    let out = "{";
+    if (this.description.length > 0) out += "\"description\":" + quote(this.description) + ",";
+    const parts = new Array<string>();
+    for (let i = 0; i < this.messages.length; i++) {
+      const m = this.messages[i];
+      parts.push("{\"role\":" + quote(m.role) + ",\"content\":{\"type\":\"text\",\"text\":" + quote(m.text) + "}}");
+    }
+    return out + "\"messages\":[" + parts.join(",") + "]}";
+  }
+}
+
+// One request: method is "describe", "call", or (ABI 1.2) "read" or
+// "prompt". For a call, tool and arguments (an object; {} when absent); for
+// a read, uri, and when it matched a resource template, template and
+// variables (an object of strings, percent-decoded); for a prompt, prompt
+// (its name) and arguments (an object of strings). When the request cannot
+// be read, method is "" and error says why.
 export class Request {
   method: string = "";
   tool: string = "";
   arguments: Value = new Value();
+  uri: string = "";
+  template: string = "";
+  variables: Value = new Value();
+  prompt: string = "";
   error: string = "";
+
+  // The prompt's argument name (or the call's, when a string), or null.
+  argument(name: string): string | null { return stringMember(this.arguments, name); }
+
+  // The value of the template's variable name, or null.
+  variable(name: string): string | null { return stringMember(this.variables, name); }
+}
+
+function stringMember(o: Value, name: string): string | null {
+  const v = o.get(name);
+  if (v == null || !v.isString()) return null;
+  return v.text;
+}
+
+// v when it is an object of strings, {} when it is null; null otherwise.
+function stringsObject(v: Value | null): Value | null {
+  if (v == null || v.kind == Kind.Null) {
+    const empty = new Value();
+    empty.kind = Kind.Object;
+    return empty;
+  }
+  if (v.kind != Kind.Object) return null;
+  for (let i = 0; i < v.items.length; i++) {
+    if (!v.items[i].isString()) return null;
+  }
+  return v;
 }
 
 function readStdin(): ArrayBuffer {
@@ -402,12 +538,39 @@ export function readRequest(): Request {
     return r;
   }
   const method = v.get("method");
-  if (method == null || !method.isString() || (method.text != "describe" && method.text != "call")) {
+  if (method == null || !method.isString() ||
+      (method.text != "describe" && method.text != "call" && method.text != "read" && method.text != "prompt")) {
     r.error = "unknown method";
     return r;
   }
   r.method = method.text;
   if (r.method == "describe") return r;
+  if (r.method == "read") {
+    const uri = v.get("uri");
+    const vars = stringsObject(v.get("variables"));
+    if (uri == null || !uri.isString() || vars == null) {
+      r.method = "";
+      r.error = "a read request without a uri, or with variables that are not strings";
+      return r;
+    }
+    r.uri = uri.text;
+    const tmpl = v.get("template");
+    if (tmpl != null && tmpl.isString()) r.template = tmpl.text;
+    r.variables = vars;
+    return r;
+  }
+  if (r.method == "prompt") {
+    const name = v.get("prompt");
+    const args = stringsObject(v.get("arguments"));
+    if (name == null || !name.isString() || args == null) {
+      r.method = "";
+      r.error = "a prompt request without a prompt, or with arguments that are not strings";
+      return r;
+    }
+    r.prompt = name.text;
+    r.arguments = args;
+    return r;
+  }
   const tool = v.get("tool");
   if (tool == null || !tool.isString()) { r.method = ""; r.error = "a call request without a tool"; return r; }
   r.tool = tool.text;
@@ -423,17 +586,59 @@ export function readRequest(): Request {
   return r;
 }
 
-// Runs one request: writes manifest for describe, or handler's result for a
-// call, then exits. An unreadable request, or one for another ABI version,
-// exits 1 with the reason on stderr.
-export function serve(manifest: string, handler: (tool: string, args: Value) => Result): void {
-  const req = readRequest();
-  if (req.method == "") {
-    process.stderr.write(req.error + "\n");
-    process.exit(1);
-    return;
+// A module's manifest and the handlers of its requests: tools for calls,
+// and (ABI 1.2, for a manifest with "revision":2 that declares them)
+// resources for reads of its resources and resource templates, prompts for
+// its prompts. A request without a handler is answered with an error; the
+// host sends only requests for what the manifest declares.
+//
+//   new Module(MANIFEST).tools(handle).resources(read).prompts(render).serve();
+export class Module {
+  manifest: string;
+  onCall: ((tool: string, args: Value) => Result) | null = null;
+  onRead: ((req: Request) => ReadResult) | null = null;
+  onPrompt: ((req: Request) => PromptResult) | null = null;
+
+  constructor(manifest: string) { this.manifest = manifest; }
+
+  tools(handler: (tool: string, args: Value) => Result): Module { this.onCall = handler; return this; }
+  resources(handler: (req: Request) => ReadResult): Module { this.onRead = handler; return this; }
+  prompts(handler: (req: Request) => PromptResult): Module { this.onPrompt = handler; return this; }
+
+  // The answer to req, as the JSON the host reads.
+  answer(req: Request): string {
+    if (req.method == "describe") return this.manifest;
+    if (req.method == "call") {
+      const h = this.onCall;
+      return h != null ? h(req.tool, req.arguments).toJSON() : Result.error("this module has no tool " + quote(req.tool)).toJSON();
+    }
+    if (req.method == "read") {
+      const h = this.onRead;
+      return h != null ? h(req).toJSON() : new ProtocolError(-32603, "this module serves no resources").toJSON();
+    }
+    const h = this.onPrompt;
+    return h != null ? h(req).toJSON() : new ProtocolError(-32603, "this module serves no prompts").toJSON();
   }
-  const answer = req.method == "describe" ? manifest : handler(req.tool, req.arguments).toJSON();
-  process.stdout.write(answer);
-  process.exit(0);
+
+  // Runs one request: reads it, writes its answer, then exits. An
+  // unreadable request, or one for another ABI version, exits 1 with the
+  // reason on stderr.
+  serve(): void {
+    const req = readRequest();
+    if (req.method == "") {
+      process.stderr.write(req.error + "\n");
+      process.exit(1);
+      return;
+    }
+    process.stdout.write(this.answer(req));
+    process.exit(0);
+  }
+}
+
+// Runs one request of a module that serves tools only: writes manifest for
+// describe, or handler's result for a call, then exits. An unreadable
+// request, or one for another ABI version, exits 1 with the reason on
+// stderr. The same as new Module(manifest).tools(handler).serve().
+export function serve(manifest: string, handler: (tool: string, args: Value) => Result): void {
+  new Module(manifest).tools(handler).serve();
 }

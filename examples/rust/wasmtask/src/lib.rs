@@ -3,7 +3,9 @@
 //! (`--target wasm32-wasi`, a `bin` crate: the host runs `_start`).
 //!
 //! What it owns: reading the one request from stdin ([`Request::read`]),
-//! writing the one answer to stdout ([`serve`], [`ToolResult`]), the
+//! writing the one answer to stdout ([`serve`], [`Module`], [`ToolResult`]),
+//! the resources and prompts of ABI 1.2 ([`ReadRequest`], [`PromptRequest`],
+//! [`ResourceContents`], [`PromptResult`], [`ProtocolError`]), the
 //! optional `wasmtask_v1` host functions behind safe wrappers ([`progress`],
 //! [`status`], [`log`], [`elicit`]), and a minimal JSON reader and writer
 //! ([`json`]). It has no dependency, so it builds offline, and it is one
@@ -22,6 +24,33 @@
 //!         "hello" => ToolResult::text("Hello from Rust!"),
 //!         _ => ToolResult::error(format!("unknown tool {}", tool)),
 //!     })
+//! }
+//! ```
+//!
+//! A module that also serves resources and prompts (ABI 1.2: its manifest
+//! says `"revision":2` and declares them) gives [`Module`] a handler for
+//! each kind of request:
+//!
+//! ```no_run
+//! use wasmtask::{json::Value, Module, PromptMessage, PromptResult, ProtocolError, ResourceContents, ToolResult};
+//!
+//! const MANIFEST: &str = r#"{"abi":1,"revision":2,
+//!   "tools":[{"name":"hello","inputSchema":{"type":"object"}}],
+//!   "resources":[{"uri":"hello://readme","name":"readme","mimeType":"text/plain"}],
+//!   "prompts":[{"name":"greet","arguments":[{"name":"who","required":true}]}]}"#;
+//!
+//! fn main() {
+//!     Module::new(MANIFEST)
+//!         .tools(|_tool: &str, _args: &Value| ToolResult::text("Hello from Rust!"))
+//!         .resources(|r| match r.uri.as_str() {
+//!             "hello://readme" => Ok(vec![ResourceContents::text(&r.uri, "text/plain", "Say hello.")]),
+//!             _ => Err(ProtocolError::not_found("no such resource")),
+//!         })
+//!         .prompts(|p| {
+//!             let who = p.argument("who").unwrap_or("world");
+//!             Ok(PromptResult::new(vec![PromptMessage::user(format!("Greet {}.", who))]))
+//!         })
+//!         .serve()
 //! }
 //! ```
 
@@ -474,7 +503,9 @@ impl std::fmt::Display for ElicitError {
         match self {
             ElicitError::Unsupported => f.write_str("elicitation is not available"),
             ElicitError::BadRequest => f.write_str("the host refused the elicitation request"),
-            ElicitError::LimitReached => f.write_str("too many questions: the limit on input requests was reached"),
+            ElicitError::LimitReached => {
+                f.write_str("too many questions: the limit on input requests was reached")
+            }
             ElicitError::Other(why) => write!(f, "elicitation failed: {}", why),
         }
     }
@@ -531,6 +562,47 @@ pub enum Request {
     Describe,
     /// Run `tool` with `arguments` (an object; `{}` when absent).
     Call { tool: String, arguments: Value },
+    /// Read a resource (ABI 1.2; only a module whose manifest declares
+    /// resources or resource templates gets it).
+    Read(ReadRequest),
+    /// Render a prompt (ABI 1.2; only a module whose manifest declares
+    /// prompts gets it).
+    Prompt(PromptRequest),
+}
+
+/// A `read` request: the resource's URI, and when it matched one of the
+/// manifest's resource templates, that template and the values of its
+/// variables (percent-decoded by the host; a variable the URI leaves out is
+/// absent).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReadRequest {
+    pub uri: String,
+    pub template: Option<String>,
+    /// An object of strings; `{}` for a declared resource.
+    pub variables: Value,
+}
+
+impl ReadRequest {
+    /// The value of the template's variable `name`, or None.
+    pub fn variable(&self, name: &str) -> Option<&str> {
+        self.variables.get(name).and_then(Value::as_str)
+    }
+}
+
+/// A `prompt` request: the prompt's name and its arguments. The host has
+/// checked that every argument the manifest marks required is there.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PromptRequest {
+    pub name: String,
+    /// An object of strings; `{}` when there are none.
+    pub arguments: Value,
+}
+
+impl PromptRequest {
+    /// The argument `name`, or None.
+    pub fn argument(&self, name: &str) -> Option<&str> {
+        self.arguments.get(name).and_then(Value::as_str)
+    }
 }
 
 impl Request {
@@ -573,8 +645,44 @@ impl Request {
                     arguments,
                 })
             }
+            Some("read") => {
+                let uri = v
+                    .get("uri")
+                    .and_then(Value::as_str)
+                    .ok_or("a read request without a uri")?;
+                Ok(Request::Read(ReadRequest {
+                    uri: uri.to_string(),
+                    template: v
+                        .get("template")
+                        .and_then(Value::as_str)
+                        .map(str::to_string),
+                    variables: strings(v.get("variables"), "the read's variables")?,
+                }))
+            }
+            Some("prompt") => {
+                let name = v
+                    .get("prompt")
+                    .and_then(Value::as_str)
+                    .ok_or("a prompt request without a prompt")?;
+                Ok(Request::Prompt(PromptRequest {
+                    name: name.to_string(),
+                    arguments: strings(v.get("arguments"), "the prompt's arguments")?,
+                }))
+            }
             other => Err(format!("unknown method {:?}", other)),
         }
+    }
+}
+
+/// `v` when it is an object of strings, `{}` when it is absent; an error
+/// naming `what` otherwise.
+fn strings(v: Option<&Value>, what: &str) -> Result<Value, String> {
+    match v {
+        None | Some(Value::Null) => Ok(Value::Object(Vec::new())),
+        Some(o @ Value::Object(members)) if members.iter().all(|(_, v)| v.as_str().is_some()) => {
+            Ok(o.clone())
+        }
+        Some(_) => Err(format!("{} are not an object of strings", what)),
     }
 }
 
@@ -632,25 +740,278 @@ impl ToolResult {
     }
 }
 
-/// Runs one request: reads it, writes `manifest` for describe or the
-/// handler's result for a call, and exits. An unreadable request, or one
-/// for another ABI version, exits 1 with the reason on stderr.
+/// A protocol error as a request's answer (ABI.md section 12): the client
+/// gets this JSON-RPC error instead of a result. A read answers
+/// [`ProtocolError::not_found`] for a resource that does not exist.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProtocolError {
+    /// -32602 (invalid params), -32603 (internal error), -32002 (resource
+    /// not found, for a read), or an application code outside
+    /// -32768..-32000.
+    pub code: i64,
+    /// One line, at most 1024 bytes.
+    pub message: String,
+}
+
+impl ProtocolError {
+    pub fn new(code: i64, message: impl Into<String>) -> ProtocolError {
+        ProtocolError {
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// The resource a read asks for does not exist (-32002).
+    pub fn not_found(message: impl Into<String>) -> ProtocolError {
+        ProtocolError::new(-32002, message)
+    }
+
+    /// The request's arguments or variables are not ones the module serves
+    /// (-32602).
+    pub fn invalid_params(message: impl Into<String>) -> ProtocolError {
+        ProtocolError::new(-32602, message)
+    }
+
+    pub fn to_json(&self) -> String {
+        format!(
+            "{{\"error\":{{\"code\":{},\"message\":{}}}}}",
+            self.code,
+            json::quote(&self.message)
+        )
+    }
+}
+
+/// One part of a resource a read answers: its URI, media type and text.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ResourceContents {
+    pub uri: String,
+    /// "" for none.
+    pub mime_type: String,
+    pub text: String,
+}
+
+impl ResourceContents {
+    pub fn text(
+        uri: impl Into<String>,
+        mime_type: impl Into<String>,
+        text: impl Into<String>,
+    ) -> ResourceContents {
+        ResourceContents {
+            uri: uri.into(),
+            mime_type: mime_type.into(),
+            text: text.into(),
+        }
+    }
+
+    fn to_json(&self) -> String {
+        let mut out = format!("{{\"uri\":{}", json::quote(&self.uri));
+        if !self.mime_type.is_empty() {
+            out.push_str(",\"mimeType\":");
+            out.push_str(&json::quote(&self.mime_type));
+        }
+        out.push_str(",\"text\":");
+        out.push_str(&json::quote(&self.text));
+        out.push('}');
+        out
+    }
+}
+
+/// Who says a prompt's message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    User,
+    Assistant,
+}
+
+/// One message of a prompt, with one text block.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PromptMessage {
+    pub role: Role,
+    pub text: String,
+}
+
+impl PromptMessage {
+    pub fn user(text: impl Into<String>) -> PromptMessage {
+        PromptMessage {
+            role: Role::User,
+            text: text.into(),
+        }
+    }
+
+    pub fn assistant(text: impl Into<String>) -> PromptMessage {
+        PromptMessage {
+            role: Role::Assistant,
+            text: text.into(),
+        }
+    }
+}
+
+/// The answer to a prompt request: its messages and an optional
+/// description.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PromptResult {
+    /// "" for none.
+    pub description: String,
+    pub messages: Vec<PromptMessage>,
+}
+
+impl PromptResult {
+    pub fn new(messages: Vec<PromptMessage>) -> PromptResult {
+        PromptResult {
+            description: String::new(),
+            messages,
+        }
+    }
+
+    pub fn with_description(mut self, description: impl Into<String>) -> PromptResult {
+        self.description = description.into();
+        self
+    }
+
+    pub fn to_json(&self) -> String {
+        let mut out = String::from("{");
+        if !self.description.is_empty() {
+            out.push_str("\"description\":");
+            out.push_str(&json::quote(&self.description));
+            out.push(',');
+        }
+        out.push_str("\"messages\":[");
+        for (i, m) in self.messages.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            let role = match m.role {
+                Role::User => "user",
+                Role::Assistant => "assistant",
+            };
+            out.push_str(&format!(
+                "{{\"role\":\"{}\",\"content\":{{\"type\":\"text\",\"text\":{}}}}}",
+                role,
+                json::quote(&m.text)
+            ));
+        }
+        out.push_str("]}");
+        out
+    }
+}
+
+/// What a read handler answers: the resource's contents, or a protocol
+/// error (not found, most often).
+pub type ReadResult = Result<Vec<ResourceContents>, ProtocolError>;
+
+type CallHandler<'a> = Box<dyn FnOnce(&str, &Value) -> ToolResult + 'a>;
+type ReadHandler<'a> = Box<dyn FnOnce(&ReadRequest) -> ReadResult + 'a>;
+type PromptHandler<'a> =
+    Box<dyn FnOnce(&PromptRequest) -> Result<PromptResult, ProtocolError> + 'a>;
+
+/// A module's manifest and the handlers of its requests: [`Module::tools`]
+/// for calls, [`Module::resources`] for reads of its resources and resource
+/// templates, [`Module::prompts`] for its prompts (both ABI 1.2). A request
+/// without a handler is answered with a protocol error, which the host
+/// reports; it sends only requests for what the manifest declares.
+pub struct Module<'a> {
+    manifest: &'a str,
+    call: Option<CallHandler<'a>>,
+    read: Option<ReadHandler<'a>>,
+    prompt: Option<PromptHandler<'a>>,
+}
+
+impl<'a> Module<'a> {
+    pub fn new(manifest: &'a str) -> Module<'a> {
+        Module {
+            manifest,
+            call: None,
+            read: None,
+            prompt: None,
+        }
+    }
+
+    /// Sets the handler of calls: the tool's name and its arguments.
+    pub fn tools(mut self, handler: impl FnOnce(&str, &Value) -> ToolResult + 'a) -> Module<'a> {
+        self.call = Some(Box::new(handler));
+        self
+    }
+
+    /// Sets the handler of reads (ABI 1.2).
+    pub fn resources(
+        mut self,
+        handler: impl FnOnce(&ReadRequest) -> ReadResult + 'a,
+    ) -> Module<'a> {
+        self.read = Some(Box::new(handler));
+        self
+    }
+
+    /// Sets the handler of prompt requests (ABI 1.2).
+    pub fn prompts(
+        mut self,
+        handler: impl FnOnce(&PromptRequest) -> Result<PromptResult, ProtocolError> + 'a,
+    ) -> Module<'a> {
+        self.prompt = Some(Box::new(handler));
+        self
+    }
+
+    /// The answer to `req`, as the JSON the host reads.
+    pub fn answer(self, req: Request) -> String {
+        let missing = |what: &str| {
+            ProtocolError::new(-32603, format!("this module serves no {}", what)).to_json()
+        };
+        match req {
+            Request::Describe => self.manifest.to_string(),
+            Request::Call { tool, arguments } => match self.call {
+                Some(h) => h(&tool, &arguments).to_json(),
+                None => {
+                    ToolResult::error(format!("this module has no tool {}", json::quote(&tool)))
+                        .to_json()
+                }
+            },
+            Request::Read(r) => match self.read {
+                Some(h) => match h(&r) {
+                    Ok(parts) => {
+                        let parts: Vec<String> =
+                            parts.iter().map(ResourceContents::to_json).collect();
+                        format!("{{\"contents\":[{}]}}", parts.join(","))
+                    }
+                    Err(e) => e.to_json(),
+                },
+                None => missing("resources"),
+            },
+            Request::Prompt(p) => match self.prompt {
+                Some(h) => match h(&p) {
+                    Ok(r) => r.to_json(),
+                    Err(e) => e.to_json(),
+                },
+                None => missing("prompts"),
+            },
+        }
+    }
+
+    /// Runs one request: reads it, writes its answer, and exits. An
+    /// unreadable request, or one for another ABI version, exits 1 with
+    /// the reason on stderr.
+    pub fn serve(self) -> ! {
+        let answer = match Request::read() {
+            Ok(req) => self.answer(req),
+            Err(why) => {
+                eprintln!("{}", why);
+                std::process::exit(1);
+            }
+        };
+        let mut out = std::io::stdout().lock();
+        if let Err(e) = out.write_all(answer.as_bytes()).and_then(|_| out.flush()) {
+            eprintln!("writing the answer: {}", e);
+            std::process::exit(1);
+        }
+        std::process::exit(0)
+    }
+}
+
+/// Runs one request of a module that serves tools only: reads it, writes
+/// `manifest` for describe or the handler's result for a call, and exits.
+/// An unreadable request, or one for another ABI version, exits 1 with the
+/// reason on stderr. The same as `Module::new(manifest).tools(handler).serve()`.
 pub fn serve<F>(manifest: &str, handler: F) -> !
 where
     F: FnOnce(&str, &Value) -> ToolResult,
 {
-    let answer = match Request::read() {
-        Ok(Request::Describe) => manifest.to_string(),
-        Ok(Request::Call { tool, arguments }) => handler(&tool, &arguments).to_json(),
-        Err(why) => {
-            eprintln!("{}", why);
-            std::process::exit(1);
-        }
-    };
-    let mut out = std::io::stdout().lock();
-    if let Err(e) = out.write_all(answer.as_bytes()).and_then(|_| out.flush()) {
-        eprintln!("writing the answer: {}", e);
-        std::process::exit(1);
-    }
-    std::process::exit(0)
+    Module::new(manifest).tools(handler).serve()
 }
