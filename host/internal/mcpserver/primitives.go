@@ -287,6 +287,9 @@ func (s *Server) getPrompt(ctx context.Context, rq requestor, prims Primitives, 
 	if prims == nil {
 		return nil, errUnknownPrompt(p.Name)
 	}
+	if err := checkInputResponses(p.InputResponses); err != nil {
+		return nil, err
+	}
 	ctx, stop := withDone(ctx, rq.sess.ctx)
 	defer stop()
 	// A 2026-07-28 prompt that asks runs in input rounds, as a call does;

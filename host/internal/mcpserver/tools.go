@@ -146,8 +146,8 @@ func (s *Server) callTool(ctx context.Context, rq requestor, p *mcp.CallToolPara
 	if err := s.checkArgs(p.Arguments); err != nil {
 		return nil, err
 	}
-	if len(p.InputResponses) > maxInputResponses {
-		return nil, mcperr.RPC(jsonrpc.CodeInvalidParams, "inputResponses has %d answers; a call asks at most %d questions", len(p.InputResponses), maxInputResponses)
+	if err := checkInputResponses(p.InputResponses); err != nil {
+		return nil, err
 	}
 	if missing := rq.lacks(tool.Requires); len(missing) > 0 {
 		return nil, errCapabilitiesNotDeclared(fmt.Sprintf("tool %q", p.Name), missing)
@@ -214,6 +214,15 @@ func (s *Server) callTool(ctx context.Context, rq requestor, p *mcp.CallToolPara
 // call asks at most the runtime's 32 questions, and a round ends at its
 // first unanswered one.
 const maxInputResponses = 64
+
+// checkInputResponses refuses a request that carries more answers than a
+// call or prompt may ask questions.
+func checkInputResponses(r mcp.InputResponseMap) error {
+	if len(r) > maxInputResponses {
+		return mcperr.RPC(jsonrpc.CodeInvalidParams, "inputResponses has %d answers; a request asks at most %d questions", len(r), maxInputResponses)
+	}
+	return nil
+}
 
 // checkArgs checks what the protocol asks of arguments, without parsing
 // them: a bounded size, and absent, null or an object. The catalog parses
