@@ -133,10 +133,13 @@ func TestServedDigests(t *testing.T) {
 		"wat":            "add",
 		"rust":           "greet top_words",
 		"assemblyscript": "caesar",
-		"conformance": "confirm_delete failing_job greet json_schema_2020_12_tool multi_input protocol_error_job slow_compute " +
+		"conformance": "check_region confirm_delete failing_job greet json_schema_2020_12_tool multi_input protocol_error_job slow_compute " +
 			"test_audio_content test_elicitation test_elicitation_sep1034_defaults test_elicitation_sep1330_enums test_embedded_resource " +
-			"test_error_handling test_image_content test_multiple_content_types test_sampling test_simple_text test_tool_with_logging " +
-			"test_tool_with_progress test_tool_with_task",
+			"test_error_handling test_image_content test_input_required_result_capabilities test_input_required_result_elicitation " +
+			"test_input_required_result_list_roots test_input_required_result_multi_round test_input_required_result_multiple_inputs " +
+			"test_input_required_result_request_state test_input_required_result_sampling test_input_required_result_tampered_state " +
+			"test_logging_tool test_missing_capability test_multiple_content_types test_sampling test_simple_text " +
+			"test_streaming_elicitation test_tool_with_logging test_tool_with_progress test_tool_with_task",
 	}
 	for _, ex := range examples {
 		t.Run(ex.lang, func(t *testing.T) {

@@ -115,7 +115,7 @@ func (f *fakePrims) ReadResource(ctx context.Context, _ Caller, uri string, visi
 	return &abi.ReadResult{Contents: []abi.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: "text of " + uri}}}, module, nil
 }
 
-func (f *fakePrims) GetPrompt(ctx context.Context, _ Caller, name string, args map[string]string, _ abi.Events, visible func(name, module string) bool) (*abi.PromptResult, string, error) {
+func (f *fakePrims) GetPrompt(ctx context.Context, _ Caller, name string, args map[string]string, ev abi.Events, visible func(name, module string) bool) (*abi.PromptResult, string, error) {
 	if !f.ok(visible, name) {
 		return nil, "", fmt.Errorf("%w: %q", ErrUnknownPrompt, name)
 	}
@@ -123,6 +123,15 @@ func (f *fakePrims) GetPrompt(ctx context.Context, _ Caller, name string, args m
 		return nil, "m", &mcperr.Failure{Kind: mcperr.FailArguments, Detail: `missing required argument "name"`}
 	}
 	f.runs.Add(1)
+	if args["name"] == "?" && ev != nil { // greet asks whom, under the key "who"
+		r, err := ev.Elicit(ctx, abi.ElicitRequest{Key: "who", Message: "Whom?", RequestedSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`)})
+		if err != nil {
+			return nil, "m", err
+		}
+		var in struct{ Name string }
+		_ = json.Unmarshal(r.Content, &in)
+		args = map[string]string{"name": in.Name}
+	}
 	return &abi.PromptResult{Description: "a greeting", Messages: []abi.PromptMessage{
 		{Role: "user", Content: abi.Content{Type: "text", Text: "Hello, " + args["name"] + "!"}},
 		{Role: "assistant", Content: abi.Content{Type: "resource", Resource: &abi.ResourceContents{URI: "docs://r001", Text: "embedded"}}},
@@ -427,4 +436,35 @@ func (m modernCaller) call(_ int, method string, params any) map[string]any {
 		panic(err)
 	}
 	return out
+}
+
+// TestModernPromptRounds: a 2026-07-28 prompts/get whose prompt asks
+// answers input_required, and completes with the answer and its state;
+// an altered state is refused.
+func TestModernPromptRounds(t *testing.T) {
+	ts, _ := primsServer(t, nil)
+	c := ts.modernClient(t)
+	c.Capabilities = map[string]any{"elicitation": map[string]any{}}
+	params := map[string]any{"name": "greet", "arguments": map[string]any{"name": "?"}}
+	r1 := c.Call("prompts/get", params).Map()
+	reqs, _ := r1["inputRequests"].(map[string]any)
+	state, _ := r1["requestState"].(string)
+	if r1["resultType"] != resultInputRequired || reqs["who"] == nil || state == "" {
+		t.Fatalf("round 1 = %v, want input_required asking who, with a state", r1)
+	}
+	params["inputResponses"] = map[string]any{"who": map[string]any{"action": "accept", "content": map[string]any{"name": "Ada"}}}
+	params["requestState"] = state
+	if r2 := c.Call("prompts/get", params).Map(); r2["resultType"] != resultComplete || !strings.Contains(fmt.Sprint(r2["messages"]), "Hello, Ada!") {
+		t.Errorf("round 2 = %v, want the prompt for Ada", r2)
+	}
+	params["requestState"] = state + "x"
+	if m := c.Call("prompts/get", params); m.Code() != -32602 {
+		t.Errorf("an altered state: %s, want -32602", m.Raw)
+	}
+	// The state is bound to the arguments it was issued for.
+	params["requestState"] = state
+	params["arguments"] = map[string]any{"name": "Bob"}
+	if m := c.Call("prompts/get", params); m.Code() != -32602 {
+		t.Errorf("a state for other arguments: %s, want -32602", m.Raw)
+	}
 }
