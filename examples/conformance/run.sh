@@ -65,7 +65,9 @@ run() { # run NAME ARGS...: one suite run, its output shown only when it fails
 	local name="$1"
 	shift
 	if "$conformance" server --url "$url" "$@" >"$work/$name.log" 2>&1; then
-		echo "ok    $name"
+		# The suite's totals (and the baselined checks), for CI's output.
+		echo "ok    $name $(sed -n 's/^Total: //p' "$work/$name.log")"
+		sed -n 's/^  ~ /      baselined: /p' "$work/$name.log"
 	else
 		echo "FAIL  $name"
 		cat "$work/$name.log"
