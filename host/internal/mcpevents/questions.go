@@ -180,6 +180,7 @@ func ask(ctx context.Context, ss *mcp.ServerSession, taskID string, q abi.Questi
 	var err error
 	switch q.Method {
 	case abi.MethodSample:
+		//lint:ignore SA1019 sampling is deprecated only for protocol 2026-07-28; 2025-11-25 clients answer it.
 		var params *mcp.CreateMessageParams
 		if params, err = sampleParams(q.Params); err == nil {
 			params.Meta = mcpwire.RelatedTask(taskID)
