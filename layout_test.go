@@ -39,6 +39,9 @@ var rules = []rule{
 		tests: []string{module + "/host/hosttest", "github.com/tetratelabs/wazero"}},
 	// Linear memory backings: the standard library only.
 	{dir: "host/internal/linearmem", allow: []string{module + "/host/internal/linearmem"}},
+	// The readers and writers behind a call's WASI streams: the standard
+	// library only (the runtime binds them to wazero).
+	{dir: "host/internal/guestio", allow: []string{module + "/host/internal/guestio"}},
 	// Bounding a call's notifications: the contract's events only.
 	{dir: "host/internal/guestevents", allow: []string{module + "/host/internal/guestevents", module + "/abi"}, tests: []string{"github.com/google/go-cmp"}},
 	// The table of resources, templates and prompts a generation serves.
@@ -68,7 +71,7 @@ var rules = []rule{
 		tests: []string{"github.com/tetratelabs/wazero"}},
 	// The runtime: the one room that runs guests, and so the one that
 	// imports wazero.
-	{dir: "host/internal/wasmrt", allow: []string{module + "/abi", module + "/host/internal/wasmrt", module + "/host/internal/linearmem", module + "/host/internal/guestevents", module + "/host/internal/schema", module + "/host/internal/wasmcode", module + "/host/internal/compilecache", "github.com/tetratelabs/wazero"},
+	{dir: "host/internal/wasmrt", allow: []string{module + "/abi", module + "/host/internal/wasmrt", module + "/host/internal/linearmem", module + "/host/internal/guestio", module + "/host/internal/guestevents", module + "/host/internal/schema", module + "/host/internal/wasmcode", module + "/host/internal/compilecache", "github.com/tetratelabs/wazero"},
 		tests: []string{module + "/host/hosttest"}},
 	// The MCP protocol room: go-sdk's server and the task engine; it
 	// serves connections and never touches HTTP (its tests drive it
@@ -284,6 +287,9 @@ func TestLayeringCatchesViolations(t *testing.T) {
 		{"host/internal/compilecache", module + "/host/internal/wasmrt", false, false},
 		{"host/internal/schema", "github.com/modelcontextprotocol/go-sdk/mcp", false, false},
 		{"host/internal/wasmrt", module + "/host/internal/wasmcode", false, true},
+		{"host/internal/wasmrt", module + "/host/internal/guestio", false, true},
+		{"host/internal/guestio", "github.com/tetratelabs/wazero", false, false},
+		{"host/internal/guestio", module + "/host/internal/wasmrt", false, false},
 		{"host/internal/admission", module + "/host/internal/wasmrt", false, false},
 		{"host/internal/policy", "github.com/tetratelabs/wazero", false, false},
 		{"host/internal/policy", module + "/host/internal/mcpserver", false, false},

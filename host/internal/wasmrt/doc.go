@@ -11,10 +11,12 @@
 // hands complete Limits down; wasmrt keeps no defaults), tasks (package
 // taskengine), the rewrite of a module's bytes before it is compiled —
 // fuel, stack bounds, bulk instructions, load bounds, data merging and
-// snapshot bytes, in host/internal/wasmcode — or JSON Schemas
-// (host/internal/schema). wasmrt runs what wasmcode wrote: it defines the
-// fuel check the rewrite imports, sets the memory pool's globals, captures
-// a snapshot's state from a live instance.
+// snapshot bytes, in host/internal/wasmcode — JSON Schemas
+// (host/internal/schema), or the readers and writers behind a call's
+// stdin, stdout, stderr and random source (host/internal/guestio). wasmrt
+// runs what wasmcode wrote: it defines the fuel check the rewrite imports,
+// sets the memory pool's globals, captures a snapshot's state from a live
+// instance.
 //
 //	rt, err := wasmrt.New(ctx, wasmrt.Config{MaxMemoryMiB: 256, MaxCodeMiB: 32, MaxSnapshotMiB: 1024})
 //	defer rt.Close(ctx)

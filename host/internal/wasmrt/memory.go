@@ -1,5 +1,7 @@
 package wasmrt
 
+import "github.com/wasmtask/wasmtask/host/internal/guestio"
+
 // memoryPlan divides a call's memory limit between what the instance needs
 // outside linear memory and the stack (static) and the pool that linear
 // memory, the stack and function references share (wasmcode's stack.go).
@@ -29,12 +31,5 @@ func (m *Module) plan(mib int) memoryPlan {
 // concurrent use.
 func (m *Module) Reservation(lim Limits) uint64 {
 	mib := min(lim.MemoryMiB, m.r.cfg.MaxMemoryMiB)
-	return uint64(max(mib, 0))<<20 + ioBytes(lim)
-}
-
-// ioBytes bounds the buffers of one call's output and log: stdout grows by
-// doubling up to MaxOutputBytes, stderr keeps a tail and a partial line of
-// up to MaxLogBytes each and forwards lines of at most that.
-func ioBytes(lim Limits) uint64 {
-	return 2*uint64(max(lim.MaxOutputBytes, 0)) + 3*uint64(max(lim.MaxLogBytes, 0))
+	return uint64(max(mib, 0))<<20 + guestio.BufferBytes(lim.MaxOutputBytes, lim.MaxLogBytes)
 }

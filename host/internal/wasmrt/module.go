@@ -19,6 +19,7 @@ import (
 
 	"github.com/wasmtask/wasmtask/abi"
 	"github.com/wasmtask/wasmtask/host/internal/compilecache"
+	"github.com/wasmtask/wasmtask/host/internal/guestio"
 	"github.com/wasmtask/wasmtask/host/internal/schema"
 	"github.com/wasmtask/wasmtask/host/internal/wasmcode"
 )
@@ -385,7 +386,7 @@ func (m *Module) Call(ctx context.Context, tool string, args json.RawMessage, li
 		return nil, &GuestError{Module: m.name, Tool: tool, Kind: KindTimeout, Msg: fmt.Sprintf("exceeded %v while checking the arguments", lim.Timeout)}
 	}
 	out, gerr := m.r.run(ctx, m, tool, callRequest(tool, args), lim, ev)
-	defer putOutput(out) // decoded below into values of their own
+	defer guestio.PutOutput(out) // decoded below into values of their own
 	if context.Cause(ctx) == ErrAborted {
 		// Whatever the guest did after the abort (a guest woken from a
 		// sleep by the cancel may still exit with a result), the call
@@ -468,29 +469,6 @@ func callRequest(tool string, args json.RawMessage) []byte {
 
 var callRequestPrefix = fmt.Sprintf(`{"abi":%d,"method":%q,"tool":"`, abi.Version, abi.MethodCall)
 
-// Output buffers are reused from call to call: a call's stdout is read
-// into one, decoded, and the buffer goes back. Only buffers of up to
-// maxPooledOutput bytes are kept, so that one large result does not stay
-// held; the pool itself is emptied by the GC.
-const (
-	pooledOutput    = 4 << 10
-	maxPooledOutput = 64 << 10
-)
-
-var outputPool = sync.Pool{New: func() any { b := make([]byte, 0, pooledOutput); return &b }}
-
-func getOutput() []byte { return (*outputPool.Get().(*[]byte))[:0] }
-
-// putOutput returns b to the pool: no one may hold b, or a slice of it,
-// afterwards.
-func putOutput(b []byte) {
-	if cap(b) == 0 || cap(b) > maxPooledOutput {
-		return
-	}
-	b = b[:0]
-	outputPool.Put(&b)
-}
-
 // snippet quotes the start of bad output for an error message.
 func snippet(out []byte) string {
 	out = bytes.TrimSpace(out)
@@ -519,7 +497,7 @@ func (r *Runtime) runLoad(ctx context.Context, m *Module, tool string, req []byt
 		err = &loadLimitError{fmt.Errorf("exceeded %v (returned after %v)", lim.Timeout, ran.Round(time.Millisecond))}
 	}
 	if err != nil {
-		putOutput(out)
+		guestio.PutOutput(out)
 		if !errors.Is(err, ErrLoadLimit) {
 			return nil, &GuestError{Module: m.name, Tool: tool, Kind: KindCanceled, Msg: err.Error(), cause: err}
 		}
@@ -581,13 +559,13 @@ func (r *Runtime) runWith(ctx context.Context, m *Module, tool string, req []byt
 
 	start := time.Now()
 	err = c.execute(runCtx)
-	c.stderr.flush()
+	c.stderr.Flush()
 	state.finish()
-	c.tail = string(c.stderr.tail)
-	if err == nil && !c.stdout.exceeded && callCtx.Err() == nil {
-		return c.stdout.buf, nil
+	c.tail = string(c.stderr.Tail())
+	if err == nil && !c.stdout.Exceeded() && callCtx.Err() == nil {
+		return c.stdout.Bytes(), nil
 	}
-	putOutput(c.stdout.buf)
+	guestio.PutOutput(c.stdout.Bytes())
 	return nil, c.classify(ctx, callCtx, err, alloc, time.Since(start))
 }
 
@@ -652,8 +630,8 @@ type call struct {
 	cfg    wazero.ModuleConfig
 	alloc  *limitedAllocator
 	io     *callIO // stdout and stderr are in it
-	stdout *limitedWriter
-	stderr *logWriter
+	stdout *guestio.Output
+	stderr *guestio.Log
 	tail   string // stderr tail, once the guest ended
 	// poolLow is the pool's low-water mark when the guest trapped:
 	// negative when the pool ended the call.
@@ -678,11 +656,11 @@ func (c *call) sandbox(callCtx context.Context, req []byte, state *callState, ca
 	c.io = io
 	io.ctx = callCtx
 	io.stdin.Reset(req)
-	io.stdout = limitedWriter{ctx: callCtx, max: c.lim.MaxOutputBytes, over: cancel, pooled: true}
-	io.stderr = logWriter{ctx: callCtx, max: c.lim.MaxLogBytes}
+	io.stdout = guestio.Output{Ctx: callCtx, Max: c.lim.MaxOutputBytes, Over: cancel, Pooled: true}
+	io.stderr = guestio.Log{Ctx: callCtx, Max: c.lim.MaxLogBytes}
 	c.stdout, c.stderr = &io.stdout, &io.stderr
 	if state.ev != nil {
-		c.stderr.sink = func(line string) bool { return state.log(abi.LogInfo, line) }
+		c.stderr.Sink = func(line string) bool { return state.log(abi.LogInfo, line) }
 	}
 	cfg := io.cfg
 	for k, v := range c.lim.Env {
@@ -704,13 +682,13 @@ func (c *call) sandbox(callCtx context.Context, req []byte, state *callState, ca
 // configuration (each With… copies it) and allocating its readers and
 // writers. Nothing of a callIO outlives its call: the instance is closed
 // before the callIO goes back (runWith), and the output buffer leaves with
-// the result (putOutput).
+// the result (guestio.PutOutput).
 type callIO struct {
 	cfg    wazero.ModuleConfig
 	ctx    context.Context // the call's, for the readers and the clock
 	stdin  bytes.Reader
-	stdout limitedWriter
-	stderr logWriter
+	stdout guestio.Output
+	stderr guestio.Log
 }
 
 // takeIO returns a callIO of m from its pool, or a new one.
@@ -720,8 +698,8 @@ func (m *Module) takeIO() *callIO {
 	}
 	io := &callIO{}
 	io.cfg = m.base.
-		WithStdin(ctxReader{ctx: io, r: &io.stdin}).
-		WithRandSource(ctxReader{ctx: io, r: rand.Reader}).
+		WithStdin(guestio.Reader{Ctx: io, R: &io.stdin}).
+		WithRandSource(guestio.Reader{Ctx: io, R: rand.Reader}).
 		WithStdout(&io.stdout).
 		WithStderr(&io.stderr).
 		WithNanosleep(io.sleep)
@@ -735,7 +713,7 @@ func (m *Module) putIO(io *callIO) {
 	m.ios.Put(io)
 }
 
-// Err is the call's context's (ctxReader reads through it).
+// Err is the call's context's (guestio.Reader reads through it).
 func (io *callIO) Err() error { return io.ctx.Err() }
 
 func (io *callIO) sleep(ns int64) { sleepCtx(io.ctx, ns) }
@@ -746,7 +724,7 @@ func (c *call) classify(ctx, callCtx context.Context, err error, alloc *limitedA
 	switch {
 	case c.r.isClosed():
 		return c.fail(KindCanceled, "the runtime was closed", ErrClosed)
-	case c.stdout.exceeded:
+	case c.stdout.Exceeded():
 		return c.fail(KindOutputTooLarge, fmt.Sprintf("output exceeds %d bytes", c.lim.MaxOutputBytes), nil)
 	case c.poolLow < 0 && ctx.Err() == nil:
 		return c.fail(KindOutOfMemory, fmt.Sprintf("%s: its call stack passed the %s left beside %s of linear memory and %s for tables, globals and the instance",

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/wasmtask/wasmtask/abi"
+	"github.com/wasmtask/wasmtask/host/internal/guestio"
 )
 
 // ABI 1.2 requests beside calls: a read of a resource, a prompt, a
@@ -23,7 +24,7 @@ func (m *Module) Read(ctx context.Context, uri, tmpl string, vars map[string]str
 	if err != nil {
 		return nil, err
 	}
-	defer putOutput(out)
+	defer guestio.PutOutput(out)
 	res, err := abi.DecodeReadResult(out, uri, lim.Result)
 	if err != nil {
 		return nil, m.answerError("read "+uri, out, err)
@@ -43,7 +44,7 @@ func (m *Module) Prompt(ctx context.Context, name string, args map[string]string
 	if err != nil {
 		return nil, err
 	}
-	defer putOutput(out)
+	defer guestio.PutOutput(out)
 	res, err := abi.DecodePromptResult(out, lim.Result)
 	if err != nil {
 		return nil, m.answerError("prompt "+name, out, err)
@@ -60,7 +61,7 @@ func (m *Module) Complete(ctx context.Context, ref abi.CompleteRef, arg abi.Comp
 	if err != nil {
 		return nil, err
 	}
-	defer putOutput(out)
+	defer guestio.PutOutput(out)
 	res, err := abi.DecodeCompleteResult(out, lim.Result)
 	if err != nil {
 		return nil, m.answerError(what, out, err)
@@ -69,7 +70,7 @@ func (m *Module) Complete(ctx context.Context, ref abi.CompleteRef, arg abi.Comp
 }
 
 // serve runs req in a fresh instance and returns its stdout (the caller
-// puts it back, putOutput); what names the request in errors.
+// puts it back, guestio.PutOutput); what names the request in errors.
 func (m *Module) serve(ctx context.Context, what string, req abi.Request, lim Limits, ev abi.Events) ([]byte, error) {
 	if err := lim.validate(); err != nil {
 		return nil, fmt.Errorf("%s of %q: %w", what, m.name, err)
@@ -90,7 +91,7 @@ func (m *Module) serve(ctx context.Context, what string, req abi.Request, lim Li
 	defer m.releaseCall(ctl)
 	out, gerr := m.r.run(ctx, m, what, b, lim, ev)
 	if context.Cause(ctx) == ErrAborted {
-		putOutput(out)
+		guestio.PutOutput(out)
 		return nil, &GuestError{Module: m.name, Tool: what, Kind: KindCanceled, Msg: "the module was aborted", cause: ErrAborted}
 	}
 	if gerr != nil {

@@ -89,7 +89,7 @@ func (r *Runtime) preinit(ctx context.Context, name string, wasm []byte, lim Lim
 	var hold *snapshotHold
 	var holdErr, snapErr error
 	_, err = r.runLoad(ctx, tmp, abi.ExportInitialize, nil, lim, func(c *call, mod api.Module) error {
-		if len(c.stdout.buf) > 0 {
+		if len(c.stdout.Bytes()) > 0 {
 			return errors.New("it wrote to stdout during _initialize")
 		}
 		state, err := capture(pm, mod, func(n uint64) error {
