@@ -305,8 +305,33 @@ func (q Question) Elicitation() ElicitRequest {
 }
 
 // ValidInputKey reports whether key may name a question: 1 to 64 of
-// A-Z a-z 0-9 _ . - (a tool name's characters).
-func ValidInputKey(key string) bool { return len(key) <= 64 && ValidToolName(key) }
+// A-Z a-z 0-9 _ . - (a tool name's characters), and not of the form of
+// the keys the host derives (q-, sample- or roots-, 12 hex digits, -, a
+// number), which name questions without a key of their own.
+func ValidInputKey(key string) bool {
+	return len(key) <= 64 && ValidToolName(key) && !derivedKey(key)
+}
+
+func derivedKey(key string) bool {
+	for _, prefix := range []string{"q-", "sample-", "roots-"} {
+		rest, ok := strings.CutPrefix(key, prefix)
+		if !ok || len(rest) < 14 || rest[12] != '-' {
+			continue
+		}
+		digits := func(s, set string) bool {
+			for i := 0; i < len(s); i++ {
+				if !strings.ContainsRune(set, rune(s[i])) {
+					return false
+				}
+			}
+			return len(s) > 0
+		}
+		if digits(rest[:12], "0123456789abcdef") && digits(rest[13:], "0123456789") {
+			return true
+		}
+	}
+	return false
+}
 
 // ElicitReply is the JSON the host hands back through the reply host function.
 type ElicitReply struct {

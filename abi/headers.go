@@ -36,7 +36,8 @@ func HeaderParams(schema json.RawMessage) ([]HeaderParam, error) {
 		return nil, err
 	}
 	var out []HeaderParam
-	if err := walkHeaders(root, nil, true, &out); err != nil {
+	var path []string
+	if err := walkHeaders(root, &path, true, &out); err != nil {
 		return nil, err
 	}
 	if len(out) > MaxHeaderParams {
@@ -53,9 +54,12 @@ func HeaderParams(schema json.RawMessage) ([]HeaderParam, error) {
 	return out, nil
 }
 
-// walkHeaders collects the annotations of node, a schema at path;
-// reachable says it is the root or a property of a reachable schema.
-func walkHeaders(node any, path []string, reachable bool, out *[]HeaderParam) error {
+// walkHeaders collects the annotations of node, a schema at *path (a
+// stack of properties keys, shared: an annotation records a copy);
+// reachable says node is the root or a property of a reachable schema.
+// Values that are data, not schemas (default, const, enum, examples),
+// are not walked.
+func walkHeaders(node any, path *[]string, reachable bool, out *[]HeaderParam) error {
 	switch n := node.(type) {
 	case []any:
 		for _, v := range n {
@@ -67,31 +71,36 @@ func walkHeaders(node any, path []string, reachable bool, out *[]HeaderParam) er
 		for _, k := range sortedKeys(n) {
 			v := n[k]
 			switch {
+			case k == "default" || k == "const" || k == "enum" || k == "examples":
 			case k == "x-mcp-header":
-				if !reachable || len(path) == 0 {
-					return fmt.Errorf("x-mcp-header at %q is not on a property reached through \"properties\" alone", "/"+strings.Join(path, "/"))
+				where := strings.Join(*path, ".")
+				if !reachable || len(*path) == 0 {
+					return fmt.Errorf("x-mcp-header under %q is not on a property reached through \"properties\" alone", "/"+strings.Join(*path, "/"))
 				}
 				name, _ := v.(string)
 				if !httpToken(name) {
-					return fmt.Errorf("x-mcp-header of %q is %v, want a non-empty HTTP token", strings.Join(path, "."), v)
+					return fmt.Errorf("x-mcp-header of %q is %v, want a non-empty HTTP token", where, v)
 				}
 				typ, _ := n["type"].(string)
 				if typ != "string" && typ != "integer" && typ != "boolean" {
-					return fmt.Errorf("x-mcp-header %q annotates %q of type %v, want string, integer or boolean", name, strings.Join(path, "."), n["type"])
+					return fmt.Errorf("x-mcp-header %q annotates %q of type %v, want string, integer or boolean", name, where, n["type"])
 				}
 				if len(*out) == MaxHeaderParams {
 					return fmt.Errorf("more than %d x-mcp-header annotations", MaxHeaderParams)
 				}
-				*out = append(*out, HeaderParam{Name: name, Path: slices.Clone(path), Type: typ})
-			case k == "properties" && reachable:
+				*out = append(*out, HeaderParam{Name: name, Path: slices.Clone(*path), Type: typ})
+			case k == "properties":
 				props, _ := v.(map[string]any)
 				for _, name := range sortedKeys(props) {
-					if err := walkHeaders(props[name], append(slices.Clip(path), name), true, out); err != nil {
+					*path = append(*path, name)
+					err := walkHeaders(props[name], path, reachable, out)
+					*path = (*path)[:len(*path)-1]
+					if err != nil {
 						return err
 					}
 				}
 			default: // any other keyword's schemas are not statically reachable
-				if err := walkHeaders(v, append(slices.Clip(path), k), false, out); err != nil {
+				if err := walkHeaders(v, path, false, out); err != nil {
 					return err
 				}
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wasmtask/wasmtask/abi"
+	"github.com/wasmtask/wasmtask/host/internal/mcpwire"
 )
 
 // A call may ask its client for a message from its model
@@ -69,7 +70,26 @@ func (e *Call) ask(ctx context.Context, what string, send func(context.Context) 
 		e.c.Log.Info("request to the client failed", "what", what, "tool", e.tool, "err", err)
 		return nil, errCannotAsk(what + " failed")
 	}
-	return json.Marshal(res)
+	b, err := json.Marshal(res)
+	if err != nil {
+		return nil, errCannotAsk(what + " failed")
+	}
+	return checkResult(what, b)
+}
+
+// checkResult checks a 2025-11-25 client's result of a sampling or roots
+// request as a 2026-07-28 answer is checked (mcpwire.CheckSampleAnswer,
+// CheckRootsAnswer): one bound on what reaches a tool, whatever the era.
+func checkResult(what string, b json.RawMessage) (json.RawMessage, error) {
+	check := mcpwire.CheckRootsAnswer
+	if what == "sampling" {
+		check = mcpwire.CheckSampleAnswer
+	}
+	out, err := check(b)
+	if err != nil {
+		return nil, errCannotAsk(what + " answered with a result the tool cannot take: " + err.Error())
+	}
+	return out, nil
 }
 
 // Sample and Roots of a task are input requests of the task, as its
@@ -80,10 +100,11 @@ func (e *Task) Sample(ctx context.Context, _ string, req json.RawMessage) (json.
 	if !e.c.CanSample {
 		return nil, errCannotAsk("the client did not declare sampling")
 	}
-	if _, err := sampleParams(req); err != nil {
+	params, err := cleanSample(req)
+	if err != nil {
 		return nil, err
 	}
-	return e.ask(ctx, "sampling", abi.Question{Method: abi.MethodSample, Params: req})
+	return e.ask(ctx, "sampling", abi.Question{Method: abi.MethodSample, Params: params})
 }
 
 func (e *Task) Roots(ctx context.Context, _ string) (json.RawMessage, error) {
@@ -107,6 +128,21 @@ func (e *Task) ask(ctx context.Context, what string, q abi.Question) (json.RawMe
 		return nil, errCannotAsk(what + " failed")
 	}
 	return a.Result, nil
+}
+
+// cleanSample is a tool's sampling request as the client may get it:
+// checked (sampleParams) and encoded anew, so nothing of the tool's but
+// what MCP defines (no _meta, no unknown members) reaches the client.
+func cleanSample(req json.RawMessage) (json.RawMessage, error) {
+	params, err := sampleParams(req)
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(params)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", abi.ErrBadClientRequest, err)
+	}
+	return b, nil
 }
 
 // sampleParams reads a tool's sampling request as go-sdk's params: at

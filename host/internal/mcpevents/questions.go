@@ -134,8 +134,9 @@ func (w *Waiters) context(id string, def context.Context) context.Context {
 }
 
 // deliver sends each pending input request of task id (of owner, in e)
-// that no other waiter is delivering as an elicitation/create on ss, with
-// the related-task _meta, and answers the task with the client's reply.
+// that no other waiter is delivering to ss (elicitation/create,
+// sampling/createMessage or roots/list), with the related-task _meta, and
+// answers the task with the client's reply.
 // Delivery goroutines belong to the calling waiter (wg), and end with
 // ctx.
 func (w *Waiters) deliver(ctx context.Context, e *taskengine.Engine, ss *mcp.ServerSession, owner, id string, wg *sync.WaitGroup) {
@@ -197,6 +198,13 @@ func ask(ctx context.Context, ss *mcp.ServerSession, taskID string, q abi.Questi
 		return Answer{Err: fmt.Errorf("%s failed: %w", q.Method, err)}
 	}
 	b, err := json.Marshal(res)
+	if err == nil {
+		what := "roots"
+		if q.Method == abi.MethodSample {
+			what = "sampling"
+		}
+		b, err = checkResult(what, b)
+	}
 	if err != nil {
 		return Answer{Err: err}
 	}

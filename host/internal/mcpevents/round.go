@@ -1,9 +1,11 @@
 package mcpevents
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"sync"
 
@@ -49,6 +51,7 @@ type Round struct {
 	asked     map[string]int                  // questions asked this round, by digest
 	missing   map[string]mcpwire.InputRequest // questions without an answer
 	taken     map[string]json.RawMessage      // answers the tool took, by key
+	kinds     map[string]string               // the method of each key's question
 	task      *Task                           // once a task
 	begun     chan taskengine.Task            // the task, once begin_task made one
 	refused   error                           // why the engine did not take the task
@@ -146,7 +149,11 @@ func (r *Round) Sample(ctx context.Context, key string, req json.RawMessage) (js
 	if !r.c.CanSample {
 		return nil, errCannotAsk("the client did not declare sampling")
 	}
-	return r.answerWith(abi.Question{Key: key, Method: abi.MethodSample, Params: req}, mcpwire.CheckSampleAnswer)
+	params, err := cleanSample(req)
+	if err != nil {
+		return nil, err
+	}
+	return r.answerWith(abi.Question{Key: key, Method: abi.MethodSample, Params: params}, mcpwire.CheckSampleAnswer)
 }
 
 // Roots answers a roots question from the round's answers, as Elicit does
@@ -183,6 +190,15 @@ func (r *Round) lookup(q abi.Question) (key string, answer json.RawMessage, err 
 		r.asked = make(map[string]int)
 	}
 	key = mcpwire.QuestionKey(q, r.asked)
+	method := cmp.Or(q.Method, abi.MethodElicit)
+	if r.kinds == nil {
+		r.kinds = make(map[string]string)
+	}
+	if k, ok := r.kinds[key]; ok && k != method {
+		// One key, two kinds of question: no answer could fit both.
+		return key, nil, fmt.Errorf("%w: the input key %q already names a question of another kind", abi.ErrBadClientRequest, key)
+	}
+	r.kinds[key] = method
 	if a, ok := r.answers[key]; ok {
 		return key, a, nil
 	}

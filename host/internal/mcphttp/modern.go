@@ -201,8 +201,10 @@ func (h *Handler) paramHeadersMatch(w http.ResponseWriter, r *http.Request, body
 		return true // taskNameMatches or go-sdk answers it
 	}
 	params, err := members(msg["params"], "name", "arguments")
-	if err != nil {
-		return true
+	if err != nil && !errors.Is(err, rpcmsg.ErrNotObject) {
+		// A repeated or case-twin "arguments": the header check and
+		// go-sdk could read different ones.
+		return refuseBadRequest(w, msg["id"], jsonrpc.CodeInvalidRequest, "invalid request: params: "+err.Error())
 	}
 	var name string
 	if json.Unmarshal(params["name"], &name) != nil {

@@ -58,8 +58,9 @@
 // JSON-RPC error); an isError result makes the task failed. A cancelled task
 // answers tasks/result with -32603. A task's progress, logs and questions
 // travel as mcpevents says (a waiting tasks/result delivers its questions,
-// on its stream). A 2026-07-28 answer that fails mcpwire.CheckAnswer is
-// refused with -32602 naming its key (the input round answers the error;
+// on its stream). A 2026-07-28 answer that fails its check
+// (mcpwire.CheckAnswer, CheckSampleAnswer, CheckRootsAnswer) is refused
+// with -32602 naming its key (the input round answers the error;
 // tasks/update answers none of its responses and the question stays
 // open).
 //
@@ -76,10 +77,11 @@
 // followed too (bounded per session and per subscriptions/listen request)
 // so that ResourcesUpdated can name the ones a catalog swap changed.
 //
-// A plain 2025-11-25 call may also ask its client for a model's message
-// and for its roots (mcpevents: abi.Asker), when the client declared
-// sampling (roots: when it answers roots/list); tasks and 2026-07-28
-// requests cannot yet.
+// A call may also ask its client for a model's message and for its roots
+// (mcpevents: abi.Asker) when the client declared sampling or roots: a
+// plain 2025-11-25 call on its stream, a task through its input requests,
+// a 2026-07-28 request in its input rounds. A tool that declares
+// `requires` is refused with -32021 to a client that lacks one.
 //
 // # 2026-07-28 (modern.go, mrtr.go)
 //
@@ -97,7 +99,13 @@
 // are -32601. Over HTTP the task methods need Mcp-Name = params.taskId
 // (-32020). No progress or log notifications. A plain call whose tool
 // asks a question answers input_required and is run again, fresh, with
-// the answers (mrtr.go, mcpevents.Round); a tool with taskStart
+// the answers (mrtr.go, mcpevents.Round), as is a prompts/get whose
+// prompt asks; the result's requestState, sealed by roundstate and bound
+// to the tenant, method, name and arguments, carries the answers taken
+// so far, and one that does not open is -32602. A tool's x-mcp-header
+// parameters are held to their Mcp-Param-* headers (-32020; the HTTP
+// room refuses a mismatch with HTTP 400 first, through
+// CheckParamHeaders). A tool with taskStart
 // begin_task runs that way until it calls begin_task, when its task is
 // created. Either era reads the other's tasks of the same owner;
 // anonymous 2026-07-28 tasks over HTTP share one owner, their IDs being

@@ -122,7 +122,8 @@ func (m *modernTools) call(ctx context.Context, name string, args json.RawMessag
 		if err != nil {
 			return nil, err
 		}
-		model, err := a.Sample(ctx, "model", json.RawMessage(`{"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"maxTokens":5}`))
+		// _meta and unknown members are the tool's, never sent on.
+		model, err := a.Sample(ctx, "model", json.RawMessage(`{"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"maxTokens":5,"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"other"}},"x-evil":1}`))
 		if err != nil {
 			return nil, err
 		}
@@ -846,9 +847,13 @@ func TestModernRoundState(t *testing.T) {
 	if key != "step1" {
 		t.Fatalf("the first question's key is %q, want the tool's step1", key)
 	}
-	key, s2 := round(steps(s1, map[string]any{"step1": map[string]any{"action": "accept", "content": map[string]any{"name": "Ada"}}}), "sampling/createMessage")
+	r2 := steps(s1, map[string]any{"step1": map[string]any{"action": "accept", "content": map[string]any{"name": "Ada"}}})
+	key, s2 := round(r2, "sampling/createMessage")
 	if key != "model" {
 		t.Fatalf("the second question's key is %q, want model", key)
+	}
+	if p := fmt.Sprint(r2["inputRequests"]); strings.Contains(p, "_meta") || strings.Contains(p, "x-evil") || !strings.Contains(p, "maxTokens") {
+		t.Errorf("the sampling question as sent: %s, want its params without the tool's _meta and unknown members", p)
 	}
 	// Round 3 answers only round 2's question: the state carries step1.
 	model := map[string]any{"role": "assistant", "content": map[string]any{"type": "text", "text": "hello"}, "model": "m"}
@@ -857,6 +862,11 @@ func TestModernRoundState(t *testing.T) {
 	if done["resultType"] != resultComplete || !strings.Contains(fmt.Sprint(done["content"]), `{"name":"Ada"}`) ||
 		!strings.Contains(fmt.Sprint(done["content"]), `hello`) || !strings.Contains(fmt.Sprint(done["content"]), `file:///work`) {
 		t.Fatalf("the last round = %v, want every answer in the result", done)
+	}
+	// An answer the client sends again replaces the one the state holds.
+	roots := map[string]any{"roots": []any{map[string]any{"uri": "file:///work"}}}
+	if c2 := steps(s3, map[string]any{rootsKey: roots, "step1": map[string]any{"action": "accept", "content": map[string]any{"name": "Bob"}}}); !strings.Contains(fmt.Sprint(c2["content"]), `{"name":"Bob"}`) {
+		t.Errorf("a corrected answer: %v, want Bob", c2)
 	}
 	// Without its state, round 3's answer alone does not complete it.
 	if again := steps("", map[string]any{"model": model}); again["resultType"] != resultInputRequired {

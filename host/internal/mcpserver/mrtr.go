@@ -3,8 +3,8 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
-	"maps"
 	"runtime/debug"
 	"slices"
 
@@ -136,9 +136,11 @@ func (s *Server) callStaged(ctx context.Context, rq requestor, cat Catalog, rele
 }
 
 // roundAnswers are the answers of a round of the request b stands for:
-// those its requestState carries (the state must open for this very
-// request: -32602 otherwise), then its inputResponses for the questions
-// the state does not answer. Each is checked when its question is asked.
+// its inputResponses, then those its requestState carries (the state must
+// open for this very request: -32602 otherwise) for the questions they do
+// not answer — so a client can correct an answer the state holds (the
+// tool runs from the start every round). Each is checked when its
+// question is asked.
 func (s *Server) roundAnswers(b roundstate.Binding, state string, responses mcp.InputResponseMap) (map[string]json.RawMessage, error) {
 	answers := mcpwire.AnswersOf(responses)
 	if state == "" {
@@ -148,7 +150,11 @@ func (s *Server) roundAnswers(b roundstate.Binding, state string, responses mcp.
 	if err != nil {
 		return nil, mcperr.RPC(jsonrpc.CodeInvalidParams, "%s: %v", b.Method, err)
 	}
-	maps.Copy(answers, st.Answers) // an answer the tool took stands
+	for k, a := range st.Answers {
+		if _, ok := answers[k]; !ok {
+			answers[k] = a
+		}
+	}
 	return answers, nil
 }
 
@@ -165,6 +171,9 @@ func (s *Server) roundOutcome(r *mcpevents.Round, b roundstate.Binding) (mcp.Res
 		return nil, nil
 	}
 	state, err := s.state.Seal(b, roundstate.State{Answers: r.Taken()})
+	if errors.Is(err, roundstate.ErrTooLarge) {
+		return nil, mcperr.RPC(mcperr.CodeLimit, "%s: %v (at most %d KiB in all)", b.Method, err, roundstate.MaxBytes>>10)
+	}
 	if err != nil {
 		return nil, mcperr.RPC(jsonrpc.CodeInternalError, "%s: %v", b.Method, err)
 	}

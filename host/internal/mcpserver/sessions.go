@@ -79,6 +79,8 @@ type requestor struct {
 	ss   *mcp.ServerSession
 	user string
 	era  // what the request's own _meta declares (2026-07-28)
+	// headers reads a 2026-07-28 request's HTTP headers; nil otherwise.
+	headers func(name string) []string
 }
 
 // canElicit reports whether the client declared the elicitation
@@ -217,6 +219,9 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			meta = p.GetMeta()
 		}
 		rq := requestor{ss: ss, user: user, era: eraOf(meta)}
+		if ex := req.GetExtra(); rq.modern && ex != nil && ex.Header != nil {
+			rq.headers = ex.Header.Values
+		}
 		if rq.modern && ss.ID() == "" {
 			rq.sess = requestSession(ctx) // stateless: nothing to remember
 		} else {

@@ -149,6 +149,13 @@ func (s *Server) callTool(ctx context.Context, rq requestor, p *mcp.CallToolPara
 	if err := checkInputResponses(p.InputResponses); err != nil {
 		return nil, err
 	}
+	if rq.headers != nil {
+		// The edge checked these (HTTP 400) against the catalog of its
+		// moment; this is the call's own, should a reload fall between.
+		if err := mcpwire.CheckParamHeaders(tool.HeaderParams, p.Arguments, rq.headers); err != nil {
+			return nil, &jsonrpc.Error{Code: mcp.CodeHeaderMismatch, Message: err.Error()}
+		}
+	}
 	if missing := rq.lacks(tool.Requires); len(missing) > 0 {
 		return nil, errCapabilitiesNotDeclared(fmt.Sprintf("tool %q", p.Name), missing)
 	}

@@ -11,6 +11,11 @@ import (
 	"github.com/wasmtask/wasmtask/abi"
 )
 
+// maxIntegerBytes bounds an integer header parameter as written: a safe
+// JavaScript integer (±2^53) has 16 digits; the bound keeps the exact
+// comparison cheap.
+const maxIntegerBytes = 32
+
 // ParamHeaderPrefix starts the name of the header a tool argument is
 // mirrored into (SEP-2243): Mcp-Param-{Name}.
 const ParamHeaderPrefix = "Mcp-Param-"
@@ -26,14 +31,13 @@ func CheckParamHeaders(params []abi.HeaderParam, args json.RawMessage, values fu
 	if len(params) == 0 {
 		return nil
 	}
-	var body map[string]json.RawMessage
-	if len(args) > 0 && json.Unmarshal(args, &body) != nil {
-		return nil // not an object: the arguments are refused elsewhere
-	}
 	for _, p := range params {
 		header := ParamHeaderPrefix + p.Name
 		got := values(header)
-		raw, present := lookup(body, p.Path)
+		raw, present, err := lookup(args, p.Path)
+		if err != nil {
+			return fmt.Errorf("header mismatch: %s: %v", header, err)
+		}
 		if !present || string(raw) == "null" {
 			if len(got) > 0 {
 				return fmt.Errorf("header mismatch: %s is sent for parameter %q, which the arguments do not have", header, strings.Join(p.Path, "."))
@@ -57,22 +61,53 @@ func CheckParamHeaders(params []abi.HeaderParam, args json.RawMessage, values fu
 	return nil
 }
 
-// lookup is the value at path in an arguments object.
-func lookup(obj map[string]json.RawMessage, path []string) (json.RawMessage, bool) {
-	for i, k := range path {
-		v, ok := obj[k]
-		if !ok {
-			return nil, false
-		}
-		if i == len(path)-1 {
-			return v, true
-		}
-		obj = nil
-		if json.Unmarshal(v, &obj) != nil || obj == nil {
-			return nil, false
+// lookup is the value at path in an arguments object. An object on the
+// path that repeats the member, or has one that differs from it only in
+// case, is ambiguous (a guest's decoder may read the other one): err.
+func lookup(args json.RawMessage, path []string) (v json.RawMessage, present bool, err error) {
+	v = args
+	for _, k := range path {
+		var found bool
+		v, found, err = member(v, k)
+		if err != nil || !found {
+			return nil, false, err
 		}
 	}
-	return nil, false
+	return v, true, nil
+}
+
+// member is the member name of obj (not found when obj is not an object).
+func member(obj json.RawMessage, name string) (v json.RawMessage, found bool, err error) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(obj, &m) != nil || m == nil {
+		return nil, false, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	if _, err := dec.Token(); err != nil { // {
+		return nil, false, nil
+	}
+	seen := 0
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, false, nil
+		}
+		if k, _ := t.(string); strings.EqualFold(k, name) {
+			seen++
+		}
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return nil, false, nil
+		}
+	}
+	if seen > 1 {
+		return nil, false, fmt.Errorf("the arguments name %q more than once (or in two cases)", name)
+	}
+	v, found = m[name]
+	if !found && seen == 1 {
+		return nil, false, fmt.Errorf("the arguments name %q in another case", name)
+	}
+	return v, found, nil
 }
 
 // decodeHeaderValue is a header's value as sent: plain visible ASCII
@@ -105,7 +140,7 @@ func sameValue(typ, v string, raw json.RawMessage) bool {
 		return json.Unmarshal(raw, &b) == nil && (b && v == "true" || !b && v == "false")
 	case "integer":
 		raw = bytes.TrimSpace(raw)
-		if len(raw) == 0 || raw[0] == '"' {
+		if len(raw) == 0 || raw[0] == '"' || len(raw) > maxIntegerBytes || len(v) > maxIntegerBytes {
 			return false
 		}
 		body, ok1 := new(big.Rat).SetString(string(raw))

@@ -45,6 +45,11 @@ func TestCheckParamHeaders(t *testing.T) {
 		{`{"opts":{"n":42}}`, map[string]string{"Mcp-Param-N": "42.5"}},
 		{`{"opts":{"n":"42"}}`, map[string]string{"Mcp-Param-N": "42"}}, // a string is not the integer
 		{`{"dry":false}`, map[string]string{"Mcp-Param-Dry": "False"}},
+		// Ambiguous arguments: a guest's decoder may read the other member.
+		{`{"region":"eu","REGION":"us"}`, map[string]string{"Mcp-Param-Region": "eu"}},
+		{`{"region":"eu","region":"us"}`, map[string]string{"Mcp-Param-Region": "eu"}},
+		{`{"Region":"eu"}`, map[string]string{"Mcp-Param-Region": "eu"}},
+		{`{"opts":{"n":1e1000000}}`, map[string]string{"Mcp-Param-N": "1"}}, // huge: refused, not computed
 	}
 	for _, c := range bad {
 		if err := check(c.args, c.hdr); err == nil {

@@ -83,7 +83,8 @@ func (codec) Encode(k taskengine.Kind, v any) ([]byte, error) {
 		}
 		return json.Marshal(w)
 	case taskengine.KindInput:
-		return json.Marshal(v.(abi.Question))
+		q, _ := v.(abi.Question)
+		return json.Marshal(q)
 	case taskengine.KindAnswer:
 		a, _ := v.(mcpevents.Answer)
 		w := wireAnswer{Reply: a.Reply, Result: a.Result}

@@ -319,7 +319,8 @@ func hostElicitAll(ctx context.Context, mod api.Module, stack []uint64) {
 		return
 	}
 	for i := range qs {
-		if !validQuestion(&qs[i]) {
+		// A key names one question: two in one request would share an answer.
+		if !validQuestion(&qs[i]) || qs[i].Key != "" && slices.ContainsFunc(qs[:i], func(o abi.Question) bool { return o.Key == qs[i].Key }) {
 			stack[0] = api.EncodeI32(abi.ElicitBadRequest)
 			return
 		}
