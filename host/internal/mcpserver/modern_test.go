@@ -996,6 +996,29 @@ func TestModernParamHeaders(t *testing.T) {
 			t.Errorf("%s: HTTP %d %s, want 400 and -32020", name, status, m.Raw)
 		}
 	}
+	// Arguments a guest could read otherwise than the check does.
+	twin := call("routed", nil)
+	twin["arguments"] = json.RawMessage(`{"region":"eu","REGION":"us"}`)
+	if status, m := c.Do(methodCallTool, twin, http.Header{"Mcp-Param-Region": {"eu"}}); status != http.StatusBadRequest || m.Code() != -32020 {
+		t.Errorf("a case twin of the argument: HTTP %d %s, want 400 and -32020", status, m.Raw)
+	}
+	meta, _ := json.Marshal(hosttest.ModernMeta(c.Capabilities))
+	body := `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"_meta":` + string(meta) +
+		`,"name":"routed","arguments":{"region":"eu"},"arguments":{"region":"us"}}}`
+	req, _ := http.NewRequest(http.MethodPost, c.URL, strings.NewReader(body))
+	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+		"Mcp-Protocol-Version": hosttest.ModernVersion, "Mcp-Method": "tools/call", "Mcp-Name": "routed", "Mcp-Param-Region": "eu"} {
+		req.Header.Set(k, v)
+	}
+	resp, err := c.HC.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || strings.Contains(string(raw), "routed\"") {
+		t.Errorf("params with two arguments members: HTTP %d %s, want 400 and no call", resp.StatusCode, raw)
+	}
 	for name, v := range map[string]string{"plain": "eu", "base64": "=?base64?ZXU=?="} {
 		if status, m := c.Do(methodCallTool, params, http.Header{"Mcp-Param-Region": {v}}); status != http.StatusOK || !strings.Contains(string(m.Raw), "routed") {
 			t.Errorf("%s: HTTP %d %s, want the result", name, status, m.Raw)
