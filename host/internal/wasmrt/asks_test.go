@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"sync"
 	"testing"
 
 	"github.com/wasmtask/wasmtask/abi"
@@ -84,4 +86,62 @@ func TestTakeKey(t *testing.T) {
 			t.Errorf("takeKey(%s) accepted it", bad)
 		}
 	}
+}
+
+// elicit_all takes sampling and roots questions beside elicitations: each
+// reaches the events its kind asks, with its key, and the reply is their
+// answers in order; a question nobody can answer is null (cancel for an
+// elicitation) while the others are answered.
+func TestElicitAllMixedQuestions(t *testing.T) {
+	r := newRuntime(t, Config{})
+	m := load(t, r, "asks")
+	var keys []string
+	var mu sync.Mutex // the questions are asked concurrently
+	ev := &keyedAsk{askEvents: askEvents{events: events{elicit: func(_ context.Context, req abi.ElicitRequest) (abi.ElicitReply, error) {
+		mu.Lock()
+		keys = append(keys, "elicit:"+req.Key)
+		mu.Unlock()
+		return abi.ElicitReply{Action: "accept", Content: json.RawMessage(`{"name":"Ada"}`)}, nil
+	}}}, mu: &mu, keys: &keys}
+	res, err := m.Call(context.Background(), "all", json.RawMessage(`{}`), testLimits, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"r":[{"action":"accept","content":{"name":"Ada"}},{"role":"assistant","content":{"type":"text","text":"4"},"model":"m"},{"roots":[{"uri":"file:///w"}]}]}`
+	if got := string(res.StructuredContent); got != want {
+		t.Errorf("replies = %s, want %s", got, want)
+	}
+	slices.Sort(keys)
+	if !slices.Equal(keys, []string{"elicit:who", "roots:", "sample:model"}) {
+		t.Errorf("questions asked with keys %q", keys)
+	}
+	// Events that can elicit but not sample or roots: those two are null.
+	res, err = m.Call(context.Background(), "all", json.RawMessage(`{}`), testLimits, &events{elicit: ev.elicit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(res.StructuredContent); got != `{"r":[{"action":"accept","content":{"name":"Ada"}},null,null]}` {
+		t.Errorf("replies without an asker = %s", got)
+	}
+}
+
+// keyedAsk records the keys of the sampling and roots questions it gets.
+type keyedAsk struct {
+	askEvents
+	mu   *sync.Mutex
+	keys *[]string
+}
+
+func (e *keyedAsk) Sample(ctx context.Context, key string, req json.RawMessage) (json.RawMessage, error) {
+	e.mu.Lock()
+	*e.keys = append(*e.keys, "sample:"+key)
+	e.mu.Unlock()
+	return e.askEvents.Sample(ctx, key, req)
+}
+
+func (e *keyedAsk) Roots(ctx context.Context, key string) (json.RawMessage, error) {
+	e.mu.Lock()
+	*e.keys = append(*e.keys, "roots:"+key)
+	e.mu.Unlock()
+	return e.askEvents.Roots(ctx, key)
 }
