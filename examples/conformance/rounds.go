@@ -58,14 +58,29 @@ func roundTool(name, description string, run func(c *guest.Call) (guest.Result, 
 		Handler: func(c *guest.Call, _ json.RawMessage) (guest.Result, error) { return run(c) }}
 }
 
-var roundTools = []guest.Tool{
-	roundTool("test_input_required_result_elicitation", "Asks for a name (input key user_name) and greets.", func(c *guest.Call) (guest.Result, error) {
-		a, err := ask(c, guest.Question{Key: "user_name", Message: "What is your name?", Schema: nameSchema})
+// greetByName asks for a name (input key user_name) and greets.
+func greetByName(c *guest.Call) (guest.Result, error) {
+	a, err := ask(c, guest.Question{Key: "user_name", Message: "What is your name?", Schema: nameSchema})
+	if err != nil {
+		return guest.Result{}, err
+	}
+	return guest.Textf("Hello, %s!", field(a[0], "name")), nil
+}
+
+// confirm asks for a confirmation (input key confirm) and answers format
+// with its value.
+func confirm(format string) func(*guest.Call) (guest.Result, error) {
+	return func(c *guest.Call) (guest.Result, error) {
+		a, err := ask(c, guest.Question{Key: "confirm", Message: "Please confirm", Schema: okSchema})
 		if err != nil {
 			return guest.Result{}, err
 		}
-		return guest.Textf("Hello, %s!", field(a[0], "name")), nil
-	}),
+		return guest.Textf(format, field(a[0], "ok")), nil
+	}
+}
+
+var roundTools = []guest.Tool{
+	roundTool("test_input_required_result_elicitation", "Asks for a name (input key user_name) and greets.", greetByName),
 	roundTool("test_input_required_result_sampling", "Asks the client's model a question (input key capital_question).", func(c *guest.Call) (guest.Result, error) {
 		a, err := ask(c, guest.Question{Key: "capital_question", Sample: sampled("What is the capital of France?", 100)})
 		if err != nil || a[0].Sample == nil {
@@ -82,13 +97,7 @@ var roundTools = []guest.Tool{
 	}),
 	// The host verified the echoed requestState before this run (it
 	// refuses the request otherwise): "state-ok" says the round went through.
-	roundTool("test_input_required_result_request_state", "Asks for a confirmation; completes once the round's state checks out.", func(c *guest.Call) (guest.Result, error) {
-		a, err := ask(c, guest.Question{Key: "confirm", Message: "Please confirm", Schema: okSchema})
-		if err != nil {
-			return guest.Result{}, err
-		}
-		return guest.Textf("state-ok: confirmed=%s", field(a[0], "ok")), nil
-	}),
+	roundTool("test_input_required_result_request_state", "Asks for a confirmation; completes once the round's state checks out.", confirm("state-ok: confirmed=%s")),
 	roundTool("test_input_required_result_multiple_inputs", "Asks for a name, a greeting from the model and the roots at once.", func(c *guest.Call) (guest.Result, error) {
 		a, err := ask(c,
 			guest.Question{Key: "user_name", Message: "What is your name?", Schema: nameSchema},
@@ -114,13 +123,7 @@ var roundTools = []guest.Tool{
 		}
 		return guest.Textf("%s likes %s", field(name[0], "name"), field(color[0], "color")), nil
 	}),
-	roundTool("test_input_required_result_tampered_state", "Asks for a confirmation; an altered requestState is refused by the host.", func(c *guest.Call) (guest.Result, error) {
-		a, err := ask(c, guest.Question{Key: "confirm", Message: "Please confirm", Schema: okSchema})
-		if err != nil {
-			return guest.Result{}, err
-		}
-		return guest.Textf("confirmed=%s", field(a[0], "ok")), nil
-	}),
+	roundTool("test_input_required_result_tampered_state", "Asks for a confirmation; an altered requestState is refused by the host.", confirm("confirmed=%s")),
 	// The host asks only what the request's client capabilities declare:
 	// a question the client cannot take is answered cancel at once.
 	roundTool("test_input_required_result_capabilities", "Asks for a name and for a message from the model; the client is asked only what it declares.", func(c *guest.Call) (guest.Result, error) {
@@ -153,13 +156,7 @@ var statelessTools = []guest.Tool{
 		Name:        "test_streaming_elicitation",
 		Description: "Asks for a name: under 2026-07-28 the question comes back as input_required, never as a request of the server's.",
 		Requires:    []string{"elicitation"},
-		Handler: func(c *guest.Call, _ json.RawMessage) (guest.Result, error) {
-			a, err := ask(c, guest.Question{Key: "user_name", Message: "What is your name?", Schema: nameSchema})
-			if err != nil {
-				return guest.Result{}, err
-			}
-			return guest.Textf("Hello, %s!", field(a[0], "name")), nil
-		},
+		Handler:     func(c *guest.Call, _ json.RawMessage) (guest.Result, error) { return greetByName(c) },
 	},
 	// SEP-2243: the region argument travels in the Mcp-Param-Region
 	// header too, which the host holds to the body (-32020 otherwise).

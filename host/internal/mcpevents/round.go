@@ -124,24 +124,12 @@ func (r *Round) Elicit(ctx context.Context, req abi.ElicitRequest) (abi.ElicitRe
 	if !r.c.CanElicit {
 		return abi.ElicitReply{}, errElicitUnsupported
 	}
-	q := abi.Question{Key: req.Key, Method: abi.MethodElicit, Message: req.Message, RequestedSchema: req.RequestedSchema}
-	key, raw, err := r.lookup(q)
-	if err != nil {
-		return abi.ElicitReply{}, err
-	}
-	reply, err := mcpwire.DecodeElicitResult(raw)
-	if err == nil {
-		reply, err = mcpwire.CheckAnswer(req, reply)
-	}
-	if err != nil {
-		return abi.ElicitReply{}, r.refuse(key, err)
-	}
-	r.took(key, raw)
-	return reply, nil
+	a, err := r.answer(abi.Question{Key: req.Key, Method: abi.MethodElicit, Message: req.Message, RequestedSchema: req.RequestedSchema})
+	return a.Reply, err
 }
 
 // Sample answers a sampling question from the round's answers, as Elicit
-// does (mcpwire.CheckSampleAnswer).
+// does.
 func (r *Round) Sample(ctx context.Context, key string, req json.RawMessage) (json.RawMessage, error) {
 	if ev := r.taskEvents(); ev != nil {
 		return ev.Sample(ctx, key, req)
@@ -153,11 +141,11 @@ func (r *Round) Sample(ctx context.Context, key string, req json.RawMessage) (js
 	if err != nil {
 		return nil, err
 	}
-	return r.answerWith(abi.Question{Key: key, Method: abi.MethodSample, Params: params}, mcpwire.CheckSampleAnswer)
+	a, err := r.answer(abi.Question{Key: key, Method: abi.MethodSample, Params: params})
+	return a.Result, err
 }
 
-// Roots answers a roots question from the round's answers, as Elicit does
-// (mcpwire.CheckRootsAnswer).
+// Roots answers a roots question from the round's answers, as Elicit does.
 func (r *Round) Roots(ctx context.Context, key string) (json.RawMessage, error) {
 	if ev := r.taskEvents(); ev != nil {
 		return ev.Roots(ctx, key)
@@ -165,17 +153,21 @@ func (r *Round) Roots(ctx context.Context, key string) (json.RawMessage, error) 
 	if !r.c.CanRoots {
 		return nil, errCannotAsk("the client did not declare roots")
 	}
-	return r.answerWith(abi.Question{Key: key, Method: abi.MethodRoots}, mcpwire.CheckRootsAnswer)
+	a, err := r.answer(abi.Question{Key: key, Method: abi.MethodRoots})
+	return a.Result, err
 }
 
-func (r *Round) answerWith(q abi.Question, check func(json.RawMessage) (json.RawMessage, error)) (json.RawMessage, error) {
+// answer answers q from the round's answers, checked as tasks/update
+// checks an answer (checkAnswer); without one, or with one refused, the
+// round ends.
+func (r *Round) answer(q abi.Question) (Answer, error) {
 	key, raw, err := r.lookup(q)
 	if err != nil {
-		return nil, err
+		return Answer{}, err
 	}
-	a, err := check(raw)
+	a, err := checkAnswer(q, raw)
 	if err != nil {
-		return nil, r.refuse(key, err)
+		return Answer{}, r.refuse(key, err)
 	}
 	r.took(key, raw)
 	return a, nil

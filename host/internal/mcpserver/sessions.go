@@ -114,8 +114,8 @@ func (r requestor) canRoots() bool {
 func (r requestor) lacks(caps []string) []string {
 	var out []string
 	for _, c := range caps {
-		has := map[string]func() bool{"elicitation": r.canElicit, "sampling": r.canSample, "roots": r.canRoots}[c]
-		if has != nil && !has() {
+		switch {
+		case c == "elicitation" && !r.canElicit(), c == "sampling" && !r.canSample(), c == "roots" && !r.canRoots():
 			out = append(out, c)
 		}
 	}

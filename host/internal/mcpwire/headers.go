@@ -76,14 +76,11 @@ func lookup(args json.RawMessage, path []string) (v json.RawMessage, present boo
 	return v, true, nil
 }
 
-// member is the member name of obj (not found when obj is not an object).
+// member is the member name of obj (not found when obj is not an
+// object), read in one pass over its members.
 func member(obj json.RawMessage, name string) (v json.RawMessage, found bool, err error) {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(obj, &m) != nil || m == nil {
-		return nil, false, nil
-	}
 	dec := json.NewDecoder(bytes.NewReader(obj))
-	if _, err := dec.Token(); err != nil { // {
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return nil, false, nil
 	}
 	seen := 0
@@ -92,19 +89,22 @@ func member(obj json.RawMessage, name string) (v json.RawMessage, found bool, er
 		if err != nil {
 			return nil, false, nil
 		}
-		if k, _ := t.(string); strings.EqualFold(k, name) {
-			seen++
-		}
-		var skip json.RawMessage
-		if dec.Decode(&skip) != nil {
+		k, _ := t.(string)
+		var val json.RawMessage
+		if dec.Decode(&val) != nil {
 			return nil, false, nil
 		}
+		if strings.EqualFold(k, name) {
+			seen++
+			if k == name {
+				v, found = val, true
+			}
+		}
 	}
-	if seen > 1 {
+	switch {
+	case seen > 1:
 		return nil, false, fmt.Errorf("the arguments name %q more than once (or in two cases)", name)
-	}
-	v, found = m[name]
-	if !found && seen == 1 {
+	case seen == 1 && !found:
 		return nil, false, fmt.Errorf("the arguments name %q in another case", name)
 	}
 	return v, found, nil
