@@ -33,7 +33,7 @@ func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if !taskNameMatches(w, r, body) || !h.paramHeadersMatch(w, r, body) {
+	if !h.headersMatch(w, r, body) {
 		return
 	}
 	r.Body = readCloser{bytes.NewReader(body)}
@@ -69,11 +69,12 @@ func (h *Handler) mayReportProgress(r *http.Request) bool {
 	return h.cfg.MCP.MayReportProgress(r.Context(), name)
 }
 
-// taskNameMatches checks the Mcp-Name header of a 2026-07-28 tasks/get,
-// tasks/update or tasks/cancel against the body's params.taskId, as the
-// transport requires for routing (go-sdk checks it for tools/call only).
-// A missing or different name is answered with HTTP 400 and -32020.
-func taskNameMatches(w http.ResponseWriter, r *http.Request, body []byte) bool {
+// headersMatch checks the headers of a 2026-07-28 POST that go-sdk does
+// not hold to its body, reading the body once: the Mcp-Name of tasks/get,
+// tasks/update and tasks/cancel against params.taskId (go-sdk checks it
+// for tools/call only), and the Mcp-Param-* headers of a tools/call
+// (paramHeadersMatch). A mismatch is answered with HTTP 400 and -32020.
+func (h *Handler) headersMatch(w http.ResponseWriter, r *http.Request, body []byte) bool {
 	refuse := func(id json.RawMessage, code int64, why string) bool { return refuseBadRequest(w, id, code, why) }
 	// Read the members as go-sdk will: exact, case-sensitive names. A
 	// name that only differs in case from one that matters, or a repeated
@@ -91,6 +92,8 @@ func taskNameMatches(w http.ResponseWriter, r *http.Request, body []byte) bool {
 	}
 	switch method {
 	case "tasks/get", "tasks/update", "tasks/cancel":
+	case "tools/call":
+		return h.paramHeadersMatch(w, r, msg)
 	default:
 		return true
 	}
@@ -189,17 +192,10 @@ func (w *errorRewriter) rewrite(payload []byte) ([]byte, bool) {
 }
 
 // paramHeadersMatch checks the Mcp-Param-* headers of a 2026-07-28
-// tools/call against its arguments (SEP-2243), as the MCP room words it
-// (MCP.CheckParamHeaders): a mismatch is answered with HTTP 400 and
-// -32020, before go-sdk reads the request. Anything else passes.
-func (h *Handler) paramHeadersMatch(w http.ResponseWriter, r *http.Request, body []byte) bool {
-	if r.Header.Get(methodHeader) != "tools/call" {
-		return true // go-sdk holds Mcp-Method to the body
-	}
-	msg, err := members(body, "params", "id")
-	if err != nil {
-		return true // taskNameMatches or go-sdk answers it
-	}
+// tools/call, msg, against its arguments (SEP-2243), as the MCP room
+// words it (MCP.CheckParamHeaders): a mismatch is answered with HTTP 400
+// and -32020, before go-sdk reads the request.
+func (h *Handler) paramHeadersMatch(w http.ResponseWriter, r *http.Request, msg map[string]json.RawMessage) bool {
 	params, err := members(msg["params"], "name", "arguments")
 	if err != nil && !errors.Is(err, rpcmsg.ErrNotObject) {
 		// A repeated or case-twin "arguments": the header check and
