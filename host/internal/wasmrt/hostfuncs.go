@@ -265,8 +265,8 @@ func hostElicit(ctx context.Context, mod api.Module, stack []uint64) {
 		return
 	}
 	var req abi.ElicitRequest
-	if len(raw) > maxElicitBytes || json.Unmarshal(raw, &req) != nil || schema.CheckElicit(req.RequestedSchema) != nil ||
-		req.Key != "" && !abi.ValidInputKey(req.Key) {
+	if len(raw) > maxElicitBytes || json.Unmarshal(raw, &req) != nil ||
+		!validQuestion(&abi.Question{Key: req.Key, Message: req.Message, RequestedSchema: req.RequestedSchema}) {
 		stack[0] = api.EncodeI32(abi.ElicitBadRequest)
 		return
 	}
