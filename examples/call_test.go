@@ -139,7 +139,8 @@ func TestServedDigests(t *testing.T) {
 			"test_input_required_result_list_roots test_input_required_result_multi_round test_input_required_result_multiple_inputs " +
 			"test_input_required_result_request_state test_input_required_result_sampling test_input_required_result_tampered_state " +
 			"test_logging_tool test_missing_capability test_multiple_content_types test_sampling test_simple_text " +
-			"test_streaming_elicitation test_tool_with_logging test_tool_with_progress test_tool_with_task",
+			"test_streaming_elicitation test_tool_with_logging test_tool_with_progress test_tool_with_task " +
+			"test_trigger_prompt_change test_trigger_tool_change",
 	}
 	for _, ex := range examples {
 		t.Run(ex.lang, func(t *testing.T) {

@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path"
 	"strings"
 
 	"github.com/wasmtask/wasmtask/abi"
@@ -180,6 +182,38 @@ var statelessTools = []guest.Tool{
 			return guest.Text("logged"), nil
 		},
 	},
+	// The suite changes the tool and prompt lists through these two and
+	// waits for list_changed on an open subscriptions/listen stream.
+	{
+		Name:        "test_trigger_tool_change",
+		Description: "Adds a spare tool module to the served directory, or removes it again: the tool list changes.",
+		Handler:     func(*guest.Call, json.RawMessage) (guest.Result, error) { return toggleSpare("add.wasm") },
+	},
+	{
+		Name:        "test_trigger_prompt_change",
+		Description: "Adds a spare prompt module to the served directory, or removes it again: the prompt list changes.",
+		Handler:     func(*guest.Call, json.RawMessage) (guest.Result, error) { return toggleSpare("spare_prompt.wasm") },
+	},
+}
+
+// fixtureDir is where run.sh mounts, writable, the fixture directory it
+// serves: tools/ (the directory wasmtask watches) and spare/ (modules
+// that are not served until a trigger moves them into tools/).
+const fixtureDir = "/fixture"
+
+// toggleSpare moves file from spare/ into tools/, or back when it is
+// there already. A rename is one event in the watched directory, so the
+// host reloads once and notifies the list that changed.
+func toggleSpare(file string) (guest.Result, error) {
+	served, spare := path.Join(fixtureDir, "tools", file), path.Join(fixtureDir, "spare", file)
+	from, to, done := spare, served, "added"
+	if _, err := os.Stat(served); err == nil {
+		from, to, done = served, spare, "removed"
+	}
+	if err := os.Rename(from, to); err != nil {
+		return guest.Result{}, fmt.Errorf("cannot move %s (this tool needs the writable %s mount run.sh grants): %w", file, fixtureDir, err)
+	}
+	return guest.Textf("%s %s: the list changes once the directory has reloaded", done, file), nil
 }
 
 var roundPrompt = guest.Prompt{

@@ -31,7 +31,18 @@ node -e 'if (+process.versions.node.split(".")[0] < 22) { console.error("Node 22
 conformance="$dir/node_modules/.bin/conformance"
 
 (cd "$root" && go build -o "$work/wasmtask" ./cmd/wasmtask)
-"$work/wasmtask" serve --http 127.0.0.1:0 --tools "$dir/tools" --cache-dir "$work/cache" 2>"$work/serve.log" &
+# The served directory is a copy, beside spare modules that the diagnostic
+# tools test_trigger_tool_change and test_trigger_prompt_change move in and
+# out of it: the policy mounts both, writable, into conformance.wasm only.
+mkdir -p "$work/fixture/tools" "$work/fixture/spare"
+cp "$dir"/tools/*.wasm "$work/fixture/tools/"
+wat2wasm "$root/examples/wat/add.wat" -o "$work/fixture/spare/add.wasm"
+wat2wasm "$dir/spare/spare_prompt.wat" -o "$work/fixture/spare/spare_prompt.wasm"
+cat >"$work/policy.json" <<EOF_POLICY
+{"modules": {"conformance": {"mounts": [{"hostDir": "$work/fixture", "guestPath": "/fixture", "write": true}]}}}
+EOF_POLICY
+"$work/wasmtask" serve --http 127.0.0.1:0 --tools "$work/fixture/tools" --policy "$work/policy.json" \
+	--cache-dir "$work/cache" 2>"$work/serve.log" &
 pid=$!
 url=""
 for _ in $(seq 600); do # the listening line, or the server's end (60 s at most)
