@@ -65,8 +65,9 @@ type attachment struct{ ctx context.Context }
 // outcome, as e.Wait does, for a tasks/result request of context ctx on
 // ss: while it waits, the task's messages go out with ctx and its input
 // requests are delivered on ss (when the engine admits no more watchers
-// of the task, only the first).
-func (w *Waiters) Wait(ctx context.Context, e *taskengine.Engine, ss *mcp.ServerSession, owner, id string) (taskengine.Task, taskengine.Outcome, error) {
+// of the task, only the first). A request for what ss's client did not
+// declare (can) stays pending for a waiter whose client did.
+func (w *Waiters) Wait(ctx context.Context, e *taskengine.Engine, ss *mcp.ServerSession, can Can, owner, id string) (taskengine.Task, taskengine.Outcome, error) {
 	sub, err := e.Watch(ctx, owner, id)
 	switch {
 	case errors.Is(err, taskengine.ErrTooManyWatchers):
@@ -88,7 +89,7 @@ func (w *Waiters) Wait(ctx context.Context, e *taskengine.Engine, ss *mcp.Server
 				break
 			}
 			if t.Status == taskengine.StatusInputRequired {
-				w.deliver(dctx, e, ss, owner, id, &wg)
+				w.deliver(dctx, e, ss, can, owner, id, &wg)
 			}
 			done = t.Status.Terminal()
 		case <-ctx.Done():
@@ -96,6 +97,21 @@ func (w *Waiters) Wait(ctx context.Context, e *taskengine.Engine, ss *mcp.Server
 		}
 	}
 	return e.Wait(ctx, owner, id)
+}
+
+// Can is what a waiting session's client declared it can answer.
+type Can struct{ Elicit, Sample, Roots bool }
+
+// answers reports whether a client that can c answers q.
+func (c Can) answers(q abi.Question) bool {
+	switch q.Method {
+	case abi.MethodSample:
+		return c.Sample
+	case abi.MethodRoots:
+		return c.Roots
+	default:
+		return c.Elicit
+	}
 }
 
 // attach records the waiter of context ctx on task id, until detach: the
@@ -134,17 +150,21 @@ func (w *Waiters) context(id string, def context.Context) context.Context {
 }
 
 // deliver sends each pending input request of task id (of owner, in e)
-// that no other waiter is delivering to ss (elicitation/create,
-// sampling/createMessage or roots/list), with the related-task _meta, and
-// answers the task with the client's reply.
+// that no other waiter is delivering and that ss's client can answer
+// (elicitation/create, sampling/createMessage or roots/list) to ss, with
+// the related-task _meta, and answers the task with the client's reply.
 // Delivery goroutines belong to the calling waiter (wg), and end with
 // ctx.
-func (w *Waiters) deliver(ctx context.Context, e *taskengine.Engine, ss *mcp.ServerSession, owner, id string, wg *sync.WaitGroup) {
+func (w *Waiters) deliver(ctx context.Context, e *taskengine.Engine, ss *mcp.ServerSession, can Can, owner, id string, wg *sync.WaitGroup) {
 	reqs, err := e.PendingInput(ctx, owner, id)
 	if err != nil {
 		return
 	}
 	for _, r := range reqs {
+		q, _ := r.Payload.(abi.Question)
+		if !can.answers(q) {
+			continue
+		}
 		key := id + "\x00" + r.ID
 		w.mu.Lock()
 		busy := w.busy[key]
@@ -162,7 +182,6 @@ func (w *Waiters) deliver(ctx context.Context, e *taskengine.Engine, ss *mcp.Ser
 				delete(w.busy, key)
 				w.mu.Unlock()
 			}()
-			q, _ := r.Payload.(abi.Question)
 			ans := ask(ctx, ss, id, q)
 			if ans.Err != nil && ctx.Err() != nil {
 				return // the waiter left; the next tasks/result delivers it again

@@ -122,6 +122,11 @@ func (r requestor) lacks(caps []string) []string {
 	return out
 }
 
+// can is what this requestor's client declared it can answer.
+func (r requestor) can() mcpevents.Can {
+	return mcpevents.Can{Elicit: r.canElicit(), Sample: r.canSample(), Roots: r.canRoots()}
+}
+
 // canAsk reports whether the client can be asked anything: a 2026-07-28
 // call that may ask runs in input rounds.
 func (r requestor) canAsk() bool { return r.canElicit() || r.canSample() || r.canRoots() }

@@ -137,7 +137,7 @@ func (s *Server) tasksResult(ctx context.Context, _ *mcp.ServerSession, p *mcpwi
 	defer s.endWait()
 	ctx, stop := withDone(ctx, rq.sess.ctx)
 	defer stop()
-	t, out, err := s.waiters.Wait(ctx, s.cfg.Engine, rq.ss, owner, id)
+	t, out, err := s.waiters.Wait(ctx, s.cfg.Engine, rq.ss, rq.can(), owner, id)
 	if err != nil {
 		if rq.sess.ctx.Err() != nil {
 			s.mu.Lock()
