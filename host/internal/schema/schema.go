@@ -26,7 +26,7 @@ import (
 // multiply its work with every level of the value. The checker resolves
 // references itself, refuses every cycle among the keywords that apply a
 // subschema to the same value, and computes at load what one value can
-// cost at each depth. RATIONALE.md ("Why does wasmrt check schemas itself
+// cost at each depth. RATIONALE.md ("Why does the host check schemas itself
 // before jsonschema-go sees them?") gives the reasoning behind each bound.
 
 // Bounds on one schema (an inputSchema or an outputSchema).
