@@ -174,7 +174,7 @@ func TestStartupSaysWhatItDoes(t *testing.T) {
 	close(gate)
 	_ = s.Tools() // returns once the modules found at start have loaded
 	got := find("INFO loaded")
-	if len(got) != 1 || !regexp.MustCompile(`^INFO loaded 2 tools from 2 modules in \S+ tools=2 modules=2 problems=0 took=\S+$`).MatchString(got[0]) {
+	if len(got) != 1 || !regexp.MustCompile(`^INFO loaded 2 tools from 2 modules in \S+ tools=2 modules=2 problems=0 duration=\S+$`).MatchString(got[0]) {
 		t.Errorf("lines once loaded %q, want one saying 2 tools from 2 modules, and how long", got)
 	}
 

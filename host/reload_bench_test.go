@@ -38,7 +38,7 @@ func BenchmarkReloadDelay(b *testing.B) {
 // ("cold"), or in one that has ("warm": the directory alternates between two
 // sets of versions, both cached on disk, so each reload compiles from disk).
 // Reported: reload-ms, the median time the server spent loading and
-// swapping (the "took" of its log, without the debounce), and
+// swapping (the "duration" of its log, without the debounce), and
 // rename-to-served-ms, the median from the last rename to the new set being
 // served.
 func BenchmarkReloadModules(b *testing.B) {

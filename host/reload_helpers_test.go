@@ -195,10 +195,10 @@ func problemFiles(c *catalog) []string {
 // logSink keeps the operator log of a test server, and the durations of
 // its reloads. Waiters are woken by each new line.
 type logSink struct {
-	mu    sync.Mutex
-	lines []string
-	took  []time.Duration // "took" of each "tools reloaded"
-	added chan struct{}   // closed and replaced by each new line
+	mu        sync.Mutex
+	lines     []string
+	durations []time.Duration // "duration" of each "tools reloaded"
+	added     chan struct{}   // closed and replaced by each new line
 }
 
 func newLogSink() *logSink { return &logSink{added: make(chan struct{})} }
@@ -212,7 +212,7 @@ func (l *logSink) Handle(_ context.Context, r slog.Record) error {
 	var took time.Duration
 	r.Attrs(func(a slog.Attr) bool {
 		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
-		if a.Key == "took" && r.Message == "tools reloaded" {
+		if a.Key == "duration" && r.Message == "tools reloaded" {
 			took = a.Value.Duration()
 		}
 		return true
@@ -221,7 +221,7 @@ func (l *logSink) Handle(_ context.Context, r slog.Record) error {
 	defer l.mu.Unlock()
 	l.lines = append(l.lines, b.String())
 	if took > 0 {
-		l.took = append(l.took, took)
+		l.durations = append(l.durations, took)
 	}
 	close(l.added)
 	l.added = make(chan struct{})
@@ -233,7 +233,7 @@ func (l *logSink) reloadTime() time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var sum time.Duration
-	for _, d := range l.took {
+	for _, d := range l.durations {
 		sum += d
 	}
 	return sum

@@ -972,7 +972,7 @@ func (s *Server) rebuild(ctx context.Context, snap *plugins.Snapshot) {
 				msg += fmt.Sprintf(" (%s still loading after %s hit a load limit: served when loaded)", plural(n, "module"), plural(gen.Limited(), "module"))
 				attrs = append(attrs, "loading", n)
 			}
-			s.log.Info(msg, append(attrs, "took", time.Since(s.begun))...)
+			s.log.Info(msg, append(attrs, "duration", time.Since(s.begun))...)
 			if len(gen.Modules()) == 0 && len(next.problems) == 0 && s.cfg.ToolsDir != "" {
 				s.log.Warn("the tool directory holds no .wasm modules: nothing is served until one is added (it is watched)", "dir", s.cfg.ToolsDir)
 			}
@@ -1001,7 +1001,7 @@ func (s *Server) rebuild(ctx context.Context, snap *plugins.Snapshot) {
 		prev.retire(released)
 	}
 	s.log.Info("tools reloaded", "generation", gen.Seq(), "modules", len(gen.Modules()),
-		"tools", len(next.list), "loading", gen.Loading(), "released", len(released), "took", time.Since(start))
+		"tools", len(next.list), "loading", gen.Loading(), "released", len(released), "duration", time.Since(start))
 }
 
 // startDone reports whether the start is over for those who wait for it

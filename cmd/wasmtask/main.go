@@ -80,7 +80,7 @@ func main() {
 	if errors.Is(err, flag.ErrHelp) {
 		return
 	}
-	if errors.Is(err, errProblems) || errors.Is(err, errToolError) || errors.Is(err, errAnswerError) {
+	if errors.Is(err, errProblems) || errors.Is(err, errToolError) || errors.Is(err, errAnswerError) || errors.Is(err, errLogged) {
 		os.Exit(1) // already reported on stdout
 	}
 	if err != nil {
@@ -150,7 +150,7 @@ func openModule(ctx context.Context, file string, o moduleOptions) (srv *host.Se
 	srv, err = host.New(ctx, host.Config{
 		ToolsFS:     fstest.MapFS{name + ".wasm": {Data: wasm, Mode: 0o444}},
 		Policy:      o.policy,
-		CacheDir:    usableCacheDir(o.cacheDir),
+		CacheDir:    usableCacheDir(o.cacheDir, func(err error) { fmt.Fprintf(os.Stderr, "wasmtask: compile cache disabled: %v\n", err) }),
 		Interpreter: o.interpreter,
 	})
 	return srv, name, wasm, err

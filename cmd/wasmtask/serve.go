@@ -35,6 +35,8 @@ Flags:
 type serveSetup struct {
 	cfg                     host.Config // Logger writes to the stderr given to parseServe
 	logger                  *slog.Logger
+	stderr                  io.Writer
+	jsonLog                 bool // --log-format json: every stderr line is a JSON object
 	httpAddr, metricsAddr   string
 	policyFile, tenantsFile string
 	drain                   time.Duration
@@ -97,6 +99,7 @@ func parseServe(args []string, stderr io.Writer) (*serveSetup, error) {
 	case "text":
 		logger = slog.New(slog.NewTextHandler(stderr, opts))
 	case "json":
+		opts.ReplaceAttr = durationsInMilliseconds
 		logger = slog.New(slog.NewJSONHandler(stderr, opts))
 	default:
 		return nil, fmt.Errorf("serve: --log-format is text or json, not %q", *logFormat)
@@ -168,8 +171,32 @@ func parseServe(args []string, stderr io.Writer) (*serveSetup, error) {
 		}
 		cfg.Policy = p
 	}
-	return &serveSetup{cfg: cfg, logger: logger, httpAddr: *httpAddr, metricsAddr: *metricsAddr,
+	return &serveSetup{cfg: cfg, logger: logger, stderr: stderr, jsonLog: *logFormat == "json", httpAddr: *httpAddr, metricsAddr: *metricsAddr,
 		policyFile: *policyFile, tenantsFile: *tenantsFile, drain: *drain}, nil
+}
+
+// durationsInMilliseconds writes a duration attribute x of a JSON log as
+// xMs, a number of milliseconds, as MCP and the audit schema count time
+// (slog's JSON handler would write integer nanoseconds).
+func durationsInMilliseconds(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		return slog.Float64(a.Key+"Ms", float64(a.Value.Duration().Microseconds())/1000)
+	}
+	return a
+}
+
+// errLogged makes serve exit 1 after its JSON log recorded the error.
+var errLogged = errors.New("serve failed (logged)")
+
+// announce tells scripts an address serve chose (they may pass port 0):
+// "wasmtask: listening on URL" in a text log, {"msg":"listening","url":…}
+// in a JSON one.
+func (set *serveSetup) announce(what, url string) {
+	if set.jsonLog {
+		set.logger.Info(what, "url", url)
+		return
+	}
+	fmt.Fprintf(set.stderr, "wasmtask: %s on %s\n", what, url)
 }
 
 // runServe is `wasmtask serve`.
@@ -178,8 +205,21 @@ func runServe(args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := serve(set); err != nil {
+		if set.jsonLog {
+			// The process's last line is JSON like every other.
+			set.logger.Error("serve failed", "err", err)
+			return errLogged
+		}
+		return err
+	}
+	return nil
+}
+
+// serve runs the server set describes until it is shut down.
+func serve(set *serveSetup) error {
 	cfg, logger := set.cfg, set.logger
-	cfg.CacheDir = usableCacheDir(cfg.CacheDir)
+	cfg.CacheDir = usableCacheDir(cfg.CacheDir, func(err error) { logger.Warn("compile cache disabled", "err", err) })
 
 	srv, err := host.New(context.Background(), cfg)
 	if err != nil {
@@ -195,7 +235,7 @@ func runServe(args []string) error {
 	stopHangup := reloadOnHangup(srv, logger, set.policyFile, set.tenantsFile)
 	defer stopHangup()
 	if set.metricsAddr != "" {
-		stopMetrics, err := serveMetrics(srv, logger, set.metricsAddr)
+		stopMetrics, err := serveMetrics(srv, set, set.metricsAddr)
 		if err != nil {
 			return err
 		}
@@ -212,8 +252,7 @@ func runServe(args []string) error {
 	if err != nil {
 		return err
 	}
-	// The chosen address, for scripts that pass port 0.
-	fmt.Fprintf(os.Stderr, "wasmtask: listening on http://%s%s\n", l.Addr(), host.HTTPPath)
+	set.announce("listening", fmt.Sprintf("http://%s%s", l.Addr(), host.HTTPPath))
 	err = srv.Serve(l)
 	if errors.Is(err, host.ErrServerClosed) {
 		return nil // stopSignals waits for the drain to end
@@ -270,7 +309,7 @@ func loopbackDefault(addr string) string {
 // serveMetrics serves srv's Prometheus metrics at /metrics on addr until
 // the returned func, which closes the listener and waits for the serving
 // goroutine.
-func serveMetrics(srv *host.Server, logger *slog.Logger, addr string) (stop func(), err error) {
+func serveMetrics(srv *host.Server, set *serveSetup, addr string) (stop func(), err error) {
 	l, err := net.Listen("tcp", loopbackDefault(addr))
 	if err != nil {
 		return nil, fmt.Errorf("serve: metrics: %w", err)
@@ -278,12 +317,12 @@ func serveMetrics(srv *host.Server, logger *slog.Logger, addr string) (stop func
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", srv.MetricsHandler())
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute}
-	fmt.Fprintf(os.Stderr, "wasmtask: metrics on http://%s/metrics\n", l.Addr())
+	set.announce("metrics", fmt.Sprintf("http://%s/metrics", l.Addr()))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		if err := hs.Serve(l); !errors.Is(err, http.ErrServerClosed) {
-			logger.Error("metrics endpoint stopped", "err", err)
+			set.logger.Error("metrics endpoint stopped", "err", err)
 		}
 	}()
 	return func() { hs.Close(); <-done }, nil
@@ -385,12 +424,12 @@ func reloadOnHangup(srv *host.Server, logger *slog.Logger, policyFile, tenantsFi
 // usableCacheDir creates dir if needed and returns it, or "" (no disk
 // cache) when it cannot be created: a cache is an optimisation, never a
 // reason to fail.
-func usableCacheDir(dir string) string {
+func usableCacheDir(dir string, warn func(error)) string {
 	if dir == "" {
 		return ""
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		fmt.Fprintf(os.Stderr, "wasmtask: compile cache disabled: %v\n", err)
+		warn(err)
 		return ""
 	}
 	return dir

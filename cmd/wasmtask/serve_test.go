@@ -127,11 +127,11 @@ func TestServeOperations(t *testing.T) {
 	}
 	p := startServe(t, hosttest.BuildWasmtask(t, "../..", userGoEnv()), "--http", "127.0.0.1:0", "--metrics", "127.0.0.1:0", "--log-format", "json",
 		"--tools", tools, "--policy", policy, "--cache-dir", "")
-	metricsURL := p.await(regexp.MustCompile(`wasmtask: metrics on (http://\S+/metrics)`))[1]
-	base := strings.TrimSuffix(p.await(regexp.MustCompile(`wasmtask: listening on (http://\S+)`))[1], "/mcp")
+	metricsURL := p.await(regexp.MustCompile(`^\{.*"msg":"metrics","url":"(http://\S+/metrics)"\}$`))[1]
+	base := strings.TrimSuffix(p.await(regexp.MustCompile(`^\{.*"msg":"listening","url":"(http://\S+)"\}$`))[1], "/mcp")
 	// Start-up says what it does: compiling, then how much it loaded.
 	p.await(regexp.MustCompile(`^\{.*"msg":"compiling 1 module in the background \(no compile cache: every start compiles them\)"`))
-	p.await(regexp.MustCompile(`^\{.*"msg":"loaded 1 tool from 1 module in [^"]+","tools":1,"modules":1,"problems":0,"took":`))
+	p.await(regexp.MustCompile(`^\{.*"msg":"loaded 1 tool from 1 module in [^"]+","tools":1,"modules":1,"problems":0,"durationMs":[0-9.]+\}$`))
 	// The log is JSON, one object per line; the tools have loaded once a
 	// reload reports nothing loading.
 	loaded := p.await(regexp.MustCompile(`^\{.*"msg":"tools reloaded".*"loading":0.*\}$`))[0]
@@ -172,6 +172,23 @@ func TestServeOperations(t *testing.T) {
 	p.await(regexp.MustCompile(`"msg":"SIGHUP: policy not reloaded; the previous one stays in force"`))
 	if code, _ := get(t, base+"/readyz"); code != 200 {
 		t.Errorf("GET /readyz after a bad policy = %d, want 200", code)
+	}
+
+	// Every line so far, start-up included, is one JSON object; a
+	// duration is a number of milliseconds.
+	p.mu.Lock()
+	lines := slices.Clone(p.lines)
+	p.mu.Unlock()
+	for _, line := range lines {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Errorf("stderr line %q is not a JSON object: %v", line, err)
+		}
+		for k, v := range rec {
+			if _, ok := v.(float64); ok && k != "time" && strings.HasSuffix(strings.ToLower(k), "duration") {
+				t.Errorf("line %q: %s is not in milliseconds (want %sMs)", line, k, k)
+			}
+		}
 	}
 }
 
